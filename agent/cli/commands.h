@@ -1,0 +1,45 @@
+// The kloop subcommands. Each registers its options on the CLI app and
+// returns a runner giving the process exit code: 0 when it did its job
+// (whatever the verdict), 1 when some items failed, 2 for bad input or a
+// kloop-side error.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "evaluator/evaluate.h"
+
+namespace kloop::cli {
+
+// Options every command shares.
+struct GlobalOptions {
+  std::string problems_dir;
+};
+
+using Runner = std::function<int()>;
+
+// Evaluation settings shared by `eval` and `demo`.
+struct EvalCliOptions {
+  std::string device = "cpu";
+  std::string protocol = "strict";
+  uint64_t seed = 1;
+  double timeout_s = 120;
+  double memory_limit_gb = 8;
+  int threads = 0;
+  bool no_timing = false;
+  double max_timing_s = 0;
+  bool keep_work_dir = false;
+};
+void add_eval_options(CLI::App& app, EvalCliOptions& o);
+// Checks the values and builds the Evaluator's options; throws
+// std::invalid_argument naming the bad option.
+EvalOptions make_eval_options(const EvalCliOptions& o);
+
+Runner add_problems_command(CLI::App& app, const GlobalOptions& global);
+Runner add_eval_command(CLI::App& app, const GlobalOptions& global);
+Runner add_demo_command(CLI::App& app, const GlobalOptions& global);
+
+}  // namespace kloop::cli

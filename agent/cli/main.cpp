@@ -1,0 +1,40 @@
+// kloop: the command-line driver. A thin layer over the evaluator library.
+#include <iostream>
+#include <map>
+
+#include "agent/cli/commands.h"
+#include "evaluator/problem/registry.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kloop: an agentic feedback-loop runner for LLM-written GPU kernels"};
+  app.require_subcommand(1);
+  kloop::cli::GlobalOptions global;
+  global.problems_dir = kloop::ProblemRegistry::default_root();
+  app.add_option("--problems", global.problems_dir, "folder holding the problem suites")
+      ->capture_default_str()
+      ->envname("KLOOP_PROBLEMS_DIR");
+
+  std::map<CLI::App*, kloop::cli::Runner> runners;
+  auto add = [&](const char* name, const char* help, auto adder) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    runners[sub] = adder(*sub, global);
+  };
+  add("problems", "list and show the task suites", kloop::cli::add_problems_command);
+  add("eval", "evaluate one candidate file against a problem's reference", kloop::cli::add_eval_command);
+  add("demo", "evaluate the shipped example candidates (offline, CPU)", kloop::cli::add_demo_command);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  for (auto* sub : app.get_subcommands()) {
+    try {
+      return runners.at(sub)();
+    } catch (const std::exception& e) {
+      std::cerr << "kloop: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  return 2;
+}

@@ -1,0 +1,141 @@
+// kloop problems list|show: browse the task suites.
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/cli/commands.h"
+#include "evaluator/problem/registry.h"
+
+namespace kloop::cli {
+namespace {
+
+std::string join_dims(const DimValues& dims) {
+  std::string s;
+  for (const auto& [k, v] : dims) s += (s.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+  return s;
+}
+
+std::string human_count(double v) {
+  const char* units[] = {"", "K", "M", "G", "T", "P"};
+  int u = 0;
+  while (v >= 1000 && u < 5) {
+    v /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g%s", v, units[u]);
+  return buf;
+}
+
+int list(const GlobalOptions& g, const std::string& suite, std::optional<int> level, bool json_out) {
+  ProblemRegistry reg(g.problems_dir);
+  int bad = 0;
+  nlohmann::json rows = nlohmann::json::array();
+  if (!json_out) std::printf("%-12s %-5s %-60s %-8s %s\n", "suite", "level", "name", "inputs", "description");
+  for (const auto& e : reg.list(suite, level)) {
+    try {
+      ProblemSpec s = reg.load(e);
+      if (json_out) {
+        rows.push_back({{"suite", e.suite}, {"level", e.level}, {"name", e.name}, {"inputs", s.inputs.size()},
+                        {"description", s.description}, {"excluded_from", s.excluded_from}});
+      } else {
+        std::printf("%-12s %-5d %-60s %-8zu %s\n", e.suite.c_str(), e.level, e.name.c_str(), s.inputs.size(),
+                    s.description.c_str());
+      }
+    } catch (const std::exception& ex) {
+      ++bad;
+      std::cerr << "kloop: " << ex.what() << "\n";
+    }
+  }
+  if (json_out) std::cout << rows.dump(2) << "\n";
+  return bad ? 1 : 0;
+}
+
+int show(const GlobalOptions& g, const std::string& name, bool json_out) {
+  ProblemRegistry reg(g.problems_dir);
+  ProblemSpec s = reg.load(name);
+  DimValues d = s.resolve_dims(false);
+  if (json_out) {
+    nlohmann::json inputs = nlohmann::json::array();
+    for (const auto& in : s.inputs) {
+      inputs.push_back({{"name", in.name}, {"shape", s.resolve_shape(in, d)}, {"dtype", dtype_name(in.dtype)},
+                        {"dist", in.dist.kind}});
+    }
+    nlohmann::json j = {{"name", s.name}, {"suite", s.suite}, {"level", s.level}, {"description", s.description},
+                        {"dims", d}, {"inputs", inputs}, {"outputs", s.outputs}, {"flops", s.flop_count(d)},
+                        {"bytes", s.byte_count(d)}, {"spec", s.spec_path}, {"reference", s.reference_path},
+                        {"deviations", s.deviations}, {"excluded_from", s.excluded_from},
+                        {"provenance", s.provenance}};
+    if (s.cpu_dims) j["cpu_dims"] = s.resolve_dims(true);
+    j["variants"] = s.variants.size();
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << s.name << "  (" << s.suite << ", level " << s.level << ")\n";
+  if (!s.description.empty()) std::cout << "  " << s.description << "\n";
+  std::cout << "  dims: " << join_dims(d) << "\n";
+  if (s.cpu_dims) std::cout << "  cpu dims: " << join_dims(s.resolve_dims(true)) << "\n";
+  if (!s.args.empty()) {
+    std::cout << "  constructor arguments:";
+    for (const auto& a : s.resolve_args(d)) {
+      std::cout << " " << a.name << "=";
+      switch (a.type) {
+        case ArgType::kInt: std::cout << a.int_value; break;
+        case ArgType::kFloat: std::cout << a.float_value; break;
+        case ArgType::kBool: std::cout << (a.bool_value ? "true" : "false"); break;
+        case ArgType::kInts: {
+          std::string l;
+          for (auto v : a.ints) l += (l.empty() ? "" : ",") + std::to_string(v);
+          std::cout << "[" << l << "]";
+          break;
+        }
+        case ArgType::kString: std::cout << a.string_value; break;
+      }
+    }
+    std::cout << "\n";
+  }
+  std::cout << "  inputs:\n";
+  for (const auto& in : s.inputs) {
+    std::string shape;
+    for (auto v : s.resolve_shape(in, d)) shape += (shape.empty() ? "" : ", ") + std::to_string(v);
+    std::cout << "    " << in.name << ": " << dtype_name(in.dtype) << "[" << shape << "] ~ " << in.dist.kind << "\n";
+  }
+  std::cout << "  outputs: " << s.outputs << "\n";
+  std::cout << "  cost at default dims: " << human_count(s.flop_count(d)) << "FLOP, " << human_count(s.byte_count(d))
+            << "B\n";
+  std::cout << "  hidden shape variants: " << s.variants.size() << "\n";
+  for (const auto& dev : s.deviations) std::cout << "  deviation: " << dev << "\n";
+  for (const auto& p : s.excluded_from) std::cout << "  excluded from protocol: " << p << "\n";
+  std::cout << "  spec: " << s.spec_path << "\n  reference: " << s.reference_path << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
+  app.require_subcommand(1);
+  auto* list_cmd = app.add_subcommand("list", "list problems");
+  auto suite = std::make_shared<std::string>();
+  auto level = std::make_shared<int>(0);
+  auto json_list = std::make_shared<bool>(false);
+  list_cmd->add_option("--suite", *suite, "only this suite (e.g. kernelbench)");
+  list_cmd->add_option("--level", *level, "only this level (1, 2 or 3)");
+  list_cmd->add_flag("--json", *json_list, "machine-readable output");
+  auto* show_cmd = app.add_subcommand("show", "show one problem's spec");
+  auto name = std::make_shared<std::string>();
+  auto json_show = std::make_shared<bool>(false);
+  show_cmd->add_option("name", *name, "problem name, e.g. 19_ReLU or level1/19_ReLU")->required();
+  show_cmd->add_flag("--json", *json_show, "machine-readable output");
+  return [&global, &app, list_cmd, show_cmd, suite, level, json_list, name, json_show]() {
+    (void)app;
+    if (list_cmd->parsed()) {
+      return list(global, *suite, *level > 0 ? std::optional<int>(*level) : std::nullopt, *json_list);
+    }
+    if (show_cmd->parsed()) return show(global, *name, *json_show);
+    return 2;
+  };
+}
+
+}  // namespace kloop::cli

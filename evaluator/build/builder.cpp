@@ -1,0 +1,238 @@
+// Cached compilation of model sources into shared objects.
+//
+// Cache layout: <cache>/builds/<key>/{module.so, build.log, result.json,
+// <role>.cpp|.cu}. A build happens in a private temporary folder that is
+// renamed into place, so readers never see a half-written entry, and an
+// flock on <key>.lock keeps two processes from compiling the same key.
+#include "evaluator/build/builder.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluator/build/build_config.h"
+#include "evaluator/build/content_hash.h"
+#include "evaluator/isolation/subprocess.h"
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kBuildFormat = "kloop-build-2";
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ';')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+// Holds an exclusive flock for its lifetime.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) : fd_(open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+    if (fd_ < 0) throw std::runtime_error(path + ": cannot open the build lock");
+    while (flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) throw std::runtime_error(path + ": cannot take the build lock");
+    }
+  }
+  ~FileLock() {
+    flock(fd_, LOCK_UN);
+    close(fd_);
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error(path + ": cannot write");
+}
+
+const char* source_name(ModuleRole role, BuildTarget target) {
+  if (target == BuildTarget::kCuda) return role == ModuleRole::kCandidate ? "candidate.cu" : "reference.cu";
+  return role == ModuleRole::kCandidate ? "candidate.cpp" : "reference.cpp";
+}
+
+// Loads a finished cache entry; false when there is none.
+bool load_entry(const fs::path& dir, BuildResult& r) {
+  std::ifstream in(dir / "result.json");
+  if (!in) return false;
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+  r.ok = j.value("ok", false);
+  r.command = j.value("command", "");
+  r.compile_seconds = j.value("compile_seconds", 0.0);
+  r.log = read_file((dir / "build.log").string());
+  r.diagnostics = parse_compiler_output(r.log);
+  if (r.ok) r.library_path = (dir / "module.so").string();
+  return true;
+}
+
+}  // namespace
+
+const char* role_name(ModuleRole role) { return role == ModuleRole::kCandidate ? "candidate" : "reference"; }
+
+BuilderConfig BuilderConfig::from_environment() {
+  BuilderConfig c;
+  std::string cache_home = env_or("XDG_CACHE_HOME", env_or("HOME", "/tmp") + "/.cache");
+  c.cache_dir = env_or("KLOOP_CACHE_DIR", cache_home + "/kloop");
+  c.cxx = env_or("KLOOP_CXX", KLOOP_CXX_COMPILER);
+  c.nvcc = env_or("KLOOP_NVCC", KLOOP_NVCC_COMPILER);
+  c.include_dirs = {env_or("KLOOP_KERNEL_API_DIR", KLOOP_KERNEL_API_DIR)};
+  for (const auto& d : split_list(KLOOP_TORCH_INCLUDE_DIRS)) c.include_dirs.push_back(d);
+  c.library_dirs = split_list(KLOOP_TORCH_LIBRARY_DIRS);
+  c.libraries = {"torch", "torch_cpu", "c10"};
+  c.cuda_libraries = {"torch_cuda", "c10_cuda"};
+  c.defines = split_list(KLOOP_TORCH_DEFINES);
+  return c;
+}
+
+Builder::Builder(BuilderConfig config) : config_(std::move(config)) {
+  const std::string api = config_.include_dirs.empty() ? "" : config_.include_dirs.front();
+  for (const char* h : {"/kloop/kernel_api.h", "/kloop/reference_api.h"}) {
+    std::string path = api + h;
+    if (!fs::exists(path)) throw std::runtime_error("kernel API header " + path + " is missing (KLOOP_KERNEL_API_DIR)");
+    api_headers_ += read_file(path);
+  }
+}
+
+std::string Builder::compiler_identity(const std::string& compiler) {
+  CommandResult r = run_command({compiler, "--version"}, "", std::chrono::seconds(30));
+  if (!r.status.exited || r.status.code != 0) {
+    throw std::runtime_error("cannot run the compiler '" + compiler + "': " + r.output);
+  }
+  return r.output;
+}
+
+std::vector<std::string> Builder::command(ModuleRole role, BuildTarget target, const std::string& source,
+                                          const std::string& output) const {
+  std::vector<std::string> cmd;
+  auto add_common = [&](bool nvcc) {
+    for (const auto& d : config_.defines) cmd.push_back("-D" + d);
+    cmd.push_back("-DKLOOP_ROLE_" + std::string(role == ModuleRole::kCandidate ? "CANDIDATE" : "REFERENCE"));
+    for (const auto& i : config_.include_dirs) {
+      // Re-adding the compiler's own system folders breaks #include_next.
+      if (i == "/usr/include" || i == "/usr/local/include") continue;
+      cmd.push_back((nvcc ? "-I" : "-isystem") + i);
+    }
+    cmd.push_back(source);
+    cmd.push_back("-o");
+    cmd.push_back(output);
+    for (const auto& l : config_.library_dirs) {
+      cmd.push_back("-L" + l);
+      cmd.push_back(nvcc ? "-Xlinker=-rpath," + l : "-Wl,-rpath," + l);
+    }
+    for (const auto& l : config_.libraries) cmd.push_back("-l" + l);
+    if (target == BuildTarget::kCuda) {
+      for (const auto& l : config_.cuda_libraries) cmd.push_back("-l" + l);
+    }
+  };
+  if (target == BuildTarget::kCpu) {
+    cmd = {config_.cxx, "-std=c++17", config_.optimization, "-fPIC", "-shared", "-fvisibility=hidden",
+           "-fdiagnostics-color=never", "-Wl,--no-undefined"};
+    add_common(false);
+  } else {
+    if (config_.nvcc.empty()) throw std::runtime_error("CUDA builds need nvcc (set KLOOP_NVCC)");
+    std::string arch = config_.cuda_arch.empty() ? "sm_90" : config_.cuda_arch;
+    std::string compute = "compute_" + arch.substr(3);
+    cmd = {config_.nvcc, "-std=c++17", config_.optimization, "-shared", "-Xcompiler=-fPIC,-fvisibility=hidden",
+           "-gencode=arch=" + compute + ",code=" + arch, "--expt-relaxed-constexpr", "-Xlinker=--no-undefined"};
+    add_common(true);
+  }
+  return cmd;
+}
+
+std::string Builder::cache_key(const std::string& source_text, ModuleRole role, BuildTarget target) {
+  std::string& identity = target == BuildTarget::kCpu ? cxx_identity_ : nvcc_identity_;
+  if (identity.empty()) identity = compiler_identity(target == BuildTarget::kCpu ? config_.cxx : config_.nvcc);
+  ContentHash h;
+  h.add(kBuildFormat).add(role_name(role)).add(target == BuildTarget::kCpu ? "cpu" : "cuda").add(identity);
+  for (const auto& part : command(role, target, "SOURCE", "OUTPUT")) h.add(part);
+  h.add(api_headers_).add(source_text);
+  return h.hex();
+}
+
+BuildResult Builder::build(const std::string& source_path, ModuleRole role, BuildTarget target) {
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  BuildResult r;
+  const std::string source = read_file(source_path);
+  r.key = cache_key(source, role, target);
+  const fs::path builds = fs::path(config_.cache_dir) / "builds";
+  const fs::path entry = builds / r.key;
+  fs::create_directories(builds);
+
+  if (load_entry(entry, r)) {
+    r.cached = true;
+    r.seconds = elapsed();
+    return r;
+  }
+  FileLock lock((builds / (r.key + ".lock")).string());
+  if (load_entry(entry, r)) {  // another process finished it while we waited
+    r.cached = true;
+    r.seconds = elapsed();
+    return r;
+  }
+
+  static std::atomic<int> counter{0};
+  const fs::path tmp = builds / (r.key + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const std::string src_name = source_name(role, target);
+  write_text((tmp / src_name).string(), source);
+  std::vector<std::string> cmd = command(role, target, src_name, "module.so");
+  for (const auto& part : cmd) r.command += (r.command.empty() ? "" : " ") + part;
+
+  CommandResult c = run_command(cmd, tmp.string(), config_.timeout);
+  r.log = c.output;
+  r.compile_seconds = c.seconds;
+  r.diagnostics = parse_compiler_output(r.log);
+  if (c.timed_out) {  // not cached: a rerun on a quieter machine may finish
+    r.timed_out = true;
+    fs::remove_all(tmp);
+    r.seconds = elapsed();
+    return r;
+  }
+  r.ok = c.status.exited && c.status.code == 0 && fs::exists(tmp / "module.so");
+  if (!r.ok && r.log.empty()) r.log = "the compiler " + c.status.describe() + " without output";
+  write_text((tmp / "build.log").string(), r.log);
+  nlohmann::json meta = {{"ok", r.ok}, {"command", r.command}, {"compile_seconds", r.compile_seconds},
+                         {"role", role_name(role)}, {"source", source_path}};
+  write_text((tmp / "result.json").string(), meta.dump(2));
+  std::error_code ec;
+  fs::rename(tmp, entry, ec);
+  if (ec) fs::remove_all(tmp);  // someone else's entry won the race: use it
+  load_entry(entry, r);
+  r.seconds = elapsed();
+  return r;
+}
+
+}  // namespace kloop

@@ -1,0 +1,72 @@
+// CandidateBuild: compiles one model source file (candidate or reference)
+// into a shared object with g++ (CPU) or nvcc (CUDA). Builds are cached by a
+// content hash of everything that affects the output, are safe when several
+// processes build the same source at once, have a timeout, and keep the full
+// log plus parsed diagnostics for feedback.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "evaluator/build/diagnostics.h"
+
+namespace kloop {
+
+enum class ModuleRole { kCandidate, kReference };
+enum class BuildTarget { kCpu, kCuda };
+
+const char* role_name(ModuleRole role);
+
+struct BuilderConfig {
+  std::string cache_dir;  // builds live in <cache_dir>/builds
+  std::string cxx;        // host compiler for CPU builds
+  std::string nvcc;       // empty: CUDA builds unavailable
+  std::string cuda_arch;  // e.g. "sm_90a"; set from the device before CUDA builds
+  std::vector<std::string> include_dirs;
+  std::vector<std::string> library_dirs;
+  std::vector<std::string> libraries;       // linked into every module
+  std::vector<std::string> cuda_libraries;  // added for CUDA builds
+  std::vector<std::string> defines;         // e.g. _GLIBCXX_USE_CXX11_ABI=1
+  std::string optimization = "-O2";
+  std::chrono::seconds timeout{300};
+
+  // Compiler, LibTorch and kernel API locations found when kloop was configured;
+  // KLOOP_CACHE_DIR, KLOOP_CXX and KLOOP_NVCC override.
+  static BuilderConfig from_environment();
+};
+
+struct BuildResult {
+  bool ok = false;
+  bool cached = false;
+  bool timed_out = false;
+  std::string key;
+  std::string library_path;  // the .so when ok
+  std::string log;           // full compiler output
+  std::string command;       // the compile command, for the log
+  std::vector<CompilerDiagnostic> diagnostics;
+  double seconds = 0;        // wall time of this call (lookup or compile)
+  double compile_seconds = 0;  // the compiler's own time when it ran (or when first built)
+};
+
+class Builder {
+ public:
+  explicit Builder(BuilderConfig config);
+
+  BuildResult build(const std::string& source_path, ModuleRole role, BuildTarget target);
+  // The cache key (also used by tests to check what invalidates a build).
+  std::string cache_key(const std::string& source_text, ModuleRole role, BuildTarget target);
+  const BuilderConfig& config() const { return config_; }
+
+ private:
+  std::vector<std::string> command(ModuleRole role, BuildTarget target, const std::string& source,
+                                   const std::string& output) const;
+  std::string compiler_identity(const std::string& compiler);
+
+  BuilderConfig config_;
+  std::string api_headers_;  // contents of the kernel API headers, part of every key
+  std::string cxx_identity_;
+  std::string nvcc_identity_;
+};
+
+}  // namespace kloop

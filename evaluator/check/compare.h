@@ -1,0 +1,47 @@
+// Correctness of one output tensor against its expected value, with the
+// diagnostics a model needs to fix its kernel (worst errors, where they are).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "evaluator/runtime/host_tensor.h"
+
+namespace kloop {
+
+// torch.allclose semantics: |actual - expected| <= atol + rtol * |expected|.
+struct Tolerance {
+  double atol = 1e-3;
+  double rtol = 1e-3;
+};
+
+struct Mismatch {
+  std::vector<int64_t> index;
+  double expected = 0;
+  double actual = 0;
+};
+
+struct TensorComparison {
+  std::string name;
+  bool passed = false;
+  std::string problem;  // set when the tensors cannot be compared (shape, dtype)
+  int64_t numel = 0;
+  int64_t mismatches = 0;
+  int64_t non_finite = 0;  // NaN/Inf in actual where expected is finite
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  double max_abs_expected = 0;
+  std::vector<Mismatch> first_mismatches;
+};
+
+TensorComparison compare_tensors(const HostTensor& expected, const HostTensor& actual,
+                                 const Tolerance& tol, int max_listed = 5);
+
+// Bitwise equality of dtype, shape and bytes (input-mutation and stale-output checks).
+bool tensors_identical(const HostTensor& a, const HostTensor& b);
+
+// "[3, 17]" for the flat index of a tensor with this shape.
+std::vector<int64_t> unravel_index(int64_t flat, const std::vector<int64_t>& shape);
+
+}  // namespace kloop

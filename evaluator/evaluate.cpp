@@ -1,0 +1,496 @@
+// The evaluation sequence: build, reference worker, candidate worker,
+// comparison, timing. Each step that model-written code can break ends in a
+// verdict; only failures on kloop's side throw EvaluationError.
+#include "evaluator/evaluate.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluator/isolation/subprocess.h"
+#include "evaluator/runtime/host_tensor.h"
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// A per-evaluation scratch folder, removed on scope exit unless kept.
+class WorkDir {
+ public:
+  WorkDir(const std::string& root, bool keep) : keep_(keep) {
+    std::string base = root;
+    if (base.empty()) {
+      base = (access("/dev/shm", W_OK) == 0) ? "/dev/shm" : fs::temp_directory_path().string();
+    }
+    std::string tmpl = base + "/kloop-eval-XXXXXX";
+    if (!mkdtemp(tmpl.data())) throw EvaluationError("cannot create a work folder under " + base);
+    path_ = tmpl;
+    fs::create_directories(path_ + "/sandbox");
+  }
+  ~WorkDir() {
+    if (!keep_) {
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+    }
+  }
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool keep_;
+};
+
+json draw_json(const Distribution& d, const DimValues& dims) {
+  json params = json::object();
+  for (const auto& [k, e] : d.params) params[k] = eval_expr(e, dims);
+  return {{"kind", d.kind}, {"params", params}};
+}
+
+json args_json(const ProblemSpec& spec, const DimValues& dims) {
+  json out = json::array();
+  for (const auto& a : spec.resolve_args(dims)) {
+    json v;
+    switch (a.type) {
+      case ArgType::kInt: v = a.int_value; break;
+      case ArgType::kFloat: v = a.float_value; break;
+      case ArgType::kBool: v = a.bool_value; break;
+      case ArgType::kInts: v = a.ints; break;
+      case ArgType::kString: v = a.string_value; break;
+    }
+    out.push_back({{"name", a.name}, {"type", arg_type_name(a.type)}, {"value", v}});
+  }
+  return out;
+}
+
+json rules_json(const TimingRules& r) {
+  return {{"warmup_calls", r.warmup_calls}, {"warmup_seconds", r.warmup_seconds},
+          {"min_samples", r.min_samples},   {"max_samples", r.max_samples},
+          {"min_seconds", r.min_seconds},   {"max_seconds", r.max_seconds},
+          {"noise_target", r.noise_target}, {"statistic", r.statistic}};
+}
+
+TimingSummary timing_from_json(const json& j) {
+  TimingSummary s;
+  s.n = j.value("n", 0);
+  s.median = j.value("median", 0.0);
+  s.mean = j.value("mean", 0.0);
+  s.stdev = j.value("stdev", 0.0);
+  s.rel_stdev = j.value("rel_stdev", 0.0);
+  s.min = j.value("min", 0.0);
+  s.max = j.value("max", 0.0);
+  s.q1 = j.value("q1", 0.0);
+  s.q3 = j.value("q3", 0.0);
+  s.total = j.value("total", 0.0);
+  s.converged = j.value("converged", false);
+  s.stop_reason = j.value("stop_reason", "");
+  return s;
+}
+
+// The last phase a worker announced on its log ("forward, case 2 call 0").
+std::string last_phase(const std::string& log) {
+  const std::string tag = "kloop-worker: ";
+  auto pos = log.rfind(tag);
+  if (pos == std::string::npos) return "start-up";
+  auto end = log.find('\n', pos);
+  return log.substr(pos + tag.size(), end == std::string::npos ? std::string::npos : end - pos - tag.size());
+}
+
+std::string last_lines(const std::string& text, int n) {
+  int count = 0;
+  std::size_t pos = text.size();
+  while (pos > 0 && count <= n) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) return text;
+    ++count;
+  }
+  return text.substr(pos + 1);
+}
+
+// A worker and what went wrong with it, if anything.
+class WorkerSession {
+ public:
+  WorkerSession(const std::string& worker, const std::string& role, const std::string& dir,
+                const ProcessLimits& limits)
+      : log_path_(dir + "/" + role + ".log"),
+        process_({worker}, dir + "/sandbox", log_path_, limits) {}
+
+  // The reply to `cmd`, or nullopt when the worker died or timed out;
+  // failure() then describes it.
+  std::optional<json> call(const json& cmd, std::chrono::milliseconds timeout) {
+    if (!process_.send_line(cmd.dump())) return died(timeout);
+    auto line = process_.receive_line(timeout);
+    if (!line) return died(timeout);
+    try {
+      return json::parse(*line);
+    } catch (const json::exception&) {
+      failure_class_ = VerdictClass::kRuntimeError;
+      failure_ = "the worker sent a malformed reply (the module wrote to fd 3?)";
+      return std::nullopt;
+    }
+  }
+
+  void finish() {
+    process_.send_line(json{{"op", "exit"}}.dump());
+    process_.wait(std::chrono::milliseconds(5000));
+  }
+
+  VerdictClass failure_class() const { return failure_class_; }
+  const std::string& failure() const { return failure_; }
+  std::string log_tail() const { return last_lines(file_tail(log_path_, 16384), 30); }
+
+ private:
+  std::optional<json> died(std::chrono::milliseconds timeout) {
+    std::string phase = last_phase(file_tail(log_path_, 65536));
+    if (process_.timed_out()) {
+      process_.kill();
+      failure_class_ = VerdictClass::kTimeout;
+      failure_ = "no result within " + std::to_string(timeout.count() / 1000.0).substr(0, 5) + " s (during " +
+                 phase + "); the process was killed";
+      return std::nullopt;
+    }
+    ExitStatus st = process_.wait(std::chrono::milliseconds(5000));
+    failure_class_ = VerdictClass::kRuntimeError;
+    if (st.exited) {
+      failure_ = "the process exited with status " + std::to_string(st.code) + " during " + phase +
+                 " without returning a result (a module must not call exit())";
+    } else {
+      failure_ = "the process was " + st.describe() + " during " + phase;
+      if (st.signal == SIGKILL) failure_ += " (possibly out of memory)";
+    }
+    return std::nullopt;
+  }
+
+  std::string log_path_;
+  WorkerProcess process_;
+  VerdictClass failure_class_ = VerdictClass::kRuntimeError;
+  std::string failure_;
+};
+
+VerdictClass class_from_name(const std::string& name) {
+  if (name == "load_error") return VerdictClass::kLoadError;
+  if (name == "timeout") return VerdictClass::kTimeout;
+  return VerdictClass::kRuntimeError;
+}
+
+}  // namespace
+
+std::string find_worker_executable() {
+  if (const char* env = std::getenv("KLOOP_WORKER"); env && *env) return env;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path candidate = self.parent_path() / "kloop-worker";
+    if (fs::exists(candidate)) return candidate.string();
+  }
+  throw EvaluationError("cannot find kloop-worker beside " + self.string() + "; set KLOOP_WORKER");
+}
+
+Evaluator::Evaluator(Builder& builder, EvalOptions options) : builder_(builder), options_(std::move(options)) {
+  if (options_.worker_path.empty()) options_.worker_path = find_worker_executable();
+}
+
+Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidate_path) {
+  const auto start = Clock::now();
+  Protocol protocol = protocol_by_name(options_.protocol);
+  const bool cpu = options_.device == "cpu";
+  const BuildTarget target = cpu ? BuildTarget::kCpu : BuildTarget::kCuda;
+
+  Verdict v;
+  v.problem = spec.name;
+  v.device = options_.device;
+  v.protocol_name = protocol.name;
+  v.protocol = protocol.to_json();
+  v.candidate_path = candidate_path;
+  TimingRules rules = cpu ? protocol.cpu_timing : protocol.gpu_timing;
+  if (options_.max_timing_seconds) {
+    rules.max_seconds = std::min(rules.max_seconds, *options_.max_timing_seconds);
+    rules.min_seconds = std::min(rules.min_seconds, rules.max_seconds);
+  }
+  v.timing_statistic = rules.statistic;
+  auto finish = [&](VerdictClass cls, std::string message) {
+    v.verdict = cls;
+    v.message = std::move(message);
+    v.phases.total = since(start);
+    return v;
+  };
+
+  if (protocol.exclude_degenerate) {
+    for (const auto& p : spec.excluded_from) {
+      if (p == protocol.name) {
+        throw EvaluationError(spec.name + " is excluded from the " + protocol.name +
+                              " protocol (see its spec's deviations); use --protocol kernelbench");
+      }
+    }
+  }
+
+  // 1. Builds: the candidate first, since its errors need no reference.
+  if (!fs::exists(candidate_path)) throw EvaluationError(candidate_path + ": no such file");
+  BuildResult cb = builder_.build(candidate_path, ModuleRole::kCandidate, target);
+  v.phases.build_candidate = cb.seconds;
+  v.build = {cb.cached, cb.timed_out, cb.seconds, cb.compile_seconds, cb.key, cb.command, cb.log, cb.diagnostics};
+  if (!cb.ok) {
+    if (cb.timed_out) {
+      return finish(VerdictClass::kCompileError,
+                    "compilation did not finish within " + std::to_string(builder_.config().timeout.count()) + " s");
+    }
+    int errors = 0;
+    for (const auto& d : cb.diagnostics) errors += d.severity == "error" ? 1 : 0;
+    std::string first;
+    for (const auto& d : cb.diagnostics) {
+      if (d.severity == "error") {
+        first = d.format();
+        break;
+      }
+    }
+    return finish(VerdictClass::kCompileError,
+                  std::to_string(errors) + " error(s)" + (first.empty() ? "" : "; first: " + first));
+  }
+  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, target);
+  v.phases.build_reference = rb.seconds;
+  if (!rb.ok) {
+    throw EvaluationError("the reference " + spec.reference_path + " does not build:\n" +
+                          summarize_diagnostics(rb.diagnostics, 20) + (rb.diagnostics.empty() ? rb.log : ""));
+  }
+
+  // 2. The test plan and its scratch folder.
+  std::vector<TestCase> tests = plan_tests(spec, protocol, cpu, options_.seed);
+  v.tests_planned = static_cast<int>(tests.size());
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  const int calls = protocol.calls_per_case;
+  json gen_cases = json::array();
+  json run_cases = json::array();
+  for (const auto& t : tests) {
+    json inputs = json::array();
+    for (const auto& in : spec.inputs) {
+      inputs.push_back({{"name", in.name},
+                        {"dtype", dtype_name(in.dtype)},
+                        {"shape", spec.resolve_shape(in, t.dims)},
+                        {"dist", draw_json(in.dist, t.dims)}});
+    }
+    json overrides = json::object();
+    for (const auto& [name, d] : spec.weights) overrides[name] = draw_json(d, t.dims);
+    json args = args_json(spec, t.dims);
+    gen_cases.push_back({{"id", t.id},
+                         {"seed", t.seed},
+                         {"scale", t.scale},
+                         {"args", args},
+                         {"inputs", inputs},
+                         {"calls", calls},
+                         {"weight_overrides", overrides},
+                         {"randomize_identity_params", protocol.randomize_identity_params}});
+    run_cases.push_back({{"id", t.id}, {"args", args}, {"calls", calls}});
+  }
+
+  // 3. Reference worker: weights, inputs, expected outputs, baseline.
+  const auto ref_start = Clock::now();
+  std::map<std::pair<int, int>, std::vector<HostTensor>> expected;
+  {
+    ProcessLimits limits;
+    WorkerSession ref(options_.worker_path, "reference", work.path(), limits);
+    auto fail = [&](const std::string& what) {
+      throw EvaluationError("the reference of " + spec.name + " failed (" + what + ")\n" + ref.log_tail());
+    };
+    auto reply = ref.call({{"op", "load"}, {"library", rb.library_path}, {"role", "reference"},
+                           {"device", options_.device}, {"threads", options_.threads},
+                           {"arity", static_cast<int>(spec.inputs.size())}},
+                          options_.load_timeout);
+    if (!reply) fail(ref.failure());
+    if (!reply->value("ok", false)) fail(reply->value("message", "load failed"));
+    reply = ref.call({{"op", "generate"}, {"dir", work.path()}, {"cases", gen_cases}}, options_.run_timeout);
+    if (!reply) fail(ref.failure());
+    if (!reply->value("ok", false)) fail(reply->value("message", "generate failed"));
+    if (options_.measure_time) {
+      reply = ref.call({{"op", "time"}, {"dir", work.path()}, {"case", run_cases[0]}, {"rules", rules_json(rules)}},
+                       options_.run_timeout);
+      if (!reply) fail(ref.failure());
+      if (!reply->value("ok", false)) fail(reply->value("message", "timing failed"));
+      v.reference_time = timing_from_json(reply->at("timing"));
+    }
+    ref.finish();
+    // The candidate's process must never be able to read expected values.
+    for (const auto& t : tests) {
+      for (int c = 0; c < calls; ++c) {
+        std::string path = work.path() + "/case" + std::to_string(t.id) + ".call" + std::to_string(c) + ".expected.kt";
+        expected[{t.id, c}] = read_tensor_file(path);
+        fs::remove(path);
+        if (static_cast<int>(expected[{t.id, c}].size()) != spec.outputs) {
+          throw EvaluationError(spec.spec_path + ": field 'outputs': says " + std::to_string(spec.outputs) +
+                                " but the reference returns " + std::to_string(expected[{t.id, c}].size()));
+        }
+      }
+    }
+  }
+  v.phases.reference = since(ref_start);
+
+  // 4. Candidate worker: outputs for every test call.
+  const auto cand_start = Clock::now();
+  ProcessLimits limits;
+  limits.address_space_bytes = cpu ? std::optional<uint64_t>(options_.memory_limit_bytes) : std::nullopt;
+  limits.isolate_network = true;
+  WorkerSession cand(options_.worker_path, "candidate", work.path(), limits);
+  auto worker_failed = [&](const std::optional<json>& reply) -> std::optional<Verdict> {
+    if (!reply) {
+      v.log_tail = cand.log_tail();
+      v.phases.candidate = since(cand_start);
+      return finish(cand.failure_class(), cand.failure());
+    }
+    if (!reply->value("ok", false)) {
+      v.log_tail = cand.log_tail();
+      v.phases.candidate = since(cand_start);
+      return finish(class_from_name(reply->value("error_class", "runtime_error")), reply->value("message", "failed"));
+    }
+    return std::nullopt;
+  };
+  auto reply = cand.call({{"op", "load"}, {"library", cb.library_path}, {"role", "candidate"},
+                          {"device", options_.device}, {"threads", options_.threads},
+                          {"arity", static_cast<int>(spec.inputs.size())}},
+                         options_.load_timeout);
+  if (auto bad = worker_failed(reply)) return *bad;
+  reply = cand.call({{"op", "run"}, {"dir", work.path()}, {"cases", run_cases}}, options_.run_timeout);
+  if (auto bad = worker_failed(reply)) return *bad;
+  v.phases.candidate = since(cand_start);
+
+  // 5. Comparison, outside the candidate's process.
+  const auto cmp_start = Clock::now();
+  std::map<std::pair<int, int>, json> call_info;
+  for (const auto& c : reply->at("calls")) call_info[{c.at("case").get<int>(), c.at("call").get<int>()}] = c;
+  bool all_passed = true;
+  for (const auto& t : tests) {
+    std::vector<HostTensor> previous;
+    for (int c = 0; c < calls; ++c) {
+      const std::string stem = work.path() + "/case" + std::to_string(t.id) + ".call" + std::to_string(c);
+      TestOutcome o;
+      o.case_id = t.id;
+      o.call = c;
+      o.label = t.label();
+      const auto& exp = expected[{t.id, c}];
+      std::vector<HostTensor> act = read_tensor_file(stem + ".actual.kt");
+      const json& info = call_info[{t.id, c}];
+      for (const auto& a : info.value("aliases", json::array())) {
+        v.integrity.push_back({"output_aliases_input",
+                               "output " + std::to_string(a.at("output").get<int>()) + " shares memory with input " +
+                                   std::to_string(a.at("input").get<int>()) + " (" +
+                                   spec.inputs[a.at("input").get<std::size_t>()].name +
+                                   "); return a new tensor, never an input or a view of one"});
+      }
+      std::vector<HostTensor> before = read_tensor_file(stem + ".inputs.kt");
+      std::vector<HostTensor> after = read_tensor_file(stem + ".inputs_after.kt");
+      for (std::size_t k = 0; k < before.size() && k < after.size(); ++k) {
+        if (!tensors_identical(before[k], after[k])) {
+          v.integrity.push_back({"input_mutation", "forward modified its input " + std::to_string(k) + " (" +
+                                                       spec.inputs[k].name + ") on " + t.label() +
+                                                       "; inputs must be left unchanged"});
+        }
+      }
+      if (!info.value("wrong_device", json::array()).empty()) {
+        const auto& w = info["wrong_device"][0];
+        o.problem = "output " + std::to_string(w.at("output").get<int>()) + " is on " +
+                    w.at("device").get<std::string>() + ", expected " + options_.device;
+      } else if (act.size() != exp.size()) {
+        o.problem = "forward returned " + std::to_string(act.size()) + " output(s), expected " +
+                    std::to_string(exp.size());
+      } else {
+        for (std::size_t i = 0; i < exp.size(); ++i) {
+          o.outputs.push_back(compare_tensors(exp[i], act[i], protocol.tolerance));
+        }
+      }
+      o.passed = o.problem.empty();
+      for (const auto& cmp : o.outputs) o.passed = o.passed && cmp.passed;
+      // A second call that returns the first call's result, where the
+      // reference's results differ, was cached across calls.
+      if (c > 0 && !previous.empty() && previous.size() == act.size()) {
+        bool same_actual = true, same_expected = true;
+        const auto& prev_exp = expected[{t.id, c - 1}];
+        for (std::size_t i = 0; i < act.size(); ++i) {
+          same_actual = same_actual && tensors_identical(previous[i], act[i]);
+          same_expected = same_expected && i < prev_exp.size() && i < exp.size() && tensors_identical(prev_exp[i], exp[i]);
+        }
+        if (same_actual && !same_expected) {
+          v.integrity.push_back({"stale_output", "call " + std::to_string(c) + " of " + t.label() +
+                                                     " returned exactly the previous call's result for different "
+                                                     "inputs (results cached across calls)"});
+        }
+      }
+      previous = std::move(act);
+      all_passed = all_passed && o.passed;
+      v.tests.push_back(std::move(o));
+    }
+  }
+  v.phases.compare = since(cmp_start);
+
+  if (!v.integrity.empty() && protocol.integrity_checks) {
+    cand.finish();
+    return finish(VerdictClass::kIntegrityViolation, v.integrity.front().check + ": " + v.integrity.front().message);
+  }
+  if (!all_passed) {
+    cand.finish();
+    int failed = 0;
+    const TestOutcome* first = nullptr;
+    for (const auto& o : v.tests) {
+      if (!o.passed) {
+        ++failed;
+        if (!first) first = &o;
+      }
+    }
+    std::string what = first->problem;
+    if (what.empty()) {
+      for (const auto& c : first->outputs) {
+        if (c.passed) continue;
+        what = !c.problem.empty() ? c.name + ": " + c.problem
+                                  : c.name + " differs in " + std::to_string(c.mismatches) + " of " +
+                                        std::to_string(c.numel) + " elements (max abs error " +
+                                        std::to_string(c.max_abs_error) + ")";
+        break;
+      }
+    }
+    return finish(VerdictClass::kIncorrect, std::to_string(failed) + " of " + std::to_string(v.tests.size()) +
+                                                " test calls failed; first: " + first->label + ": " + what);
+  }
+
+  // 6. Timing, then one more call that must still be correct.
+  if (options_.measure_time) {
+    const auto time_start = Clock::now();
+    reply = cand.call({{"op", "time"}, {"dir", work.path()}, {"case", run_cases[0]}, {"rules", rules_json(rules)},
+                       {"post_check", true}},
+                      options_.run_timeout);
+    if (auto bad = worker_failed(reply)) return *bad;
+    v.candidate_time = timing_from_json(reply->at("timing"));
+    v.phases.candidate += since(time_start);
+    auto post = read_tensor_file(work.path() + "/case" + std::to_string(tests[0].id) + ".post.actual.kt");
+    const auto& exp = expected[{tests[0].id, 0}];
+    bool ok = post.size() == exp.size();
+    for (std::size_t i = 0; ok && i < exp.size(); ++i) ok = compare_tensors(exp[i], post[i], protocol.tolerance).passed;
+    if (!ok) {
+      v.integrity.push_back({"corrupt_after_repeat",
+                             "the output was correct at first but wrong after the timed repetitions"});
+      if (protocol.integrity_checks) {
+        cand.finish();
+        return finish(VerdictClass::kIntegrityViolation, "corrupt_after_repeat: " + v.integrity.back().message);
+      }
+    }
+    if (v.reference_time && v.candidate_time->headline(rules.statistic) > 0) {
+      v.speedup = v.reference_time->headline(rules.statistic) / v.candidate_time->headline(rules.statistic);
+    }
+  }
+  cand.finish();
+  std::ostringstream msg;
+  msg << v.tests.size() << " test calls passed";
+  if (v.speedup) msg << "; speedup " << *v.speedup << "x";
+  return finish(VerdictClass::kCorrect, msg.str());
+}
+
+}  // namespace kloop

@@ -1,0 +1,57 @@
+// Evaluator: one candidate against one problem's reference, under a
+// protocol, in isolated worker processes (DESIGN.md §5). The reference
+// worker draws weights and inputs and computes expected outputs and the
+// baseline; the candidate worker sees only weights and inputs; the driver
+// compares. Whatever the candidate does, the result is a Verdict.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "evaluator/build/builder.h"
+#include "evaluator/problem/spec.h"
+#include "evaluator/protocol.h"
+#include "evaluator/verdict.h"
+
+namespace kloop {
+
+// Something on kloop's side failed (the reference, the spec, the machine):
+// not a verdict on the candidate.
+class EvaluationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct EvalOptions {
+  std::string device = "cpu";
+  std::string protocol = "strict";
+  uint64_t seed = 1;
+  std::chrono::milliseconds load_timeout{60000};
+  std::chrono::milliseconds run_timeout{120000};  // per worker command (tests, timing)
+  uint64_t memory_limit_bytes = 8ull << 30;       // address space of the candidate process
+  int threads = 0;                                // intra-op threads; 0 = LibTorch's default
+  bool measure_time = true;
+  std::optional<double> max_timing_seconds;  // caps the protocol's timing budget
+  std::string work_root;                     // "" = /dev/shm if usable, else the temp dir
+  bool keep_work_dir = false;
+  std::string worker_path;  // "" = kloop-worker beside this executable, or $KLOOP_WORKER
+};
+
+class Evaluator {
+ public:
+  Evaluator(Builder& builder, EvalOptions options);
+  Verdict evaluate(const ProblemSpec& spec, const std::string& candidate_path);
+  const EvalOptions& options() const { return options_; }
+
+ private:
+  Builder& builder_;
+  EvalOptions options_;
+};
+
+// Locates kloop-worker: $KLOOP_WORKER, then beside the running executable.
+std::string find_worker_executable();
+
+}  // namespace kloop

@@ -1,0 +1,468 @@
+// kloop-worker: the process that runs model code (a reference or a
+// candidate) for the driver. It reads one JSON command per line on stdin and
+// answers one JSON line on fd 3; stdout and stderr are a log. It never holds
+// expected outputs when it runs a candidate: the driver compares.
+//
+// Commands: load, generate (reference: weights, inputs, expected outputs),
+// run (candidate: outputs for given weights and inputs), time, exit.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+#include <kloop/kernel_api.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "evaluator/isolation/tensor_bridge.h"
+#include "evaluator/runtime/generator.h"
+#include "evaluator/runtime/host_tensor.h"
+#include "evaluator/timing/sample_stats.h"
+
+namespace kloop {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// An error with the verdict class it maps to.
+struct WorkerError {
+  std::string error_class;  // load_error, runtime_error
+  std::string message;
+};
+
+void phase(const std::string& what) {
+  std::fprintf(stderr, "kloop-worker: %s\n", what.c_str());
+  std::fflush(stderr);
+}
+
+class InitFromData : public ModuleInit {
+ public:
+  InitFromData(std::map<std::string, at::Tensor> params, json args, std::string device)
+      : params_(std::move(params)), args_(std::move(args)), device_(std::move(device)) {}
+
+  bool has_param(const std::string& name) const override { return params_.count(name) > 0; }
+  at::Tensor param(const std::string& name) const override {
+    auto it = params_.find(name);
+    if (it == params_.end()) {
+      std::string known;
+      for (const auto& [k, v] : params_) known += (known.empty() ? "" : ", ") + k;
+      throw std::out_of_range("kloop: no weight named '" + name + "' (this problem has: " +
+                              (known.empty() ? "none" : known) + ")");
+    }
+    return it->second;
+  }
+  std::vector<std::string> param_names() const override {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : params_) out.push_back(k);
+    return out;
+  }
+  bool has_arg(const std::string& name) const override { return find(name) != nullptr; }
+  int64_t arg_int(const std::string& name) const override { return get(name, "int").get<int64_t>(); }
+  double arg_float(const std::string& name) const override {
+    const json& v = get(name, nullptr);
+    if (!v.is_number()) throw std::invalid_argument("kloop: argument '" + name + "' is not a number");
+    return v.get<double>();
+  }
+  bool arg_bool(const std::string& name) const override { return get(name, "bool").get<bool>(); }
+  std::vector<int64_t> arg_ints(const std::string& name) const override {
+    return get(name, "ints").get<std::vector<int64_t>>();
+  }
+  std::string arg_string(const std::string& name) const override {
+    return get(name, "string").get<std::string>();
+  }
+  std::string device() const override { return device_; }
+
+ private:
+  const json* find(const std::string& name) const {
+    for (const auto& a : args_) {
+      if (a.at("name") == name) return &a;
+    }
+    return nullptr;
+  }
+  const json& get(const std::string& name, const char* type) const {
+    const json* a = find(name);
+    if (!a) {
+      std::string known;
+      for (const auto& x : args_) known += (known.empty() ? "" : ", ") + x.at("name").get<std::string>();
+      throw std::out_of_range("kloop: no constructor argument named '" + name + "' (this problem has: " +
+                              (known.empty() ? "none" : known) + ")");
+    }
+    if (type && a->at("type") != type && !(std::string(type) == "int" && a->at("type") == "int")) {
+      throw std::invalid_argument("kloop: argument '" + name + "' has type " +
+                                  a->at("type").get<std::string>() + ", not " + type);
+    }
+    return a->at("value");
+  }
+
+  std::map<std::string, at::Tensor> params_;
+  json args_;
+  std::string device_;
+};
+
+class Worker {
+ public:
+  explicit Worker(std::FILE* reply) : reply_(reply) {}
+
+  int serve() {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (line.empty()) continue;
+      json cmd;
+      json answer;
+      try {
+        cmd = json::parse(line);
+        const std::string op = cmd.at("op");
+        if (op == "exit") {
+          send({{"ok", true}});
+          return 0;
+        }
+        answer = dispatch(op, cmd);
+        answer["ok"] = true;
+      } catch (const WorkerError& e) {
+        answer = {{"ok", false}, {"error_class", e.error_class}, {"message", e.message}};
+      } catch (const c10::Error& e) {  // LibTorch errors: the message without the C++ backtrace
+        answer = {{"ok", false}, {"error_class", "runtime_error"},
+                  {"message", current_ + ": " + e.what_without_backtrace()}};
+      } catch (const std::exception& e) {
+        answer = {{"ok", false}, {"error_class", "runtime_error"}, {"message", current_ + ": " + e.what()}};
+      } catch (...) {
+        answer = {{"ok", false}, {"error_class", "runtime_error"},
+                  {"message", current_ + ": threw a non-standard exception"}};
+      }
+      send(answer);
+    }
+    return 0;
+  }
+
+ private:
+  void send(const json& j) {
+    std::string s = j.dump() + "\n";
+    std::fwrite(s.data(), 1, s.size(), reply_);
+    std::fflush(reply_);
+  }
+
+  void set_phase(const std::string& what) {
+    current_ = what;
+    phase(what);
+  }
+
+  json dispatch(const std::string& op, const json& cmd) {
+    if (op == "load") return load(cmd);
+    if (!create_) throw WorkerError{"runtime_error", "kloop-worker: '" + op + "' before 'load'"};
+    if (op == "generate") return generate(cmd);
+    if (op == "run") return run(cmd);
+    if (op == "time") return time(cmd);
+    throw WorkerError{"runtime_error", "kloop-worker: unknown op '" + op + "'"};
+  }
+
+  json load(const json& cmd) {
+    role_ = cmd.at("role");
+    device_ = cmd.value("device", "cpu");
+    const std::string library = cmd.at("library");
+    if (int threads = cmd.value("threads", 0); threads > 0) at::set_num_threads(threads);
+    set_phase("loading " + library);
+    handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) {
+      const char* err = dlerror();
+      throw WorkerError{"load_error", std::string("cannot load the module: ") + (err ? err : "?")};
+    }
+    const std::string prefix = "kloop_" + role_ + "_";
+    auto version_fn = reinterpret_cast<int (*)()>(dlsym(handle_, (prefix + "api_version").c_str()));
+    auto arity_fn = reinterpret_cast<int (*)()>(dlsym(handle_, (prefix + "forward_arity").c_str()));
+    create_ = reinterpret_cast<ModuleRunner* (*)(const ModuleInit&)>(dlsym(handle_, (prefix + "create").c_str()));
+    if (!version_fn || !arity_fn || !create_) {
+      create_ = nullptr;
+      std::string other = role_ == "candidate" ? "reference" : "candidate";
+      bool wrong_role = dlsym(handle_, ("kloop_" + other + "_create").c_str()) != nullptr;
+      std::string macro = role_ == "candidate" ? "KLOOP_REGISTER_CANDIDATE(ModelNew)" : "KLOOP_REGISTER_REFERENCE(Model)";
+      throw WorkerError{"load_error",
+                        wrong_role ? "the module registers a " + other + ", not a " + role_ + "; use " + macro
+                                   : "the module registers no " + role_ + " (symbol " + prefix +
+                                         "create is missing); end the file with " + macro};
+    }
+    int version = version_fn();
+    if (version != kKernelApiVersion) {
+      create_ = nullptr;
+      throw WorkerError{"load_error", "the module was built for kernel API version " + std::to_string(version) +
+                                          ", this kloop speaks version " + std::to_string(kKernelApiVersion)};
+    }
+    arity_ = arity_fn();
+    int expected = cmd.value("arity", -1);
+    if (expected >= 0 && arity_ != expected) {
+      create_ = nullptr;
+      throw WorkerError{"load_error", "forward takes " + std::to_string(arity_) +
+                                          " tensor argument(s), but the problem passes " +
+                                          std::to_string(expected)};
+    }
+    return {{"arity", arity_}, {"api_version", version}};
+  }
+
+  std::unique_ptr<ModuleRunner> construct(const std::map<std::string, at::Tensor>& params, const json& args,
+                                          const std::string& label) {
+    set_phase("constructing the module for " + label);
+    InitFromData init(params, args, device_);
+    return std::unique_ptr<ModuleRunner>(create_(init));
+  }
+
+  static std::string file(const json& cmd, const std::string& name) {
+    return cmd.at("dir").get<std::string>() + "/" + name;
+  }
+
+  std::map<std::string, at::Tensor> read_weights(const std::string& path) {
+    std::map<std::string, at::Tensor> out;
+    for (auto& t : read_tensor_file(path)) out[t.name] = to_device(host_to_tensor(t), device_);
+    return out;
+  }
+
+  std::vector<at::Tensor> read_inputs(const std::string& path) {
+    std::vector<at::Tensor> out;
+    for (auto& t : read_tensor_file(path)) out.push_back(to_device(host_to_tensor(t), device_));
+    return out;
+  }
+
+  // Reference only: draws weights and inputs, computes expected outputs.
+  json generate(const json& cmd) {
+    if (role_ != "reference") throw WorkerError{"runtime_error", "generate is for references"};
+    at::AutoGradMode no_grad(false);
+    json cases = json::array();
+    for (const auto& c : cmd.at("cases")) {
+      const int id = c.at("id");
+      const uint64_t seed = c.at("seed");
+      const std::string label = "case " + std::to_string(id);
+      auto module = construct({}, c.at("args"), label);
+      std::vector<HostTensor> weights;
+      for (auto& [name, p] : module->parameters()) {
+        DrawSpec draw = weight_draw(name, p, module->parameters(), c);
+        HostTensor h = generate_tensor(name, dtype_of(p), shape_of(p), draw, stream_seed(seed, "weights"));
+        p.copy_(to_device(host_to_tensor(h), device_));
+        weights.push_back(std::move(h));
+      }
+      for (auto& [name, b] : module->buffers()) weights.push_back(tensor_to_host(b, name));
+      write_tensor_file(file(cmd, "case" + std::to_string(id) + ".weights.kt"), weights);
+
+      const int calls = c.value("calls", 1);
+      json outputs = json::array();
+      for (int call = 0; call < calls; ++call) {
+        std::vector<HostTensor> inputs;
+        std::vector<at::Tensor> args;
+        for (const auto& in : c.at("inputs")) {
+          DrawSpec draw;
+          draw.kind = in.at("dist").at("kind");
+          for (const auto& [k, v] : in.at("dist").at("params").items()) draw.params[k] = v.get<double>();
+          draw.scale = c.value("scale", 1.0);
+          auto dtype = parse_dtype(in.at("dtype"));
+          HostTensor h = generate_tensor(in.at("name"), *dtype, in.at("shape").get<std::vector<int64_t>>(), draw,
+                                         stream_seed(seed, "call" + std::to_string(call)));
+          args.push_back(to_device(host_to_tensor(h), device_));
+          inputs.push_back(std::move(h));
+        }
+        const std::string stem = "case" + std::to_string(id) + ".call" + std::to_string(call);
+        write_tensor_file(file(cmd, stem + ".inputs.kt"), inputs);
+        set_phase("reference forward, " + label + " call " + std::to_string(call));
+        auto out = module->forward(args);
+        synchronize();
+        std::vector<HostTensor> expected;
+        json shapes = json::array();
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          expected.push_back(tensor_to_host(out[i], "output" + std::to_string(i)));
+          shapes.push_back(expected.back().shape);
+        }
+        write_tensor_file(file(cmd, stem + ".expected.kt"), expected);
+        outputs.push_back(shapes);
+      }
+      cases.push_back({{"id", id}, {"output_shapes", outputs}});
+    }
+    return {{"cases", cases}};
+  }
+
+  // PyTorch's default initialisation drawn from kloop's generator; the spec's
+  // `weights` overrides win, `strict` randomises identity-valued vectors.
+  static DrawSpec weight_draw(const std::string& name, const at::Tensor& p,
+                              const std::vector<std::pair<std::string, at::Tensor>>& all, const json& c) {
+    DrawSpec d;
+    if (c.contains("weight_overrides") && c["weight_overrides"].contains(name)) {
+      const json& o = c["weight_overrides"][name];
+      d.kind = o.at("kind");
+      for (const auto& [k, v] : o.at("params").items()) d.params[k] = v.get<double>();
+      return d;
+    }
+    const bool randomize = c.value("randomize_identity_params", false);
+    auto fan_in_bound = [](const at::Tensor& w) {
+      int64_t fan_in = w.size(1);
+      for (int64_t i = 2; i < w.dim(); ++i) fan_in *= w.size(i);
+      return 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(fan_in, 1)));
+    };
+    auto uniform = [&d](double lo, double hi) {
+      d.kind = "uniform";
+      d.params = {{"low", lo}, {"high", hi}};
+      return d;
+    };
+    if (p.dim() >= 2) {
+      double b = fan_in_bound(p);
+      return uniform(-b, b);
+    }
+    // A rank-1 bias whose sibling weight is a matrix or filter: fan-in bound.
+    std::string leaf = name.substr(name.rfind('.') + 1);
+    std::string prefix = name.substr(0, name.size() - leaf.size());
+    if (leaf.rfind("bias", 0) == 0) {
+      std::string sibling = prefix + "weight" + leaf.substr(4);
+      for (const auto& [n, w] : all) {
+        if (n == sibling && w.dim() >= 2) {
+          double b = fan_in_bound(w);
+          return uniform(-b, b);
+        }
+      }
+      if (randomize) return uniform(-0.5, 0.5);
+      d.kind = "zeros";
+      return d;
+    }
+    if (leaf.rfind("weight", 0) == 0) {
+      if (randomize) return uniform(0.5, 1.5);
+      d.kind = "ones";
+      return d;
+    }
+    d.kind = "randn";
+    return d;
+  }
+
+  // Candidate: outputs (and inputs after the call) for the driver to check.
+  json run(const json& cmd) {
+    at::AutoGradMode no_grad(false);
+    json calls_info = json::array();
+    for (const auto& c : cmd.at("cases")) {
+      const int id = c.at("id");
+      const std::string label = "case " + std::to_string(id);
+      set_phase("reading weights for " + label);
+      auto weights = read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt"));
+      auto module = construct(weights, c.at("args"), label);
+      const int calls = c.value("calls", 1);
+      for (int call = 0; call < calls; ++call) {
+        const std::string stem = "case" + std::to_string(id) + ".call" + std::to_string(call);
+        auto inputs = read_inputs(file(cmd, stem + ".inputs.kt"));
+        set_phase("forward, " + label + " call " + std::to_string(call));
+        auto t0 = Clock::now();
+        auto out = module->forward(inputs);
+        synchronize();
+        double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        set_phase("collecting outputs of " + label + " call " + std::to_string(call));
+        json aliases = json::array();
+        json wrong_device = json::array();
+        std::vector<HostTensor> actual;
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          if (!out[i].defined()) throw WorkerError{"runtime_error", "forward returned an undefined tensor as output " + std::to_string(i)};
+          for (std::size_t k = 0; k < inputs.size(); ++k) {
+            if (storage_overlaps(out[i], inputs[k])) aliases.push_back({{"output", i}, {"input", k}});
+          }
+          if (out[i].device().str() != at::Device(device_).str()) {
+            wrong_device.push_back({{"output", i}, {"device", out[i].device().str()}});
+          }
+          actual.push_back(tensor_to_host(out[i], "output" + std::to_string(i)));
+        }
+        std::vector<HostTensor> after;
+        for (std::size_t k = 0; k < inputs.size(); ++k) after.push_back(tensor_to_host(inputs[k], "input" + std::to_string(k)));
+        write_tensor_file(file(cmd, stem + ".actual.kt"), actual);
+        write_tensor_file(file(cmd, stem + ".inputs_after.kt"), after);
+        calls_info.push_back({{"case", id}, {"call", call}, {"seconds", seconds}, {"aliases", aliases},
+                              {"wrong_device", wrong_device}});
+      }
+    }
+    return {{"calls", calls_info}};
+  }
+
+  // Repeated forward calls rotating over the case's input sets, until the
+  // stopping rule says the median is stable. The candidate then runs once
+  // more on the first input set so the driver can check it is still correct.
+  json time(const json& cmd) {
+    at::AutoGradMode no_grad(false);
+    const json& c = cmd.at("case");
+    const int id = c.at("id");
+    const std::string label = "case " + std::to_string(id);
+    auto weights = read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt"));
+    auto module = construct(weights, c.at("args"), label);
+    std::vector<std::vector<at::Tensor>> sets;
+    for (int call = 0; call < c.value("calls", 1); ++call) {
+      sets.push_back(read_inputs(file(cmd, "case" + std::to_string(id) + ".call" + std::to_string(call) + ".inputs.kt")));
+    }
+    // Timed calls must not see mutated inputs: keep pristine copies.
+    const json& r = cmd.at("rules");
+    TimingRules rules;
+    rules.warmup_calls = r.value("warmup_calls", rules.warmup_calls);
+    rules.warmup_seconds = r.value("warmup_seconds", rules.warmup_seconds);
+    rules.min_samples = r.value("min_samples", rules.min_samples);
+    rules.max_samples = r.value("max_samples", rules.max_samples);
+    rules.min_seconds = r.value("min_seconds", rules.min_seconds);
+    rules.max_seconds = r.value("max_seconds", rules.max_seconds);
+    rules.noise_target = r.value("noise_target", rules.noise_target);
+    rules.statistic = r.value("statistic", rules.statistic);
+
+    set_phase("timing warm-up, " + label);
+    std::size_t k = 0;
+    auto warm_start = Clock::now();
+    for (int i = 0; i < rules.warmup_calls ||
+                    std::chrono::duration<double>(Clock::now() - warm_start).count() < rules.warmup_seconds;
+         ++i) {
+      module->forward(sets[k++ % sets.size()]);
+      synchronize();
+      if (i > 10000) break;
+    }
+    set_phase("timing, " + label);
+    StoppingRule rule(rules);
+    do {
+      const auto& in = sets[k++ % sets.size()];
+      auto t0 = Clock::now();
+      auto out = module->forward(in);
+      synchronize();
+      rule.add(std::chrono::duration<double>(Clock::now() - t0).count());
+    } while (!rule.done());
+    TimingSummary s = rule.summary();
+    json answer = {{"timing", timing_json(s)}};
+    if (cmd.value("post_check", false)) {
+      set_phase("post-timing check, " + label);
+      auto out = module->forward(read_inputs(file(cmd, "case" + std::to_string(id) + ".call0.inputs.kt")));
+      synchronize();
+      std::vector<HostTensor> actual;
+      for (std::size_t i = 0; i < out.size(); ++i) actual.push_back(tensor_to_host(out[i], "output" + std::to_string(i)));
+      write_tensor_file(file(cmd, "case" + std::to_string(id) + ".post.actual.kt"), actual);
+    }
+    return answer;
+  }
+
+  static json timing_json(const TimingSummary& s) {
+    return {{"n", s.n},         {"median", s.median}, {"mean", s.mean},       {"stdev", s.stdev},
+            {"rel_stdev", s.rel_stdev}, {"min", s.min}, {"max", s.max},       {"q1", s.q1},
+            {"q3", s.q3},       {"total", s.total},   {"converged", s.converged}, {"stop_reason", s.stop_reason}};
+  }
+
+  void synchronize() { synchronize_device(device_); }
+
+  std::FILE* reply_;
+  void* handle_ = nullptr;
+  ModuleRunner* (*create_)(const ModuleInit&) = nullptr;
+  std::string role_;
+  std::string device_ = "cpu";
+  int arity_ = 0;
+  std::string current_ = "starting";
+};
+
+}  // namespace
+}  // namespace kloop
+
+int main() {
+  // fd 3 is the reply channel; keep it away from whatever the module prints.
+  std::FILE* reply = fdopen(3, "w");
+  if (!reply) {
+    std::fprintf(stderr, "kloop-worker: fd 3 (the reply channel) is not open; run me through kloop\n");
+    return 2;
+  }
+  std::ios::sync_with_stdio(true);
+  return kloop::Worker(reply).serve();
+}

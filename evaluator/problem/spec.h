@@ -1,0 +1,95 @@
+// ProblemSpec: the data half of a task (NAME.yaml), parsed and validated.
+// See problems/README.md for the format.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "evaluator/problem/expr.h"
+#include "evaluator/runtime/dtype.h"
+
+namespace kloop {
+
+// A spec that cannot be used. The message names the file, the line, the
+// field and what was expected.
+class SpecError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// How a tensor's values are drawn. Parameters are expressions of dims.
+struct Distribution {
+  std::string kind = "randn";  // rand randn uniform normal randint ones zeros bernoulli
+  std::map<std::string, std::string> params;
+};
+
+struct InputSpec {
+  std::string name;
+  std::vector<std::string> shape;  // each an expression of dims
+  DType dtype = DType::kFloat32;
+  Distribution dist;
+};
+
+enum class ArgType { kInt, kFloat, kBool, kInts, kString };
+
+struct ArgSpec {
+  std::string name;
+  ArgType type = ArgType::kInt;
+  std::vector<std::string> values;  // one expression, or several for kInts
+};
+
+// A constructor argument evaluated at concrete dims.
+struct ArgValue {
+  std::string name;
+  ArgType type = ArgType::kInt;
+  long long int_value = 0;
+  double float_value = 0;
+  bool bool_value = false;
+  std::vector<long long> ints;
+  std::string string_value;
+};
+
+struct ShapeVariant {
+  std::string name;
+  DimValues dims;                  // overrides of the default dims
+  std::optional<DimValues> cpu;    // overrides used on CPU runs
+};
+
+struct ProblemSpec {
+  std::string name;
+  std::string suite;
+  int level = 0;
+  std::string description;
+  std::map<std::string, std::string> provenance;
+  DimValues dims;
+  std::optional<DimValues> cpu_dims;
+  std::vector<ArgSpec> args;
+  std::vector<InputSpec> inputs;
+  int outputs = 1;
+  std::string flops;
+  std::string bytes;
+  std::vector<ShapeVariant> variants;
+  std::map<std::string, Distribution> weights;
+  std::vector<std::string> deviations;
+  std::vector<std::string> excluded_from;  // protocols that skip this task
+  std::string spec_path;
+  std::string reference_path;
+
+  // The dims for a run: defaults, then the cpu overrides (when `cpu`), then
+  // the variant's. Throws SpecError when a CPU run lacks cpu dims.
+  DimValues resolve_dims(bool cpu, const ShapeVariant* variant = nullptr) const;
+  std::vector<ArgValue> resolve_args(const DimValues& dims) const;
+  std::vector<long long> resolve_shape(const InputSpec& input, const DimValues& dims) const;
+  double flop_count(const DimValues& dims) const;
+  double byte_count(const DimValues& dims) const;
+};
+
+// Parses and validates one spec file; `suite` is recorded as given.
+ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& suite);
+
+const char* arg_type_name(ArgType type);
+
+}  // namespace kloop

@@ -1,0 +1,139 @@
+// The three built-in protocols and their test plans.
+#include "evaluator/protocol.h"
+
+#include <stdexcept>
+
+namespace kloop {
+namespace {
+
+TimingRules cpu_rules() {
+  TimingRules r;
+  r.warmup_calls = 3;
+  r.warmup_seconds = 0.05;
+  r.min_samples = 10;
+  r.max_samples = 500;
+  r.min_seconds = 0.2;
+  r.max_seconds = 2.0;
+  r.noise_target = 0.02;  // CPUs are noisier than GPUs; 2% is reachable
+  return r;
+}
+
+TimingRules gpu_rules() {
+  TimingRules r;
+  r.warmup_calls = 3;
+  r.warmup_seconds = 0.1;
+  r.min_samples = 10;
+  r.max_samples = 10000;
+  r.min_seconds = 0.5;
+  r.max_seconds = 10.0;
+  r.noise_target = 0.005;
+  return r;
+}
+
+// The original KernelBench loop: 3 warm-ups, 100 trials, mean.
+TimingRules kernelbench_rules() {
+  TimingRules r;
+  r.warmup_calls = 3;
+  r.warmup_seconds = 0;
+  r.min_samples = 100;
+  r.max_samples = 100;
+  r.min_seconds = 0;
+  r.max_seconds = 1e9;
+  r.noise_target = 0;
+  r.statistic = "mean";
+  return r;
+}
+
+nlohmann::json rules_json(const TimingRules& r) {
+  return {{"warmup_calls", r.warmup_calls}, {"warmup_seconds", r.warmup_seconds},
+          {"min_samples", r.min_samples},   {"max_samples", r.max_samples},
+          {"min_seconds", r.min_seconds},   {"max_seconds", r.max_seconds},
+          {"noise_target", r.noise_target}, {"statistic", r.statistic}};
+}
+
+}  // namespace
+
+nlohmann::json Protocol::to_json() const {
+  nlohmann::json scalings = nlohmann::json::array();
+  for (const auto& s : extra_scalings) scalings.push_back({{"name", s.name}, {"scale", s.scale}});
+  return {{"name", name},
+          {"atol", tolerance.atol},
+          {"rtol", tolerance.rtol},
+          {"seeds", seeds},
+          {"extra_scalings", scalings},
+          {"hidden_shapes", hidden_shapes},
+          {"randomize_identity_params", randomize_identity_params},
+          {"tf32_baseline", tf32_baseline},
+          {"integrity_checks", integrity_checks},
+          {"exclude_degenerate", exclude_degenerate},
+          {"calls_per_case", calls_per_case},
+          {"cpu_timing", rules_json(cpu_timing)},
+          {"gpu_timing", rules_json(gpu_timing)}};
+}
+
+std::vector<std::string> protocol_names() { return {"kernelbench", "verified", "strict"}; }
+
+Protocol protocol_by_name(const std::string& name) {
+  Protocol p;
+  p.name = name;
+  if (name == "kernelbench") {
+    p.description = "original KernelBench: atol=rtol=1e-2, 5 seeds, fixed shapes, FP32 baseline, mean of 100";
+    p.tolerance = {1e-2, 1e-2};
+    p.integrity_checks = false;
+    p.calls_per_case = 1;
+    p.cpu_timing = kernelbench_rules();
+    p.gpu_timing = kernelbench_rules();
+    return p;
+  }
+  if (name == "verified" || name == "strict") {
+    p.tolerance = {1e-3, 1e-3};
+    p.extra_scalings = {{"x3", 3.0}, {"x0.01", 0.01}, {"x-1", -1.0}};
+    p.tf32_baseline = true;
+    p.exclude_degenerate = true;
+    p.cpu_timing = cpu_rules();
+    p.gpu_timing = gpu_rules();
+    if (name == "verified") {
+      p.description = "KernelBench-Verified: atol=rtol=1e-3, inputs x1/x3/x0.01/x-1, TF32 baseline";
+    } else {
+      p.description = "verified + hidden shapes, randomised non-identity parameters, all integrity checks";
+      p.hidden_shapes = true;
+      p.randomize_identity_params = true;
+    }
+    return p;
+  }
+  throw std::invalid_argument("unknown protocol '" + name + "'; choose kernelbench, verified or strict");
+}
+
+std::string TestCase::label() const {
+  std::string s = "seed " + std::to_string(seed) + ", inputs " + scaling;
+  if (!variant.empty()) s += ", shape variant '" + variant + "'";
+  return s;
+}
+
+std::vector<TestCase> plan_tests(const ProblemSpec& spec, const Protocol& protocol, bool cpu,
+                                 uint64_t base_seed) {
+  std::vector<TestCase> out;
+  uint64_t seed = base_seed;
+  auto add = [&](double scale, const std::string& scaling, const ShapeVariant* variant) {
+    TestCase t;
+    t.id = static_cast<int>(out.size());
+    t.seed = seed++;
+    t.scale = scale;
+    t.scaling = scaling;
+    t.variant = variant ? variant->name : "";
+    t.dims = spec.resolve_dims(cpu, variant);
+    out.push_back(std::move(t));
+  };
+  for (int i = 0; i < protocol.seeds; ++i) add(1.0, "x1", nullptr);
+  for (const auto& s : protocol.extra_scalings) add(s.scale, s.name, nullptr);
+  if (protocol.hidden_shapes) {
+    for (const auto& v : spec.variants) {
+      if (cpu && !v.cpu) continue;
+      add(1.0, "x1", &v);
+      add(-1.0, "x-1", &v);
+    }
+  }
+  return out;
+}
+
+}  // namespace kloop

@@ -1,0 +1,61 @@
+// Protocol: a named preset of correctness and timing rules (DESIGN.md §6).
+// Stored with every verdict so a run can be rescored under another one.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "evaluator/check/compare.h"
+#include "evaluator/problem/spec.h"
+#include "evaluator/timing/sample_stats.h"
+
+namespace kloop {
+
+// A hidden-test input distribution: floating-point inputs are multiplied by
+// `scale` (×3, ×0.01, ×−1 in the verified protocol).
+struct InputScaling {
+  std::string name;
+  double scale = 1.0;
+};
+
+struct Protocol {
+  std::string name;
+  std::string description;
+  Tolerance tolerance;
+  int seeds = 5;                             // correctness seeds at scale ×1
+  std::vector<InputScaling> extra_scalings;  // one seed each
+  bool hidden_shapes = false;                // also test the spec's variants
+  bool randomize_identity_params = false;    // norm weights/biases not 1/0
+  bool tf32_baseline = false;                // GPU: baseline with TF32 on
+  bool integrity_checks = true;              // input mutation, aliasing, stale output
+  bool exclude_degenerate = false;           // skip tasks whose spec excludes this protocol
+  int calls_per_case = 2;                    // forward calls per model instance
+  TimingRules cpu_timing;
+  TimingRules gpu_timing;
+
+  nlohmann::json to_json() const;
+};
+
+// kernelbench, verified or strict; throws std::invalid_argument naming them.
+Protocol protocol_by_name(const std::string& name);
+std::vector<std::string> protocol_names();
+
+// One correctness test: a model instance built from `seed` at `dims`, called
+// calls_per_case times on fresh inputs.
+struct TestCase {
+  int id = 0;
+  uint64_t seed = 0;
+  double scale = 1.0;
+  std::string scaling;  // "x1", "x3", ...
+  std::string variant;  // "" for the default shape
+  DimValues dims;
+  std::string label() const;  // "seed 3, x-1, variant odd"
+};
+
+// The test plan of a protocol for a problem. `cpu` picks the cpu dims.
+std::vector<TestCase> plan_tests(const ProblemSpec& spec, const Protocol& protocol, bool cpu,
+                                 uint64_t base_seed);
+
+}  // namespace kloop

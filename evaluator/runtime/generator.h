@@ -1,0 +1,32 @@
+// kloop's own seeded generator for weights and inputs. Values depend only on
+// (seed, stream name, distribution, shape), never on LibTorch's RNG, so the
+// same seed gives the same tensors on every machine and LibTorch version.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "evaluator/runtime/host_tensor.h"
+
+namespace kloop {
+
+// A distribution with its parameters already evaluated to numbers.
+struct DrawSpec {
+  std::string kind = "randn";  // rand randn uniform normal randint ones zeros bernoulli
+  std::map<std::string, double> params;
+  double scale = 1.0;  // multiplies floating-point draws (hidden-test distributions)
+};
+
+// The per-tensor seed: mixes the run seed with the tensor's stream name.
+uint64_t stream_seed(uint64_t seed, const std::string& stream);
+
+HostTensor generate_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                           const DrawSpec& draw, uint64_t seed);
+
+// Float conversion used when drawing half-precision tensors.
+uint16_t float_to_half(float f);
+uint16_t float_to_bfloat16(float f);
+
+}  // namespace kloop

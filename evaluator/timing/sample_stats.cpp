@@ -1,0 +1,73 @@
+// Summary statistics (linear-interpolated quantiles) and the stopping rule.
+#include "evaluator/timing/sample_stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kloop {
+namespace {
+
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  double pos = q * static_cast<double>(sorted.size() - 1);
+  auto lo = static_cast<std::size_t>(std::floor(pos));
+  auto hi = static_cast<std::size_t>(std::ceil(pos));
+  double frac = pos - static_cast<double>(lo);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+}
+
+}  // namespace
+
+TimingSummary summarize(const std::vector<double>& samples) {
+  TimingSummary s;
+  s.n = static_cast<int>(samples.size());
+  if (samples.empty()) return s;
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  for (double v : sorted) s.total += v;
+  s.mean = s.total / s.n;
+  double ss = 0;
+  for (double v : sorted) ss += (v - s.mean) * (v - s.mean);
+  s.stdev = s.n > 1 ? std::sqrt(ss / (s.n - 1)) : 0;
+  s.rel_stdev = s.mean > 0 ? s.stdev / s.mean : 0;
+  s.min = sorted.front();
+  s.max = sorted.back();
+  s.median = quantile(sorted, 0.5);
+  s.q1 = quantile(sorted, 0.25);
+  s.q3 = quantile(sorted, 0.75);
+  return s;
+}
+
+bool StoppingRule::done() {
+  const int n = static_cast<int>(samples_.size());
+  if (n >= rules_.max_samples) {
+    reason_ = "reached max_samples (" + std::to_string(rules_.max_samples) + ")";
+    return true;
+  }
+  if (total_ >= rules_.max_seconds && n >= 1) {
+    reason_ = "reached max_seconds";
+    return true;
+  }
+  if (n < rules_.min_samples || total_ < rules_.min_seconds) return false;
+  if (rules_.noise_target <= 0) {
+    reason_ = "fixed sample count";
+    converged_ = true;
+    return true;
+  }
+  TimingSummary s = summarize(samples_);
+  if (s.rel_stdev < rules_.noise_target) {
+    reason_ = "noise target met";
+    converged_ = true;
+    return true;
+  }
+  return false;
+}
+
+TimingSummary StoppingRule::summary() const {
+  TimingSummary s = summarize(samples_);
+  s.converged = converged_;
+  s.stop_reason = reason_;
+  return s;
+}
+
+}  // namespace kloop

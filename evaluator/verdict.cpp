@@ -1,0 +1,196 @@
+// JSON and text renderings of a Verdict.
+#include "evaluator/verdict.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace kloop {
+namespace {
+
+using json = nlohmann::json;
+
+std::string fmt_number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+std::string fmt_time(double seconds) {
+  char buf[64];
+  if (seconds < 1e-3) {
+    std::snprintf(buf, sizeof(buf), "%.2f us", seconds * 1e6);
+  } else if (seconds < 1) {
+    std::snprintf(buf, sizeof(buf), "%.3f ms", seconds * 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.3f s", seconds);
+  }
+  return buf;
+}
+
+std::string fmt_index(const std::vector<int64_t>& idx) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
+  return s + "]";
+}
+
+json timing_json(const TimingSummary& s) {
+  return {{"n", s.n},       {"median", s.median}, {"mean", s.mean},       {"stdev", s.stdev},
+          {"rel_stdev", s.rel_stdev}, {"min", s.min}, {"max", s.max},   {"q1", s.q1},
+          {"q3", s.q3},     {"iqr", s.q3 - s.q1}, {"converged", s.converged}, {"stop_reason", s.stop_reason}};
+}
+
+json comparison_json(const TensorComparison& c) {
+  json mism = json::array();
+  for (const auto& m : c.first_mismatches) {
+    mism.push_back({{"index", m.index}, {"expected", m.expected}, {"actual", m.actual}});
+  }
+  json j = {{"name", c.name},
+            {"passed", c.passed},
+            {"numel", c.numel},
+            {"mismatches", c.mismatches},
+            {"non_finite", c.non_finite},
+            {"max_abs_error", c.max_abs_error},
+            {"max_rel_error", c.max_rel_error},
+            {"max_abs_expected", c.max_abs_expected},
+            {"first_mismatches", mism}};
+  if (!c.problem.empty()) j["problem"] = c.problem;
+  return j;
+}
+
+}  // namespace
+
+const char* verdict_name(VerdictClass v) {
+  switch (v) {
+    case VerdictClass::kCompileError: return "compile_error";
+    case VerdictClass::kLoadError: return "load_error";
+    case VerdictClass::kRuntimeError: return "runtime_error";
+    case VerdictClass::kTimeout: return "timeout";
+    case VerdictClass::kIncorrect: return "incorrect";
+    case VerdictClass::kIntegrityViolation: return "integrity_violation";
+    case VerdictClass::kCorrect: return "correct";
+  }
+  return "?";
+}
+
+json Verdict::to_json() const {
+  json tests_json = json::array();
+  int passed = 0;
+  for (const auto& t : tests) {
+    passed += t.passed ? 1 : 0;
+    json outs = json::array();
+    for (const auto& c : t.outputs) outs.push_back(comparison_json(c));
+    json tj = {{"case", t.case_id}, {"call", t.call}, {"label", t.label}, {"passed", t.passed}, {"outputs", outs}};
+    if (!t.problem.empty()) tj["problem"] = t.problem;
+    tests_json.push_back(tj);
+  }
+  json integ = json::array();
+  for (const auto& f : integrity) integ.push_back({{"check", f.check}, {"message", f.message}});
+  json diags = json::array();
+  for (const auto& d : build.diagnostics) {
+    diags.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column}, {"severity", d.severity},
+                     {"message", d.message}});
+  }
+  json j = {{"verdict", verdict_name(verdict)},
+            {"message", message},
+            {"problem", problem},
+            {"device", device},
+            {"protocol", protocol},
+            {"candidate", candidate_path},
+            {"build",
+             {{"cached", build.cached},
+              {"timed_out", build.timed_out},
+              {"seconds", build.seconds},
+              {"compile_seconds", build.compile_seconds},
+              {"key", build.key},
+              {"command", build.command},
+              {"diagnostics", diags},
+              {"log", build.log}}},
+            {"tests_planned", tests_planned},
+            {"tests_run", tests.size()},
+            {"tests_passed", passed},
+            {"tests", tests_json},
+            {"integrity", integ},
+            {"phases",
+             {{"build_candidate", phases.build_candidate},
+              {"build_reference", phases.build_reference},
+              {"reference", phases.reference},
+              {"candidate", phases.candidate},
+              {"compare", phases.compare},
+              {"total", phases.total}}}};
+  if (candidate_time || reference_time) {
+    json timing = {{"statistic", timing_statistic}};
+    if (candidate_time) timing["candidate"] = timing_json(*candidate_time);
+    if (reference_time) timing["reference"] = timing_json(*reference_time);
+    if (speedup) timing["speedup"] = *speedup;
+    j["timing"] = timing;
+  }
+  if (!log_tail.empty()) j["log_tail"] = log_tail;
+  return j;
+}
+
+std::string Verdict::to_text() const {
+  std::ostringstream out;
+  out << problem << " [" << protocol_name << ", " << device << "]: " << verdict_name(verdict);
+  if (!message.empty()) out << ": " << message;
+  out << "\n";
+  if (verdict == VerdictClass::kCompileError) {
+    out << summarize_diagnostics(build.diagnostics, 20);
+    if (build.diagnostics.empty()) {
+      std::string tail = build.log.size() > 2000 ? build.log.substr(build.log.size() - 2000) : build.log;
+      out << tail << (tail.empty() || tail.back() == '\n' ? "" : "\n");
+    }
+  }
+  for (const auto& f : integrity) out << "  integrity check " << f.check << ": " << f.message << "\n";
+  int passed = 0;
+  for (const auto& t : tests) passed += t.passed ? 1 : 0;
+  if (!tests.empty()) {
+    out << "  tests: " << passed << "/" << tests.size() << " calls passed (" << tests_planned
+        << " test cases planned)\n";
+  }
+  int shown = 0;
+  for (const auto& t : tests) {
+    if (t.passed || shown >= 3) continue;
+    ++shown;
+    out << "  failed: " << t.label << " (case " << t.case_id << ", call " << t.call << ")";
+    if (!t.problem.empty()) out << ": " << t.problem;
+    out << "\n";
+    for (const auto& c : t.outputs) {
+      if (c.passed) continue;
+      if (!c.problem.empty()) {
+        out << "    " << c.name << ": " << c.problem << "\n";
+        continue;
+      }
+      out << "    " << c.name << ": " << c.mismatches << " of " << c.numel << " elements differ; max abs error "
+          << fmt_number(c.max_abs_error) << ", max rel error " << fmt_number(c.max_rel_error)
+          << " (largest expected magnitude " << fmt_number(c.max_abs_expected) << ")";
+      if (c.non_finite) out << "; " << c.non_finite << " NaN/Inf where a finite value was expected";
+      out << "\n";
+      for (const auto& m : c.first_mismatches) {
+        out << "      at " << fmt_index(m.index) << ": expected " << fmt_number(m.expected) << ", got "
+            << fmt_number(m.actual) << "\n";
+      }
+    }
+  }
+  if (candidate_time && reference_time && speedup) {
+    const std::string& st = timing_statistic;
+    out << "  candidate " << st << " " << fmt_time(candidate_time->headline(st)) << " (IQR "
+        << fmt_time(candidate_time->q1) << " - " << fmt_time(candidate_time->q3) << ", n=" << candidate_time->n
+        << ")  reference " << fmt_time(reference_time->headline(st)) << " (n=" << reference_time->n
+        << ")  speedup " << fmt_number(*speedup) << "x\n";
+  }
+  if (!log_tail.empty() && verdict != VerdictClass::kCorrect && verdict != VerdictClass::kIncorrect) {
+    out << "  candidate process output (last lines):\n";
+    std::istringstream lines(log_tail);
+    std::string line;
+    while (std::getline(lines, line)) out << "    | " << line << "\n";
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "  time: build %.2fs%s, reference %.2fs, candidate %.2fs, compare %.3fs, total %.2fs\n",
+                phases.build_candidate, build.cached ? " (cached)" : "", phases.reference, phases.candidate,
+                phases.compare, phases.total);
+  out << buf;
+  return out.str();
+}
+
+}  // namespace kloop

@@ -1,0 +1,90 @@
+// Verdict: the value an evaluation produces. Compile errors, wrong answers,
+// crashes and detected hacks are ordinary verdicts, each carrying the
+// diagnostics a feedback turn needs.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "evaluator/build/diagnostics.h"
+#include "evaluator/check/compare.h"
+#include "evaluator/timing/sample_stats.h"
+
+namespace kloop {
+
+enum class VerdictClass {
+  kCompileError,
+  kLoadError,
+  kRuntimeError,
+  kTimeout,
+  kIncorrect,
+  kIntegrityViolation,
+  kCorrect,
+};
+
+const char* verdict_name(VerdictClass v);
+
+// One forward call of one test case, compared with the reference.
+struct TestOutcome {
+  int case_id = 0;
+  int call = 0;
+  std::string label;
+  bool passed = false;
+  std::string problem;  // output count or device mismatch, missing output
+  std::vector<TensorComparison> outputs;
+};
+
+struct IntegrityFinding {
+  std::string check;  // output_aliases_input, input_mutation, stale_output, corrupt_after_repeat
+  std::string message;
+};
+
+struct BuildSummary {
+  bool cached = false;
+  bool timed_out = false;
+  double seconds = 0;
+  double compile_seconds = 0;
+  std::string key;
+  std::string command;
+  std::string log;
+  std::vector<CompilerDiagnostic> diagnostics;
+};
+
+// Wall time of each phase of one evaluation, in seconds.
+struct PhaseTimes {
+  double build_candidate = 0;
+  double build_reference = 0;
+  double reference = 0;
+  double candidate = 0;
+  double compare = 0;
+  double total = 0;
+};
+
+struct Verdict {
+  VerdictClass verdict = VerdictClass::kRuntimeError;
+  std::string message;  // one line: what happened
+  std::string problem;
+  std::string device;
+  std::string protocol_name;
+  nlohmann::json protocol;
+  std::string candidate_path;
+  BuildSummary build;
+  int tests_planned = 0;
+  std::vector<TestOutcome> tests;
+  std::vector<IntegrityFinding> integrity;
+  std::optional<TimingSummary> candidate_time;
+  std::optional<TimingSummary> reference_time;
+  std::string timing_statistic = "median";
+  std::optional<double> speedup;
+  PhaseTimes phases;
+  std::string log_tail;  // the candidate process's output, for crashes
+
+  nlohmann::json to_json() const;
+  // Human-readable report; the first line is the verdict.
+  std::string to_text() const;
+};
+
+}  // namespace kloop
