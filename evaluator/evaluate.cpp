@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -491,6 +492,73 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   msg << v.tests.size() << " test calls passed";
   if (v.speedup) msg << "; speedup " << *v.speedup << "x";
   return finish(VerdictClass::kCorrect, msg.str());
+}
+
+ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
+  ReferenceReport r;
+  r.problem = spec.name;
+  const bool cpu = options_.device == "cpu";
+  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  r.build_seconds = rb.seconds;
+  if (!rb.ok) {
+    r.error = "does not build:\n" + summarize_diagnostics(rb.diagnostics, 10) + (rb.diagnostics.empty() ? rb.log : "");
+    return r;
+  }
+  const auto start = Clock::now();
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  const DimValues dims = spec.resolve_dims(cpu);
+  json inputs = json::array();
+  for (const auto& in : spec.inputs) {
+    inputs.push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"shape", spec.resolve_shape(in, dims)},
+                      {"dist", draw_json(in.dist, dims)}});
+  }
+  json overrides = json::object();
+  for (const auto& [name, d] : spec.weights) overrides[name] = draw_json(d, dims);
+  json cases = json::array();
+  const uint64_t seeds[] = {options_.seed, options_.seed, options_.seed + 1};
+  for (int id = 0; id < 3; ++id) {
+    cases.push_back({{"id", id}, {"seed", seeds[id]}, {"scale", 1.0}, {"args", args_json(spec, dims)},
+                     {"inputs", inputs}, {"calls", 1}, {"weight_overrides", overrides},
+                     {"randomize_identity_params", false}});
+  }
+  WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
+  auto reply = ref.call({{"op", "load"}, {"library", rb.library_path}, {"role", "reference"},
+                         {"device", options_.device}, {"threads", options_.threads},
+                         {"arity", static_cast<int>(spec.inputs.size())}},
+                        options_.load_timeout);
+  if (reply && reply->value("ok", false)) {
+    reply = ref.call({{"op", "generate"}, {"dir", work.path()}, {"cases", cases}}, options_.run_timeout);
+  }
+  r.run_seconds = since(start);
+  if (!reply || !reply->value("ok", false)) {
+    r.error = (reply ? reply->value("message", "failed") : ref.failure()) + "\n" + ref.log_tail();
+    return r;
+  }
+  ref.finish();
+  std::vector<std::vector<HostTensor>> out;
+  for (int id = 0; id < 3; ++id) {
+    out.push_back(read_tensor_file(work.path() + "/case" + std::to_string(id) + ".call0.expected.kt"));
+  }
+  r.outputs = static_cast<int>(out[0].size());
+  r.finite = true;
+  for (const auto& t : out[0]) {
+    r.output_shapes.push_back(t.shape_string());
+    if (!dtype_is_floating(t.dtype)) continue;
+    for (int64_t i = 0; i < t.numel() && r.finite; ++i) r.finite = std::isfinite(t.at(static_cast<std::size_t>(i)));
+  }
+  r.deterministic = out[0].size() == out[1].size();
+  r.seed_sensitive = out[0].size() != out[2].size();
+  for (std::size_t i = 0; i < out[0].size() && i < out[1].size(); ++i) {
+    r.deterministic = r.deterministic && tensors_identical(out[0][i], out[1][i]);
+  }
+  for (std::size_t i = 0; i < out[0].size() && i < out[2].size(); ++i) {
+    r.seed_sensitive = r.seed_sensitive || !tensors_identical(out[0][i], out[2][i]);
+  }
+  r.ok = r.outputs == spec.outputs && r.finite && r.deterministic;
+  if (r.outputs != spec.outputs) {
+    r.error = "returns " + std::to_string(r.outputs) + " output(s) but the spec says outputs: " + std::to_string(spec.outputs);
+  }
+  return r;
 }
 
 }  // namespace kloop

@@ -40,10 +40,26 @@ struct EvalOptions {
   std::string worker_path;  // "" = kloop-worker beside this executable, or $KLOOP_WORKER
 };
 
+// What running a problem's reference alone shows (for spec authors and CI).
+struct ReferenceReport {
+  std::string problem;
+  bool ok = false;
+  std::string error;  // build or run failure
+  int outputs = 0;
+  std::vector<std::string> output_shapes;
+  bool finite = false;         // no NaN/Inf in any output
+  bool deterministic = false;  // same seed twice, bitwise-identical outputs
+  bool seed_sensitive = false; // another seed changes the outputs
+  double build_seconds = 0;
+  double run_seconds = 0;
+};
+
 class Evaluator {
  public:
   Evaluator(Builder& builder, EvalOptions options);
   Verdict evaluate(const ProblemSpec& spec, const std::string& candidate_path);
+  // Builds and runs the reference at the run's dims (cpu dims on CPU).
+  ReferenceReport check_reference(const ProblemSpec& spec);
   const EvalOptions& options() const { return options_; }
 
  private:

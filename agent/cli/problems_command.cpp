@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cli/commands.h"
+#include "evaluator/evaluate.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::cli {
@@ -112,6 +113,41 @@ int show(const GlobalOptions& g, const std::string& name, bool json_out) {
   return 0;
 }
 
+int check(const GlobalOptions& g, const std::vector<std::string>& names, const std::string& suite,
+          std::optional<int> level) {
+  ProblemRegistry reg(g.problems_dir);
+  std::vector<ProblemEntry> entries;
+  if (names.empty()) {
+    entries = reg.list(suite, level);
+  } else {
+    for (const auto& n : names) entries.push_back(reg.find(n));
+  }
+  Builder builder(BuilderConfig::from_environment());
+  EvalOptions opts;
+  opts.measure_time = false;
+  Evaluator evaluator(builder, opts);
+  int bad = 0;
+  std::printf("%-60s %-4s %-8s %-6s %-13s %-14s %s\n", "problem", "ok", "outputs", "finite", "deterministic",
+              "seed-sensitive", "build/run s");
+  for (const auto& e : entries) {
+    ReferenceReport r;
+    try {
+      r = evaluator.check_reference(reg.load(e));
+    } catch (const std::exception& ex) {
+      r.problem = e.name;
+      r.error = ex.what();
+    }
+    bad += r.ok ? 0 : 1;
+    std::printf("%-60s %-4s %-8d %-6s %-13s %-14s %.1f/%.1f\n", r.problem.c_str(), r.ok ? "yes" : "NO", r.outputs,
+                r.finite ? "yes" : "no", r.deterministic ? "yes" : "no", r.seed_sensitive ? "yes" : "no",
+                r.build_seconds, r.run_seconds);
+    if (!r.error.empty()) std::printf("    %s\n", r.error.c_str());
+    std::fflush(stdout);
+  }
+  std::printf("%zu references checked, %d failed\n", entries.size(), bad);
+  return bad ? 1 : 0;
+}
+
 }  // namespace
 
 Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
@@ -128,8 +164,19 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
   auto json_show = std::make_shared<bool>(false);
   show_cmd->add_option("name", *name, "problem name, e.g. 19_ReLU or level1/19_ReLU")->required();
   show_cmd->add_flag("--json", *json_show, "machine-readable output");
-  return [&global, &app, list_cmd, show_cmd, suite, level, json_list, name, json_show]() {
-    (void)app;
+  auto* check_cmd = app.add_subcommand("check", "build and run references at cpu dims: output count, finite, deterministic");
+  auto check_names = std::make_shared<std::vector<std::string>>();
+  auto check_suite = std::make_shared<std::string>();
+  auto check_level = std::make_shared<int>(0);
+  check_cmd->add_option("names", *check_names, "problems to check (default: all selected)");
+  check_cmd->add_option("--suite", *check_suite, "only this suite");
+  check_cmd->add_option("--level", *check_level, "only this level");
+  return [&global, list_cmd, show_cmd, check_cmd, suite, level, json_list, name, json_show, check_names, check_suite,
+          check_level]() {
+    if (check_cmd->parsed()) {
+      return check(global, *check_names, *check_suite,
+                   *check_level > 0 ? std::optional<int>(*check_level) : std::nullopt);
+    }
     if (list_cmd->parsed()) {
       return list(global, *suite, *level > 0 ? std::optional<int>(*level) : std::nullopt, *json_list);
     }

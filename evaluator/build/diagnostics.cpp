@@ -21,7 +21,7 @@ std::vector<CompilerDiagnostic> parse_compiler_output(const std::string& log) {
   // linker: ... undefined reference to `x'
   static const std::regex kLinker(R"(^(?:.*?:\s*)?(undefined reference to .*|cannot find -l\S+.*|multiple definition of .*)$)");
   // ptxas fatal etc.: "ptxas fatal   : message"
-  static const std::regex kTool(R"(^(ptxas|nvlink|nvcc|cc1plus|collect2)[^:]*:\s*(fatal|error|warning)?\s*:?\s*(.*)$)");
+  static const std::regex kTool(R"(^(ptxas|nvlink|nvcc|cc1plus)\s*(fatal|error|warning)?[^:]*:\s*(.*)$)");
 
   std::vector<CompilerDiagnostic> out;
   std::istringstream in(log);

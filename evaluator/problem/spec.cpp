@@ -327,6 +327,11 @@ ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& s
     for (std::size_t i = 0; i < root[key].size(); ++i) out.push_back(r.scalar(root[key][i], std::string(key)));
   }
 
+  for (const auto& v : s.variants) {
+    if (v.cpu && !s.cpu_dims) {
+      r.fail_top("cpu", "missing; variant '" + v.name + "' has cpu dims, so the task needs top-level cpu dims too");
+    }
+  }
   // Every expression must evaluate at every set of dims the spec declares.
   std::vector<std::pair<std::string, DimValues>> dim_sets = {{"dims", s.resolve_dims(false)}};
   if (s.cpu_dims) dim_sets.push_back({"cpu", s.resolve_dims(true)});

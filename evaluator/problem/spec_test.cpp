@@ -1,0 +1,163 @@
+#include "evaluator/problem/spec.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kValid = R"(name: 7_Task
+level: 1
+description: a test task
+dims: {batch_size: 64, dim: 128, classes: 10}
+cpu: {batch_size: 4}
+args:
+  - {name: dim, type: int, value: dim}
+  - {name: eps, type: float, value: 0.00001}
+  - {name: shape, type: ints, value: [dim, "dim * 2"]}
+inputs:
+  - {name: x, shape: [batch_size, dim], dtype: float32, dist: randn}
+  - name: t
+    shape: [batch_size]
+    dtype: int64
+    dist: {kind: randint, low: 0, high: classes}
+outputs: 1
+flops: "2 * batch_size * dim"
+bytes: "4 * batch_size * dim + 8 * batch_size"
+variants:
+  - {name: odd, dims: {batch_size: 63}, cpu: {batch_size: 3, dim: 7}}
+weights:
+  fc.weight: {dist: normal, mean: 0, std: 0.02}
+deviations: [none]
+)";
+
+class SpecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kloop-spec-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& yaml, bool with_cpp = true) {
+    fs::path p = dir_ / (name + ".yaml");
+    std::ofstream(p) << yaml;
+    if (with_cpp) std::ofstream(dir_ / (name + ".cpp")) << "// reference\n";
+    return p.string();
+  }
+
+  // Loads a spec expected to fail and returns the message.
+  std::string error_of(const std::string& yaml, const std::string& name = "7_Task") {
+    std::string path = write(name, yaml);
+    try {
+      load_problem_spec(path, "test");
+    } catch (const SpecError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << "message must name the file: " << e.what();
+      return e.what();
+    }
+    ADD_FAILURE() << "expected a SpecError";
+    return "";
+  }
+
+  static std::string replace(std::string s, const std::string& from, const std::string& to) {
+    auto pos = s.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return s.replace(pos, from.size(), to);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(SpecTest, ParsesAValidSpec) {
+  ProblemSpec s = load_problem_spec(write("7_Task", kValid), "test");
+  EXPECT_EQ(s.name, "7_Task");
+  EXPECT_EQ(s.level, 1);
+  ASSERT_EQ(s.inputs.size(), 2u);
+  EXPECT_EQ(s.inputs[1].dtype, DType::kInt64);
+  EXPECT_EQ(s.inputs[1].dist.kind, "randint");
+  EXPECT_EQ(s.weights.at("fc.weight").kind, "normal");
+
+  DimValues cpu = s.resolve_dims(true);
+  EXPECT_EQ(cpu.at("batch_size"), 4);
+  EXPECT_EQ(cpu.at("dim"), 128);  // not overridden
+  DimValues odd_cpu = s.resolve_dims(true, &s.variants[0]);
+  EXPECT_EQ(odd_cpu.at("batch_size"), 3);
+  EXPECT_EQ(odd_cpu.at("dim"), 7);
+  EXPECT_EQ(s.resolve_dims(false, &s.variants[0]).at("batch_size"), 63);
+
+  auto args = s.resolve_args(s.resolve_dims(false));
+  ASSERT_EQ(args.size(), 3u);
+  EXPECT_EQ(args[0].int_value, 128);
+  EXPECT_DOUBLE_EQ(args[1].float_value, 1e-5);
+  EXPECT_EQ(args[2].ints, (std::vector<long long>{128, 256}));
+  EXPECT_EQ(s.resolve_shape(s.inputs[0], cpu), (std::vector<long long>{4, 128}));
+  EXPECT_DOUBLE_EQ(s.flop_count(s.resolve_dims(false)), 2.0 * 64 * 128);
+}
+
+TEST_F(SpecTest, UnknownDtypeNamesFieldLineAndChoices) {
+  std::string msg = error_of(replace(kValid, "dtype: float32", "dtype: flaot32"));
+  EXPECT_NE(msg.find("field 'inputs[0].dtype'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("flaot32"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("float32, float64"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(":11:"), std::string::npos) << "line number expected: " << msg;
+}
+
+TEST_F(SpecTest, MissingRequiredFieldsAreNamed) {
+  EXPECT_NE(error_of(replace(kValid, "flops: \"2 * batch_size * dim\"\n", "")).find("field 'flops': missing"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(kValid, "level: 1\n", "")).find("field 'level': missing"), std::string::npos);
+}
+
+TEST_F(SpecTest, ExpressionErrorsNameTheDimsSet) {
+  std::string msg = error_of(replace(kValid, "[batch_size, dim], dtype", "[batch_size, dims], dtype"));
+  EXPECT_NE(msg.find("inputs[0].shape"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown dim 'dims'"), std::string::npos) << msg;
+}
+
+TEST_F(SpecTest, RejectsFloatDistributionsForIntegerInputs) {
+  std::string msg = error_of(replace(kValid, "dist: {kind: randint, low: 0, high: classes}", "dist: randn"));
+  EXPECT_NE(msg.find("inputs[1].dist"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("randint"), std::string::npos) << msg;
+}
+
+TEST_F(SpecTest, RejectsMissingDistributionParameters) {
+  std::string msg = error_of(replace(kValid, "{kind: randint, low: 0, high: classes}", "{kind: randint, low: 0}"));
+  EXPECT_NE(msg.find("inputs[1].dist.high"), std::string::npos) << msg;
+}
+
+TEST_F(SpecTest, RejectsUnknownFieldsAndVariantDims) {
+  EXPECT_NE(error_of(std::string(kValid) + "tolerence: 1\n").find("field 'tolerence': unknown field"),
+            std::string::npos);
+  std::string msg = error_of(replace(kValid, "dims: {batch_size: 63}", "dims: {batch: 63}"));
+  EXPECT_NE(msg.find("variants[0].dims.batch"), std::string::npos) << msg;
+}
+
+TEST_F(SpecTest, NameMustMatchFileAndReferenceMustExist) {
+  EXPECT_NE(error_of(kValid, "8_Other").find("must equal the file name"), std::string::npos);
+  std::string path = write("9_NoRef", replace(kValid, "name: 7_Task", "name: 9_NoRef"), /*with_cpp=*/false);
+  try {
+    load_problem_spec(path, "test");
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("9_NoRef.cpp is missing"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(SpecTest, NonPositiveDimsAndBadYamlAreRejected) {
+  EXPECT_NE(error_of(replace(kValid, "dim: 128,", "dim: 0,")).find("positive integer"), std::string::npos);
+  EXPECT_NE(error_of("name: [unclosed\n").find("not valid YAML"), std::string::npos);
+}
+
+TEST_F(SpecTest, CpuRunWithoutCpuDimsIsAnError) {
+  std::string no_cpu = replace(kValid, "cpu: {batch_size: 4}\n", "");
+  EXPECT_NE(error_of(no_cpu).find("field 'cpu': missing; variant 'odd' has cpu dims"), std::string::npos);
+  ProblemSpec s = load_problem_spec(write("7_Task", replace(no_cpu, ", cpu: {batch_size: 3, dim: 7}", "")), "test");
+  EXPECT_THROW(s.resolve_dims(true), SpecError);
+}
+
+}  // namespace
+}  // namespace kloop

@@ -1,0 +1,61 @@
+#include "evaluator/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace kloop {
+namespace {
+
+ProblemSpec two_variant_spec() {
+  ProblemSpec s;
+  s.name = "t";
+  s.dims = {{"n", 100}};
+  s.cpu_dims = DimValues{{"n", 10}};
+  s.variants = {{"odd", {{"n", 97}}, DimValues{{"n", 7}}}, {"gpu_only", {{"n", 4096}}, std::nullopt}};
+  return s;
+}
+
+TEST(ProtocolTest, Tolerances) {
+  EXPECT_DOUBLE_EQ(protocol_by_name("kernelbench").tolerance.atol, 1e-2);
+  EXPECT_DOUBLE_EQ(protocol_by_name("verified").tolerance.rtol, 1e-3);
+  EXPECT_DOUBLE_EQ(protocol_by_name("strict").tolerance.atol, 1e-3);
+  EXPECT_THROW(protocol_by_name("lenient"), std::invalid_argument);
+  EXPECT_EQ(protocol_by_name("kernelbench").cpu_timing.statistic, "mean");
+  EXPECT_EQ(protocol_by_name("kernelbench").cpu_timing.max_samples, 100);
+}
+
+TEST(ProtocolTest, KernelbenchPlanIsFiveSeedsAtFixedShape) {
+  auto plan = plan_tests(two_variant_spec(), protocol_by_name("kernelbench"), true, 42);
+  ASSERT_EQ(plan.size(), 5u);
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    EXPECT_EQ(plan[i].seed, 42 + i);
+    EXPECT_DOUBLE_EQ(plan[i].scale, 1.0);
+    EXPECT_EQ(plan[i].dims.at("n"), 10);
+  }
+}
+
+TEST(ProtocolTest, VerifiedAddsScaledDistributions) {
+  auto plan = plan_tests(two_variant_spec(), protocol_by_name("verified"), false, 1);
+  ASSERT_EQ(plan.size(), 8u);
+  EXPECT_DOUBLE_EQ(plan[5].scale, 3.0);
+  EXPECT_DOUBLE_EQ(plan[6].scale, 0.01);
+  EXPECT_DOUBLE_EQ(plan[7].scale, -1.0);
+  EXPECT_EQ(plan[7].dims.at("n"), 100);
+}
+
+TEST(ProtocolTest, StrictAddsHiddenShapesWhereTheyHaveCpuDims) {
+  auto cpu = plan_tests(two_variant_spec(), protocol_by_name("strict"), true, 1);
+  ASSERT_EQ(cpu.size(), 10u);  // 8 + odd x1 + odd x-1; gpu_only has no cpu dims
+  EXPECT_EQ(cpu[8].variant, "odd");
+  EXPECT_EQ(cpu[8].dims.at("n"), 7);
+  EXPECT_DOUBLE_EQ(cpu[9].scale, -1.0);
+  auto gpu = plan_tests(two_variant_spec(), protocol_by_name("strict"), false, 1);
+  ASSERT_EQ(gpu.size(), 12u);
+  EXPECT_EQ(gpu[10].dims.at("n"), 4096);
+  EXPECT_EQ(gpu[11].label(), "seed 12, inputs x-1, shape variant 'gpu_only'");
+}
+
+}  // namespace
+}  // namespace kloop

@@ -1,0 +1,126 @@
+// The builder against the real host compiler: caching, invalidation,
+// diagnostics, concurrent builds of one source, and the timeout.
+#include "evaluator/build/builder.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+
+class BuilderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kloop-builder-test-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    config_ = BuilderConfig::from_environment();
+    config_.cache_dir = (dir_ / "cache").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string source(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  static std::string fixture(const std::string& name) {
+    return std::string(KLOOP_TEST_FIXTURES) + "/relu/" + name;
+  }
+  int entries() const {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(fs::path(config_.cache_dir) / "builds")) {
+      if (e.is_directory()) ++n;
+    }
+    return n;
+  }
+
+  fs::path dir_;
+  BuilderConfig config_;
+};
+
+TEST_F(BuilderTest, BuildsThenServesFromCacheQuickly) {
+  Builder b(config_);
+  BuildResult first = b.build(fixture("correct.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  ASSERT_TRUE(first.ok) << first.log;
+  EXPECT_FALSE(first.cached);
+  EXPECT_TRUE(fs::exists(first.library_path));
+  BuildResult again = Builder(config_).build(fixture("correct.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_TRUE(again.ok);
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(again.library_path, first.library_path);
+  EXPECT_LT(again.seconds, 0.5);
+}
+
+TEST_F(BuilderTest, KeyCoversSourceRoleAndFlags) {
+  Builder b(config_);
+  const std::string text = "int x;\n";
+  std::string k = b.cache_key(text, ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_EQ(k, b.cache_key(text, ModuleRole::kCandidate, BuildTarget::kCpu));
+  EXPECT_NE(k, b.cache_key(text + " ", ModuleRole::kCandidate, BuildTarget::kCpu));
+  EXPECT_NE(k, b.cache_key(text, ModuleRole::kReference, BuildTarget::kCpu));
+  BuilderConfig o3 = config_;
+  o3.optimization = "-O3";
+  EXPECT_NE(k, Builder(o3).cache_key(text, ModuleRole::kCandidate, BuildTarget::kCpu));
+}
+
+TEST_F(BuilderTest, CompileErrorsAreParsedAndCached) {
+  Builder b(config_);
+  BuildResult r = b.build(fixture("compile_error.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_FALSE(r.ok);
+  ASSERT_FALSE(r.diagnostics.empty()) << r.log;
+  bool found = false;
+  for (const auto& d : r.diagnostics) {
+    if (d.severity == "error" && d.file == "candidate.cpp" && d.line == 9 &&
+        d.message.find("undeclared_function") != std::string::npos) {
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found) << r.log;
+  BuildResult again = b.build(fixture("compile_error.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_TRUE(again.cached);
+  EXPECT_FALSE(again.ok);
+  EXPECT_EQ(again.log, r.log);
+}
+
+TEST_F(BuilderTest, TwoProcessesBuildingOneSourceShareOneEntry) {
+  std::string src = source("shared.cpp", "#include <kloop/kernel_api.h>\nextern \"C\" int f() { return 1; }\n");
+  pid_t kids[2];
+  for (pid_t& k : kids) {
+    k = fork();
+    ASSERT_GE(k, 0);
+    if (k == 0) {
+      BuildResult r = Builder(config_).build(src, ModuleRole::kCandidate, BuildTarget::kCpu);
+      _exit(r.ok && fs::exists(r.library_path) ? 0 : 1);
+    }
+  }
+  for (pid_t k : kids) {
+    int status = 0;
+    waitpid(k, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(entries(), 1);  // no leftover temporary folders, no duplicate
+  BuildResult r = Builder(config_).build(src, ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_TRUE(r.cached);
+}
+
+TEST_F(BuilderTest, TimeoutIsReportedAndNotCached) {
+  config_.timeout = std::chrono::seconds(1);
+  // The full ATen header takes far longer than a second to compile.
+  std::string src = source("slow.cpp", "#include <ATen/ATen.h>\nint y;\n");
+  BuildResult r = Builder(config_).build(src, ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.seconds, 5.0);
+  EXPECT_EQ(entries(), 0);
+}
+
+}  // namespace
+}  // namespace kloop

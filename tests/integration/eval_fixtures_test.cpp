@@ -1,0 +1,137 @@
+// Every candidate fixture through the real CLI (`kloop eval --json`): the
+// verdict class and the diagnostic a model would need to act on it.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace {
+
+using json = nlohmann::json;
+
+struct FixtureCase {
+  std::string fixture;
+  std::string protocol;
+  std::string verdict;
+  std::string key;  // must appear in the verdict's message (or as noted)
+  double timeout = 60;
+};
+
+std::string run(const std::string& cmd, int* status) {
+  std::string out;
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
+  *status = pclose(pipe.release());
+  return out;
+}
+
+json eval(const FixtureCase& c) {
+  std::string cmd = std::string(KLOOP_TEST_BINARY) + " eval --problem 19_ReLU --device cpu --json --protocol " +
+                    c.protocol + " --candidate " + KLOOP_TEST_FIXTURES + "/relu/" + c.fixture +
+                    " --timeout " + std::to_string(c.timeout) + " --max-timing-seconds 0.05 2>&1";
+  int status = 0;
+  std::string out = run(cmd, &status);
+  EXPECT_EQ(status, 0) << "kloop itself must not fail on a bad candidate:\n" << out;
+  try {
+    return json::parse(out);
+  } catch (const json::exception&) {
+    ADD_FAILURE() << "not JSON:\n" << out;
+    return json::object();
+  }
+}
+
+void PrintTo(const FixtureCase& c, std::ostream* os) { *os << c.fixture << " under " << c.protocol; }
+
+class EvalFixtureTest : public ::testing::TestWithParam<FixtureCase> {};
+
+TEST_P(EvalFixtureTest, GetsItsVerdict) {
+  const FixtureCase& c = GetParam();
+  json v = eval(c);
+  ASSERT_TRUE(v.contains("verdict"));
+  EXPECT_EQ(v["verdict"], c.verdict) << v.dump(2).substr(0, 4000);
+  EXPECT_NE(v.value("message", "").find(c.key), std::string::npos)
+      << "message lacks '" << c.key << "': " << v.value("message", "");
+  EXPECT_EQ(v["protocol"]["name"], c.protocol);
+  if (c.verdict == "correct") {
+    EXPECT_EQ(v["tests_passed"], v["tests_run"]);
+    EXPECT_GT(v["timing"]["speedup"].get<double>(), 0.0);
+    EXPECT_GE(v["timing"]["candidate"]["n"].get<int>(), 3);
+  }
+}
+
+// clang-format off
+INSTANTIATE_TEST_SUITE_P(
+    Relu, EvalFixtureTest,
+    ::testing::Values(
+        FixtureCase{"correct.cpp", "strict", "correct", "test calls passed"},
+        FixtureCase{"slightly_off.cpp", "kernelbench", "correct", "test calls passed"},
+        FixtureCase{"slightly_off.cpp", "strict", "incorrect", "max abs error"},
+        FixtureCase{"wrong_shape.cpp", "strict", "incorrect", "shape mismatch: expected [16, 4096], got [16, 4095]"},
+        FixtureCase{"wrong_dtype.cpp", "strict", "incorrect", "dtype mismatch: expected float32, got float64"},
+        FixtureCase{"compile_error.cpp", "strict", "compile_error", "candidate.cpp:9:"},
+        FixtureCase{"throws.cpp", "strict", "runtime_error", "kernel launch failed: too many threads"},
+        FixtureCase{"constructor_throws.cpp", "strict", "runtime_error", "no weight named 'fc.weight'"},
+        FixtureCase{"segfault.cpp", "strict", "runtime_error", "SIGSEGV"},
+        FixtureCase{"aborts.cpp", "strict", "runtime_error", "SIGABRT"},
+        FixtureCase{"exit_early.cpp", "strict", "runtime_error", "exited with status 0"},
+        FixtureCase{"huge_alloc.cpp", "strict", "runtime_error", "can't allocate memory"},
+        FixtureCase{"infinite_loop.cpp", "strict", "timeout", "no result within 3", 3},
+        FixtureCase{"mutates_input.cpp", "strict", "integrity_violation", "input_mutation"},
+        FixtureCase{"returns_input.cpp", "strict", "integrity_violation", "output_aliases_input"},
+        FixtureCase{"returns_input.cpp", "kernelbench", "correct", "test calls passed"},
+        FixtureCase{"caches_result.cpp", "strict", "integrity_violation", "stale_output"},
+        FixtureCase{"corrupt_later.cpp", "strict", "integrity_violation", "corrupt_after_repeat"},
+        FixtureCase{"no_register.cpp", "strict", "load_error", "KLOOP_REGISTER_CANDIDATE(ModelNew)"},
+        FixtureCase{"wrong_arity.cpp", "strict", "load_error", "forward takes 2 tensor argument(s)"}),
+    [](const ::testing::TestParamInfo<FixtureCase>& info) {
+      std::string name = info.param.fixture.substr(0, info.param.fixture.find('.')) + "_" + info.param.protocol;
+      return name;
+    });
+// clang-format on
+
+TEST(EvalCliTest, CompileErrorCarriesParsedDiagnostics) {
+  json v = eval({"compile_error.cpp", "strict", "compile_error", ""});
+  ASSERT_FALSE(v["build"]["diagnostics"].empty());
+  const json& d = v["build"]["diagnostics"][0];
+  EXPECT_EQ(d["file"], "candidate.cpp");
+  EXPECT_EQ(d["line"], 9);
+  EXPECT_NE(v["build"]["log"].get<std::string>().find("undeclared_function"), std::string::npos);
+}
+
+TEST(EvalCliTest, IncorrectCarriesMismatchDetails) {
+  json v = eval({"slightly_off.cpp", "strict", "incorrect", ""});
+  bool found = false;
+  for (const auto& t : v["tests"]) {
+    if (t["passed"]) continue;
+    const json& o = t["outputs"][0];
+    EXPECT_GT(o["mismatches"].get<int>(), 0);
+    EXPECT_NEAR(o["max_rel_error"].get<double>(), 0.005, 1e-4);
+    ASSERT_FALSE(o["first_mismatches"].empty());
+    EXPECT_EQ(o["first_mismatches"][0]["index"].size(), 2u);
+    found = true;
+    break;
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(EvalCliTest, BadInputIsAClearErrorNotACrash) {
+  int status = 0;
+  std::string out = run(std::string(KLOOP_TEST_BINARY) + " eval --problem 19_Relu --candidate " +
+                            KLOOP_TEST_FIXTURES + "/relu/correct.cpp 2>&1",
+                        &status);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(out.find("no problem named '19_Relu'"), std::string::npos) << out;
+  EXPECT_NE(out.find("19_ReLU"), std::string::npos) << "should suggest the right name: " << out;
+  out = run(std::string(KLOOP_TEST_BINARY) + " eval --problem 19_ReLU --protocol lenient --candidate " +
+                KLOOP_TEST_FIXTURES + "/relu/correct.cpp 2>&1",
+            &status);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(out.find("unknown protocol 'lenient'"), std::string::npos) << out;
+}
+
+}  // namespace

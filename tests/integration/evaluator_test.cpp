@@ -1,0 +1,64 @@
+// The evaluator in-process: a crashing candidate leaves the driver intact
+// and the next evaluation works; the human-readable verdict says what failed.
+#include "evaluator/evaluate.h"
+
+#include <gtest/gtest.h>
+
+#include "evaluator/problem/registry.h"
+
+namespace kloop {
+namespace {
+
+class EvaluatorTest : public ::testing::Test {
+ protected:
+  EvaluatorTest() : builder_(BuilderConfig::from_environment()) {
+    options_.worker_path = KLOOP_TEST_WORKER;
+    options_.max_timing_seconds = 0.05;
+    options_.run_timeout = std::chrono::seconds(30);
+  }
+  ProblemSpec relu() { return ProblemRegistry(ProblemRegistry::default_root()).load("19_ReLU"); }
+  static std::string fixture(const std::string& name) { return std::string(KLOOP_TEST_FIXTURES) + "/relu/" + name; }
+
+  Builder builder_;
+  EvalOptions options_;
+};
+
+TEST_F(EvaluatorTest, CrashThenNextEvaluationWorks) {
+  Evaluator ev(builder_, options_);
+  Verdict crash = ev.evaluate(relu(), fixture("segfault.cpp"));
+  EXPECT_EQ(crash.verdict, VerdictClass::kRuntimeError);
+  EXPECT_NE(crash.message.find("during forward, case 0 call 0"), std::string::npos) << crash.message;
+  EXPECT_NE(crash.to_text().find("candidate process output"), std::string::npos);
+  Verdict ok = ev.evaluate(relu(), fixture("correct.cpp"));
+  EXPECT_EQ(ok.verdict, VerdictClass::kCorrect) << ok.to_text();
+  ASSERT_TRUE(ok.speedup.has_value());
+  EXPECT_GT(ok.phases.total, 0);
+}
+
+TEST_F(EvaluatorTest, TextReportShowsMismatches) {
+  options_.protocol = "verified";
+  Evaluator ev(builder_, options_);
+  Verdict v = ev.evaluate(relu(), fixture("slightly_off.cpp"));
+  ASSERT_EQ(v.verdict, VerdictClass::kIncorrect);
+  std::string text = v.to_text();
+  EXPECT_EQ(text.rfind("19_ReLU [verified, cpu]: incorrect", 0), 0u) << text;
+  EXPECT_NE(text.find("elements differ; max abs error"), std::string::npos) << text;
+  EXPECT_NE(text.find("expected "), std::string::npos) << text;
+}
+
+TEST_F(EvaluatorTest, SameSeedSameVerdictDetails) {
+  options_.measure_time = false;
+  Evaluator ev(builder_, options_);
+  Verdict a = ev.evaluate(relu(), fixture("slightly_off.cpp"));
+  Verdict b = ev.evaluate(relu(), fixture("slightly_off.cpp"));
+  ASSERT_EQ(a.tests.size(), b.tests.size());
+  for (std::size_t i = 0; i < a.tests.size(); ++i) {
+    ASSERT_EQ(a.tests[i].outputs.size(), b.tests[i].outputs.size());
+    for (std::size_t j = 0; j < a.tests[i].outputs.size(); ++j) {
+      EXPECT_EQ(a.tests[i].outputs[j].max_abs_error, b.tests[i].outputs[j].max_abs_error);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kloop
