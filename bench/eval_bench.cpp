@@ -1,1 +1,163 @@
-int main(){return 0;}
+// kloop_eval_bench: prints where the wall time of one evaluation goes:
+// candidate compile (cold, cached), reference, candidate, compare; the cost
+// of the tensor exchange files; the compile time of a trivial candidate.
+// A program that prints figures, not a test: it asserts nothing.
+//
+//   kloop_eval_bench [--repeats N] [--target cpu|cuda] [--arch sm_90a]
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "evaluator/build/build_config.h"
+#include "evaluator/evaluate.h"
+#include "evaluator/problem/registry.h"
+#include "evaluator/runtime/generator.h"
+#include "evaluator/runtime/host_tensor.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+const char* kTrivial =
+    "#include <kloop/kernel_api.h>\n"
+    "struct ModelNew {\n"
+    "  explicit ModelNew(const kloop::ModuleInit&) {}\n"
+    "  at::Tensor forward(const at::Tensor& x) { return x.clamp_min(0); }\n"
+    "};\n"
+    "KLOOP_REGISTER_CANDIDATE(ModelNew)\n";
+
+const char* kTrivialCuda =
+    "#include <kloop/kernel_api.h>\n"
+    "#include <ATen/ops/empty_like.h>\n"
+    "__global__ void relu(const float* x, float* y, long n) {\n"
+    "  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] = x[i] > 0 ? x[i] : 0;\n"
+    "}\n"
+    "struct ModelNew {\n"
+    "  explicit ModelNew(const kloop::ModuleInit&) {}\n"
+    "  at::Tensor forward(const at::Tensor& x) {\n"
+    "    at::Tensor y = at::empty_like(x);\n"
+    "    long n = x.numel();\n"
+    "    relu<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);\n"
+    "    return y;\n"
+    "  }\n"
+    "};\n"
+    "KLOOP_REGISTER_CANDIDATE(ModelNew)\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeats = 5;
+  std::string target = "cpu";
+  std::string arch = "sm_90a";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--repeats" && i + 1 < argc) repeats = std::atoi(argv[++i]);
+    else if (a == "--target" && i + 1 < argc) target = argv[++i];
+    else if (a == "--arch" && i + 1 < argc) arch = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--repeats N] [--target cpu|cuda] [--arch sm_90a]\n", argv[0]);
+      return 2;
+    }
+  }
+  const fs::path scratch = fs::temp_directory_path() / ("kloop-bench-" + std::to_string(getpid()));
+  fs::create_directories(scratch);
+  kloop::BuilderConfig config = kloop::BuilderConfig::from_environment();
+  config.cache_dir = (scratch / "cache").string();
+  config.cuda_arch = arch;
+  kloop::Builder builder(config);
+  const kloop::BuildTarget bt = target == "cuda" ? kloop::BuildTarget::kCuda : kloop::BuildTarget::kCpu;
+
+  // 1. Compile time of a trivial candidate with the kernel API's header set.
+  std::vector<double> cold, cached;
+  for (int r = 0; r < repeats; ++r) {
+    fs::path src = scratch / ("trivial" + std::to_string(r) + (target == "cuda" ? ".cu" : ".cpp"));
+    std::ofstream(src) << (target == "cuda" ? kTrivialCuda : kTrivial) << "// variant " << r << "\n";
+    kloop::BuildResult b = builder.build(src.string(), kloop::ModuleRole::kCandidate, bt);
+    if (!b.ok) {
+      std::fprintf(stderr, "trivial candidate failed to build:\n%s\n", b.log.c_str());
+      return 1;
+    }
+    cold.push_back(b.seconds);
+    cached.push_back(builder.build(src.string(), kloop::ModuleRole::kCandidate, bt).seconds);
+  }
+  std::printf("# kloop_eval_bench (%s, LibTorch %s, %d repeats)\n\n", target.c_str(), KLOOP_TORCH_VERSION, repeats);
+  std::printf("| build of a trivial candidate | median s | min s | max s |\n|---|---|---|---|\n");
+  std::printf("| cold (compile + link) | %.3f | %.3f | %.3f |\n", median(cold), *std::min_element(cold.begin(), cold.end()),
+              *std::max_element(cold.begin(), cold.end()));
+  std::printf("| cached (hash + lookup) | %.4f | %.4f | %.4f |\n\n", median(cached),
+              *std::min_element(cached.begin(), cached.end()), *std::max_element(cached.begin(), cached.end()));
+
+  // 2. Tensor exchange through files on tmpfs (what crosses the process boundary).
+  std::string shm = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : fs::temp_directory_path().string();
+  std::printf("| tensor exchange file (%s) | MiB | write GB/s | read GB/s |\n|---|---|---|---|\n", shm.c_str());
+  for (int64_t mib : {1, 64, 512}) {
+    kloop::DrawSpec d;
+    d.kind = "randn";
+    auto t = kloop::generate_tensor("x", kloop::DType::kFloat32, {mib * (1 << 18)}, d, 1);
+    std::string path = shm + "/kloop-bench-" + std::to_string(getpid()) + ".kt";
+    std::vector<double> w, rd;
+    for (int r = 0; r < 3; ++r) {
+      auto t0 = Clock::now();
+      kloop::write_tensor_file(path, {t});
+      w.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      t0 = Clock::now();
+      auto back = kloop::read_tensor_file(path);
+      rd.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    fs::remove(path);
+    double gb = static_cast<double>(t.bytes.size()) / 1e9;
+    std::printf("| | %lld | %.2f | %.2f |\n", static_cast<long long>(mib), gb / median(w), gb / median(rd));
+  }
+  std::printf("\n");
+
+  // 3. One evaluation of 19_ReLU split by phase: the first with cold builds,
+  //    then `repeats` with everything cached.
+  if (target == "cpu") {
+    kloop::ProblemRegistry reg(kloop::ProblemRegistry::default_root());
+    kloop::ProblemSpec spec = reg.load("19_ReLU");
+    kloop::EvalOptions opts;
+    opts.max_timing_seconds = 0.2;
+    kloop::Evaluator ev(builder, opts);
+    const std::string cand = std::string(KLOOP_SOURCE_DIR) + "/examples/cpu/19_ReLU_loop.cpp";
+    std::printf("| evaluation of 19_ReLU (strict, cpu) | build cand s | build ref s | reference s | candidate s | compare s | total s |\n");
+    std::printf("|---|---|---|---|---|---|---|\n");
+    std::vector<double> bc, br, ref, can, cmp, tot;
+    for (int r = 0; r <= repeats; ++r) {
+      kloop::Verdict v = ev.evaluate(spec, cand);
+      const auto& p = v.phases;
+      if (r == 0) {
+        std::printf("| cold builds (%s) | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f |\n", kloop::verdict_name(v.verdict),
+                    p.build_candidate, p.build_reference, p.reference, p.candidate, p.compare, p.total);
+        continue;
+      }
+      bc.push_back(p.build_candidate);
+      br.push_back(p.build_reference);
+      ref.push_back(p.reference);
+      can.push_back(p.candidate);
+      cmp.push_back(p.compare);
+      tot.push_back(p.total);
+    }
+    std::printf("| cached builds, median of %d | %.3f | %.3f | %.2f | %.2f | %.3f | %.2f |\n", repeats, median(bc),
+                median(br), median(ref), median(can), median(cmp), median(tot));
+    std::printf("\n(reference and candidate include process start, LibTorch load, %d test calls and timing capped at "
+                "%.1f s per model)\n", 2 * static_cast<int>(kloop::plan_tests(spec, kloop::protocol_by_name("strict"), true, 1).size()),
+                *opts.max_timing_seconds);
+  }
+  fs::remove_all(scratch);
+  return 0;
+}
