@@ -44,7 +44,10 @@ bool StoppingRule::done() {
     reason_ = "reached max_samples (" + std::to_string(rules_.max_samples) + ")";
     return true;
   }
-  if (total_ >= rules_.max_seconds && n >= 1) {
+  // Even over budget, take a few samples: one sample has no spread, and the
+  // post-timing correctness check relies on the module having been called
+  // repeatedly.
+  if (total_ >= rules_.max_seconds && n >= std::min(3, std::max(rules_.min_samples, 1))) {
     reason_ = "reached max_seconds";
     return true;
   }

@@ -64,6 +64,17 @@ TEST(StoppingRuleTest, NoisySamplesHitTheCap) {
   EXPECT_EQ(rule.reason(), "reached max_seconds");
 }
 
+TEST(StoppingRuleTest, TakesThreeSamplesEvenWhenOneExceedsTheBudget) {
+  StoppingRule rule(rules());
+  int n = 0;
+  while (!rule.done()) {
+    rule.add(20.0);  // one call is over max_seconds by itself
+    ++n;
+  }
+  EXPECT_EQ(n, 3);
+  EXPECT_FALSE(rule.converged());
+}
+
 TEST(StoppingRuleTest, FixedCountForKernelbench) {
   TimingRules r;
   r.min_samples = r.max_samples = 100;

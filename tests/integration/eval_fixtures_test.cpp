@@ -33,7 +33,7 @@ std::string run(const std::string& cmd, int* status) {
 json eval(const FixtureCase& c) {
   std::string cmd = std::string(KLOOP_TEST_BINARY) + " eval --problem 19_ReLU --device cpu --json --protocol " +
                     c.protocol + " --candidate " + KLOOP_TEST_FIXTURES + "/relu/" + c.fixture +
-                    " --timeout " + std::to_string(c.timeout) + " --max-timing-seconds 0.05 2>&1";
+                    " --timeout " + std::to_string(c.timeout) + " --threads 2 --max-timing-seconds 0.05 2>&1";
   int status = 0;
   std::string out = run(cmd, &status);
   EXPECT_EQ(status, 0) << "kloop itself must not fail on a bad candidate:\n" << out;

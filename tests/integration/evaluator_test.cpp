@@ -14,6 +14,7 @@ class EvaluatorTest : public ::testing::Test {
   EvaluatorTest() : builder_(BuilderConfig::from_environment()) {
     options_.worker_path = KLOOP_TEST_WORKER;
     options_.max_timing_seconds = 0.05;
+    options_.threads = 2;
     options_.run_timeout = std::chrono::seconds(30);
   }
   ProblemSpec relu() { return ProblemRegistry(ProblemRegistry::default_root()).load("19_ReLU"); }

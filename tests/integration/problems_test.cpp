@@ -32,6 +32,7 @@ TEST_P(ReferenceTest, RunsAtCpuDims) {
   EvalOptions opts;
   opts.worker_path = KLOOP_TEST_WORKER;
   opts.measure_time = false;
+  opts.threads = 2;
   Evaluator ev(builder, opts);
   ReferenceReport r = ev.check_reference(spec);
   EXPECT_TRUE(r.ok) << r.error;
