@@ -1,0 +1,8 @@
+// KernelBench level 1, task 10: 3-D tensor times matrix.
+#include <kloop/reference_api.h>
+
+struct Model : torch::nn::Module {
+  explicit Model(const kloop::ModuleInit&) {}
+  at::Tensor forward(const at::Tensor& A, const at::Tensor& B) { return torch::matmul(A, B); }
+};
+KLOOP_REGISTER_REFERENCE(Model)

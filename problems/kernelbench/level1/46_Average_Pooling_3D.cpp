@@ -1,0 +1,14 @@
+// KernelBench level 1, task 46: AvgPool3d with kernel_size, stride and padding.
+#include <kloop/reference_api.h>
+
+struct Model : torch::nn::Module {
+  torch::nn::AvgPool3d avg_pool{nullptr};
+  explicit Model(const kloop::ModuleInit& init) {
+    avg_pool = register_module(
+        "avg_pool", torch::nn::AvgPool3d(torch::nn::AvgPool3dOptions(init.arg_int("kernel_size"))
+                                             .stride(init.arg_int("stride"))
+                                             .padding(init.arg_int("padding"))));
+  }
+  at::Tensor forward(const at::Tensor& x) { return avg_pool(x); }
+};
+KLOOP_REGISTER_REFERENCE(Model)

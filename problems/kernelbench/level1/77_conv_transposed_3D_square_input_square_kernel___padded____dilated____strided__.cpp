@@ -1,0 +1,19 @@
+// KernelBench level 1, task 77: ConvTranspose3d with a cubic kernel, stride, padding and dilation, no bias.
+#include <kloop/reference_api.h>
+
+struct Model : torch::nn::Module {
+  torch::nn::ConvTranspose3d conv_transpose3d{nullptr};
+  explicit Model(const kloop::ModuleInit& init) {
+    const int64_t k = init.arg_int("kernel_size");
+    conv_transpose3d = register_module(
+        "conv_transpose3d",
+        torch::nn::ConvTranspose3d(
+            torch::nn::ConvTranspose3dOptions(init.arg_int("in_channels"), init.arg_int("out_channels"), {k, k, k})
+                .stride(init.arg_int("stride"))
+                .padding(init.arg_int("padding"))
+                .dilation(init.arg_int("dilation"))
+                .bias(init.arg_bool("bias"))));
+  }
+  at::Tensor forward(const at::Tensor& x) { return conv_transpose3d(x); }
+};
+KLOOP_REGISTER_REFERENCE(Model)

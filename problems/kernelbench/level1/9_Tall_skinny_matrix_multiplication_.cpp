@@ -1,0 +1,8 @@
+// KernelBench level 1, task 9: tall-skinny times short-wide matrix multiplication (outer-product-like).
+#include <kloop/reference_api.h>
+
+struct Model : torch::nn::Module {
+  explicit Model(const kloop::ModuleInit&) {}
+  at::Tensor forward(const at::Tensor& A, const at::Tensor& B) { return torch::matmul(A, B); }
+};
+KLOOP_REGISTER_REFERENCE(Model)
