@@ -506,20 +506,27 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   }
   const auto start = Clock::now();
   WorkDir work(options_.work_root, options_.keep_work_dir);
+  // Cases 0 and 1: the same seed twice (determinism); case 2: another seed
+  // (seed sensitivity); then one case per hidden shape variant.
+  auto make_case = [&](int id, uint64_t seed, const DimValues& dims) {
+    json inputs = json::array();
+    for (const auto& in : spec.inputs) {
+      inputs.push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"shape", spec.resolve_shape(in, dims)},
+                        {"dist", draw_json(in.dist, dims)}});
+    }
+    json overrides = json::object();
+    for (const auto& [name, d] : spec.weights) overrides[name] = draw_json(d, dims);
+    return json{{"id", id}, {"seed", seed}, {"scale", 1.0}, {"args", args_json(spec, dims)}, {"inputs", inputs},
+                {"calls", 1}, {"weight_overrides", overrides}, {"randomize_identity_params", false}};
+  };
   const DimValues dims = spec.resolve_dims(cpu);
-  json inputs = json::array();
-  for (const auto& in : spec.inputs) {
-    inputs.push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"shape", spec.resolve_shape(in, dims)},
-                      {"dist", draw_json(in.dist, dims)}});
-  }
-  json overrides = json::object();
-  for (const auto& [name, d] : spec.weights) overrides[name] = draw_json(d, dims);
-  json cases = json::array();
-  const uint64_t seeds[] = {options_.seed, options_.seed, options_.seed + 1};
-  for (int id = 0; id < 3; ++id) {
-    cases.push_back({{"id", id}, {"seed", seeds[id]}, {"scale", 1.0}, {"args", args_json(spec, dims)},
-                     {"inputs", inputs}, {"calls", 1}, {"weight_overrides", overrides},
-                     {"randomize_identity_params", false}});
+  json cases = json::array({make_case(0, options_.seed, dims), make_case(1, options_.seed, dims),
+                            make_case(2, options_.seed + 1, dims)});
+  std::vector<std::string> variant_names;
+  for (const auto& v : spec.variants) {
+    if (cpu && !v.cpu) continue;
+    variant_names.push_back(v.name);
+    cases.push_back(make_case(static_cast<int>(cases.size()), options_.seed, spec.resolve_dims(cpu, &v)));
   }
   WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
   auto reply = ref.call({{"op", "load"}, {"library", rb.library_path}, {"role", "reference"},
@@ -554,7 +561,20 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   for (std::size_t i = 0; i < out[0].size() && i < out[2].size(); ++i) {
     r.seed_sensitive = r.seed_sensitive || !tensors_identical(out[0][i], out[2][i]);
   }
-  r.ok = r.outputs == spec.outputs && r.finite && r.deterministic;
+  for (std::size_t i = 0; i < variant_names.size(); ++i) {
+    auto vo = read_tensor_file(work.path() + "/case" + std::to_string(3 + i) + ".call0.expected.kt");
+    bool finite = true;
+    for (const auto& t : vo) {
+      if (!dtype_is_floating(t.dtype)) continue;
+      for (int64_t k = 0; k < t.numel() && finite; ++k) finite = std::isfinite(t.at(static_cast<std::size_t>(k)));
+    }
+    if (static_cast<int>(vo.size()) != spec.outputs || !finite) {
+      r.error += "variant '" + variant_names[i] + "': " + std::to_string(vo.size()) + " output(s)" +
+                 (finite ? "" : ", non-finite values") + "\n";
+    }
+    r.variants_checked++;
+  }
+  r.ok = r.outputs == spec.outputs && r.finite && r.deterministic && r.error.empty();
   if (r.outputs != spec.outputs) {
     r.error = "returns " + std::to_string(r.outputs) + " output(s) but the spec says outputs: " + std::to_string(spec.outputs);
   }

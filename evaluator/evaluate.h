@@ -50,6 +50,7 @@ struct ReferenceReport {
   bool finite = false;         // no NaN/Inf in any output
   bool deterministic = false;  // same seed twice, bitwise-identical outputs
   bool seed_sensitive = false; // another seed changes the outputs
+  int variants_checked = 0;    // hidden shape variants run (at cpu dims on CPU)
   double build_seconds = 0;
   double run_seconds = 0;
 };

@@ -17,6 +17,7 @@ namespace kloop::cli {
 // Options every command shares.
 struct GlobalOptions {
   std::string problems_dir;
+  bool problems_dir_set = false;  // given on the command line or in the environment
 };
 
 using Runner = std::function<int()>;
@@ -41,5 +42,6 @@ EvalOptions make_eval_options(const EvalCliOptions& o);
 Runner add_problems_command(CLI::App& app, const GlobalOptions& global);
 Runner add_eval_command(CLI::App& app, const GlobalOptions& global);
 Runner add_demo_command(CLI::App& app, const GlobalOptions& global);
+Runner add_run_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace kloop::cli

@@ -1,4 +1,4 @@
-// kloop demo: evaluates the example candidates listed in configs/demo.yaml
+// kloop demo: evaluates the example candidates listed in configs/examples.yaml
 // (offline, on CPU) and prints a verdict table. Exit 1 when a verdict differs
 // from the one the config expects.
 #include <yaml-cpp/yaml.h>
@@ -16,7 +16,7 @@ namespace kloop::cli {
 
 Runner add_demo_command(CLI::App& app, const GlobalOptions& global) {
   struct State {
-    std::string config = std::string(KLOOP_SOURCE_DIR) + "/configs/demo.yaml";
+    std::string config = std::string(KLOOP_SOURCE_DIR) + "/configs/examples.yaml";
     EvalCliOptions eval;
   };
   auto st = std::make_shared<State>();

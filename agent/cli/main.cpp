@@ -1,4 +1,5 @@
 // kloop: the command-line driver. A thin layer over the evaluator library.
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -10,9 +11,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   kloop::cli::GlobalOptions global;
   global.problems_dir = kloop::ProblemRegistry::default_root();
-  app.add_option("--problems", global.problems_dir, "folder holding the problem suites")
-      ->capture_default_str()
-      ->envname("KLOOP_PROBLEMS_DIR");
+  auto* problems_opt = app.add_option("--problems", global.problems_dir, "folder holding the problem suites")
+                           ->capture_default_str()
+                           ->envname("KLOOP_PROBLEMS_DIR");
 
   std::map<CLI::App*, kloop::cli::Runner> runners;
   auto add = [&](const char* name, const char* help, auto adder) {
@@ -22,12 +23,14 @@ int main(int argc, char** argv) {
   add("problems", "list and show the task suites", kloop::cli::add_problems_command);
   add("eval", "evaluate one candidate file against a problem's reference", kloop::cli::add_eval_command);
   add("demo", "evaluate the shipped example candidates (offline, CPU)", kloop::cli::add_demo_command);
+  add("run", "run an experiment config: LLM -> candidate -> verdict -> feedback, resumable", kloop::cli::add_run_command);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  global.problems_dir_set = problems_opt->count() > 0 || std::getenv("KLOOP_PROBLEMS_DIR") != nullptr;
   for (auto* sub : app.get_subcommands()) {
     try {
       return runners.at(sub)();

@@ -127,8 +127,8 @@ int check(const GlobalOptions& g, const std::vector<std::string>& names, const s
   opts.measure_time = false;
   Evaluator evaluator(builder, opts);
   int bad = 0;
-  std::printf("%-60s %-4s %-8s %-6s %-13s %-14s %s\n", "problem", "ok", "outputs", "finite", "deterministic",
-              "seed-sensitive", "build/run s");
+  std::printf("%-60s %-4s %-8s %-6s %-13s %-14s %-8s %s\n", "problem", "ok", "outputs", "finite", "deterministic",
+              "seed-sensitive", "variants", "build/run s");
   for (const auto& e : entries) {
     ReferenceReport r;
     try {
@@ -138,9 +138,9 @@ int check(const GlobalOptions& g, const std::vector<std::string>& names, const s
       r.error = ex.what();
     }
     bad += r.ok ? 0 : 1;
-    std::printf("%-60s %-4s %-8d %-6s %-13s %-14s %.1f/%.1f\n", r.problem.c_str(), r.ok ? "yes" : "NO", r.outputs,
-                r.finite ? "yes" : "no", r.deterministic ? "yes" : "no", r.seed_sensitive ? "yes" : "no",
-                r.build_seconds, r.run_seconds);
+    std::printf("%-60s %-4s %-8d %-6s %-13s %-14s %-8d %.1f/%.1f\n", r.problem.c_str(), r.ok ? "yes" : "NO",
+                r.outputs, r.finite ? "yes" : "no", r.deterministic ? "yes" : "no", r.seed_sensitive ? "yes" : "no",
+                r.variants_checked, r.build_seconds, r.run_seconds);
     if (!r.error.empty()) std::printf("    %s\n", r.error.c_str());
     std::fflush(stdout);
   }

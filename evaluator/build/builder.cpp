@@ -73,8 +73,8 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 const char* source_name(ModuleRole role, BuildTarget target) {
-  if (target == BuildTarget::kCuda) return role == ModuleRole::kCandidate ? "candidate.cu" : "reference.cu";
-  return role == ModuleRole::kCandidate ? "candidate.cpp" : "reference.cpp";
+  if (role == ModuleRole::kReference) return "reference.cpp";
+  return target == BuildTarget::kCuda ? "candidate.cu" : "candidate.cpp";
 }
 
 // Loads a finished cache entry; false when there is none.
@@ -132,49 +132,112 @@ std::string Builder::compiler_identity(const std::string& compiler) {
   return r.output;
 }
 
+// Flags shared by a host compile and the reference header's PCH; they must
+// match exactly for GCC to use the PCH.
+std::vector<std::string> Builder::host_compile_flags(ModuleRole role) const {
+  std::vector<std::string> f = {"-std=c++17", config_.optimization, "-fPIC", "-fvisibility=hidden",
+                                "-fdiagnostics-color=never"};
+  for (const auto& d : config_.defines) f.push_back("-D" + d);
+  f.push_back(role == ModuleRole::kCandidate ? "-DKLOOP_ROLE_CANDIDATE" : "-DKLOOP_ROLE_REFERENCE");
+  for (const auto& i : config_.include_dirs) {
+    // Re-adding the compiler's own system folders breaks #include_next.
+    if (i == "/usr/include" || i == "/usr/local/include") continue;
+    f.push_back("-isystem" + i);
+  }
+  return f;
+}
+
 std::vector<std::string> Builder::command(ModuleRole role, BuildTarget target, const std::string& source,
                                           const std::string& output) const {
   std::vector<std::string> cmd;
-  auto add_common = [&](bool nvcc) {
-    for (const auto& d : config_.defines) cmd.push_back("-D" + d);
-    cmd.push_back("-DKLOOP_ROLE_" + std::string(role == ModuleRole::kCandidate ? "CANDIDATE" : "REFERENCE"));
-    for (const auto& i : config_.include_dirs) {
-      // Re-adding the compiler's own system folders breaks #include_next.
-      if (i == "/usr/include" || i == "/usr/local/include") continue;
-      cmd.push_back((nvcc ? "-I" : "-isystem") + i);
-    }
-    cmd.push_back(source);
-    cmd.push_back("-o");
-    cmd.push_back(output);
-    for (const auto& l : config_.library_dirs) {
-      cmd.push_back("-L" + l);
-      cmd.push_back(nvcc ? "-Xlinker=-rpath," + l : "-Wl,-rpath," + l);
-    }
-    for (const auto& l : config_.libraries) cmd.push_back("-l" + l);
-    if (target == BuildTarget::kCuda) {
-      for (const auto& l : config_.cuda_libraries) cmd.push_back("-l" + l);
-    }
-  };
-  if (target == BuildTarget::kCpu) {
-    cmd = {config_.cxx, "-std=c++17", config_.optimization, "-fPIC", "-shared", "-fvisibility=hidden",
-           "-fdiagnostics-color=never", "-Wl,--no-undefined"};
-    add_common(false);
+  // References are plain LibTorch code: the host compiler builds them for
+  // either target (only the libraries they link differ). Candidates for
+  // CUDA go through nvcc.
+  const bool nvcc = target == BuildTarget::kCuda && role == ModuleRole::kCandidate;
+  if (!nvcc) {
+    cmd.push_back(config_.cxx);
+    for (auto& f : host_compile_flags(role)) cmd.push_back(std::move(f));
+    cmd.insert(cmd.end(), {"-shared", "-Wl,--no-undefined"});
   } else {
     if (config_.nvcc.empty()) throw std::runtime_error("CUDA builds need nvcc (set KLOOP_NVCC)");
     std::string arch = config_.cuda_arch.empty() ? "sm_90" : config_.cuda_arch;
     std::string compute = "compute_" + arch.substr(3);
     cmd = {config_.nvcc, "-std=c++17", config_.optimization, "-shared", "-Xcompiler=-fPIC,-fvisibility=hidden",
-           "-gencode=arch=" + compute + ",code=" + arch, "--expt-relaxed-constexpr", "-Xlinker=--no-undefined"};
-    add_common(true);
+           "-gencode=arch=" + compute + ",code=" + arch, "--expt-relaxed-constexpr", "-Xlinker=--no-undefined",
+           "-DKLOOP_ROLE_CANDIDATE"};
+    for (const auto& d : config_.defines) cmd.push_back("-D" + d);
+    for (const auto& i : config_.include_dirs) {
+      if (i != "/usr/include" && i != "/usr/local/include") cmd.push_back("-I" + i);
+    }
+  }
+  cmd.push_back(source);
+  cmd.push_back("-o");
+  cmd.push_back(output);
+  for (const auto& l : config_.library_dirs) {
+    cmd.push_back("-L" + l);
+    cmd.push_back(nvcc ? "-Xlinker=-rpath," + l : "-Wl,-rpath," + l);
+  }
+  for (const auto& l : config_.libraries) cmd.push_back("-l" + l);
+  if (target == BuildTarget::kCuda) {
+    for (const auto& l : config_.cuda_libraries) cmd.push_back("-l" + l);
   }
   return cmd;
 }
 
-std::string Builder::cache_key(const std::string& source_text, ModuleRole role, BuildTarget target) {
+// The reference header (all of torch::nn) dominates a reference's compile
+// time; a precompiled copy per configuration cuts it by more than half. A
+// failed PCH build only costs speed: references then compile without it.
+std::string Builder::reference_pch() {
+  if (pch_checked_) return pch_path_;
+  pch_checked_ = true;
+  if (!config_.use_reference_pch) return pch_path_;
+  ContentHash h;
+  h.add(kBuildFormat).add("reference-pch").add(compiler_identity_cached(BuildTarget::kCpu)).add(api_headers_);
+  for (const auto& f : host_compile_flags(ModuleRole::kReference)) h.add(f);
+  const std::string key = h.hex();
+  const fs::path root = fs::path(config_.cache_dir) / "pch";
+  const fs::path dir = root / key;
+  const std::string header = "kloop_reference_pch.h";
+  fs::create_directories(root);
+  if (fs::exists(dir / "ok")) return pch_path_ = (dir / header).string();
+  if (fs::exists(dir / "failed")) return pch_path_;
+  FileLock lock((root / (key + ".lock")).string());
+  if (fs::exists(dir / "ok")) return pch_path_ = (dir / header).string();
+  if (fs::exists(dir / "failed")) return pch_path_;
+  static std::atomic<int> counter{0};
+  const fs::path tmp = root / (key + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  write_text((tmp / header).string(), "#pragma once\n#include <kloop/reference_api.h>\n");
+  std::vector<std::string> cmd = {config_.cxx};
+  for (auto& f : host_compile_flags(ModuleRole::kReference)) cmd.push_back(std::move(f));
+  cmd.insert(cmd.end(), {"-x", "c++-header", header, "-o", header + ".gch"});
+  CommandResult c = run_command(cmd, tmp.string(), config_.timeout);
+  write_text((tmp / "build.log").string(), c.output);
+  const bool ok = !c.timed_out && c.status.exited && c.status.code == 0 && fs::exists(tmp / (header + ".gch"));
+  if (c.timed_out) {  // retry next time rather than remember the failure
+    fs::remove_all(tmp);
+    return pch_path_;
+  }
+  write_text((tmp / (ok ? "ok" : "failed")).string(), "");
+  std::error_code ec;
+  fs::rename(tmp, dir, ec);
+  if (ec) fs::remove_all(tmp);
+  if (fs::exists(dir / "ok")) pch_path_ = (dir / header).string();
+  return pch_path_;
+}
+
+std::string Builder::compiler_identity_cached(BuildTarget target) {
   std::string& identity = target == BuildTarget::kCpu ? cxx_identity_ : nvcc_identity_;
   if (identity.empty()) identity = compiler_identity(target == BuildTarget::kCpu ? config_.cxx : config_.nvcc);
+  return identity;
+}
+
+std::string Builder::cache_key(const std::string& source_text, ModuleRole role, BuildTarget target) {
+  const bool nvcc = target == BuildTarget::kCuda && role == ModuleRole::kCandidate;
   ContentHash h;
-  h.add(kBuildFormat).add(role_name(role)).add(target == BuildTarget::kCpu ? "cpu" : "cuda").add(identity);
+  h.add(kBuildFormat).add(role_name(role)).add(target == BuildTarget::kCpu ? "cpu" : "cuda");
+  h.add(compiler_identity_cached(nvcc ? BuildTarget::kCuda : BuildTarget::kCpu));
   for (const auto& part : command(role, target, "SOURCE", "OUTPUT")) h.add(part);
   h.add(api_headers_).add(source_text);
   return h.hex();
@@ -209,6 +272,11 @@ BuildResult Builder::build(const std::string& source_path, ModuleRole role, Buil
   const std::string src_name = source_name(role, target);
   write_text((tmp / src_name).string(), source);
   std::vector<std::string> cmd = command(role, target, src_name, "module.so");
+  if (role == ModuleRole::kReference) {
+    // Not part of the key: the PCH is a pure function of what the key covers.
+    std::string pch = reference_pch();
+    if (!pch.empty()) cmd.insert(cmd.begin() + 1, {"-include", pch, "-Winvalid-pch"});
+  }
   for (const auto& part : cmd) r.command += (r.command.empty() ? "" : " ") + part;
 
   CommandResult c = run_command(cmd, tmp.string(), config_.timeout);

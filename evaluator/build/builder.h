@@ -29,6 +29,7 @@ struct BuilderConfig {
   std::vector<std::string> cuda_libraries;  // added for CUDA builds
   std::vector<std::string> defines;         // e.g. _GLIBCXX_USE_CXX11_ABI=1
   std::string optimization = "-O2";
+  bool use_reference_pch = true;  // precompile reference_api.h once per configuration
   std::chrono::seconds timeout{300};
 
   // Compiler, LibTorch and kernel API locations found when kloop was configured;
@@ -61,12 +62,17 @@ class Builder {
  private:
   std::vector<std::string> command(ModuleRole role, BuildTarget target, const std::string& source,
                                    const std::string& output) const;
+  std::vector<std::string> host_compile_flags(ModuleRole role) const;
   std::string compiler_identity(const std::string& compiler);
+  std::string compiler_identity_cached(BuildTarget target);
+  std::string reference_pch();  // path of the PCH header to -include, "" when unavailable
 
   BuilderConfig config_;
   std::string api_headers_;  // contents of the kernel API headers, part of every key
   std::string cxx_identity_;
   std::string nvcc_identity_;
+  bool pch_checked_ = false;
+  std::string pch_path_;
 };
 
 }  // namespace kloop

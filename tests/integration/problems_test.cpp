@@ -39,6 +39,7 @@ TEST_P(ReferenceTest, RunsAtCpuDims) {
   EXPECT_EQ(r.outputs, spec.outputs);
   EXPECT_TRUE(r.finite);
   EXPECT_TRUE(r.deterministic);
+  EXPECT_EQ(r.variants_checked, static_cast<int>(spec.variants.size())) << "every variant runs at its cpu dims";
   EXPECT_LT(r.run_seconds, 30) << "cpu dims should be small";
 }
 

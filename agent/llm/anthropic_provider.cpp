@@ -1,0 +1,93 @@
+// Anthropic Messages API, with extended thinking.
+//
+// max_tokens is required by the API and, with thinking on, must exceed
+// budget_tokens: the thinking budget is added on top of the answer budget so
+// a configured max_tokens keeps meaning "tokens for the answer". The API
+// rejects a modified temperature while thinking, so it is left out then.
+#include <memory>
+
+#include "agent/llm/provider_factories.h"
+
+namespace kloop {
+namespace {
+
+constexpr char kDefaultBaseUrl[] = "https://api.anthropic.com";
+constexpr char kDefaultKeyEnv[] = "ANTHROPIC_API_KEY";
+constexpr char kApiVersion[] = "2023-06-01";
+constexpr int kDefaultMaxTokens = 8192;
+constexpr int kMinThinkingBudget = 1024;  // the API's floor
+
+std::string normalise_stop_reason(const nlohmann::json& value) {
+  if (!value.is_string()) return "other:none";
+  std::string raw = value.get<std::string>();
+  if (raw == "end_turn" || raw == "stop_sequence") return "stop";
+  if (raw == "max_tokens") return "length";
+  if (raw == "refusal") return "content_filter";
+  return "other:" + raw;
+}
+
+class AnthropicProvider : public HttpProvider {
+ public:
+  AnthropicProvider(const ProviderConfig& config, const ProviderHooks& hooks)
+      : HttpProvider(config, kDefaultBaseUrl, kDefaultKeyEnv, hooks) {
+    if (config.thinking_budget && *config.thinking_budget < kMinThinkingBudget) {
+      throw std::invalid_argument("provider.thinking_budget: anthropic needs at least " +
+                                  std::to_string(kMinThinkingBudget) + " tokens (got " +
+                                  std::to_string(*config.thinking_budget) + "); leave it out to disable thinking");
+    }
+  }
+
+ protected:
+  std::string endpoint_url() const override { return base_url() + "/v1/messages"; }
+
+  std::vector<std::pair<std::string, std::string>> auth_headers(const std::string& api_key) const override {
+    std::vector<std::pair<std::string, std::string>> headers = {{"anthropic-version", kApiVersion}};
+    if (!api_key.empty()) headers.emplace_back("x-api-key", api_key);
+    return headers;
+  }
+
+  nlohmann::json request_body(const GenerationRequest& request) const override {
+    const ProviderConfig& c = config();
+    nlohmann::json messages = nlohmann::json::array();
+    for (const auto& m : request.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+    long long max_tokens = c.max_tokens.value_or(kDefaultMaxTokens);
+    if (c.thinking_budget) max_tokens += *c.thinking_budget;
+    nlohmann::json body = {{"model", c.model}, {"max_tokens", max_tokens}, {"messages", messages}};
+    if (!request.system.empty()) body["system"] = request.system;
+    if (c.temperature && !c.thinking_budget) body["temperature"] = *c.temperature;
+    if (c.top_p) body["top_p"] = *c.top_p;
+    if (!c.stop.empty()) body["stop_sequences"] = c.stop;
+    if (c.thinking_budget) body["thinking"] = {{"type", "enabled"}, {"budget_tokens", *c.thinking_budget}};
+    return body;
+  }
+
+  void read_response(const nlohmann::json& body, GenerationResult& out) const override {
+    if (!body.contains("content") || !body["content"].is_array()) {
+      throw MalformedResponse("no content in the response: " + server_error_message(body.dump()));
+    }
+    for (const auto& block : body["content"]) {
+      std::string type = json_text(block, "type");
+      if (type == "text") {
+        out.text += json_text(block, "text");
+      } else if (type == "thinking") {
+        if (!out.reasoning.empty()) out.reasoning += "\n\n";
+        out.reasoning += json_text(block, "thinking");
+      }
+      // redacted_thinking is encrypted and tool blocks are not used here.
+    }
+    out.finish_reason = normalise_stop_reason(body.value("stop_reason", nlohmann::json()));
+    if (body.contains("usage")) {
+      out.input_tokens = json_count(body["usage"], "input_tokens");
+      // Thinking is billed as output and included here; the API gives no separate count.
+      out.output_tokens = json_count(body["usage"], "output_tokens");
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<LlmProvider> make_anthropic_provider(const ProviderConfig& config, const ProviderHooks& hooks) {
+  return std::make_unique<AnthropicProvider>(config, hooks);
+}
+
+}  // namespace kloop

@@ -1,0 +1,103 @@
+// Google Gemini generateContent (the Gemini API, not Vertex AI).
+//
+// The key goes in the x-goog-api-key header rather than the ?key= query so
+// it never appears in a URL that curl might print. Thought summaries are
+// requested (includeThoughts) whenever a thinking budget is set; parts
+// flagged thought:true are reasoning, the rest is the answer. Output tokens
+// are candidates + thoughts, which is how Google bills them.
+#include <memory>
+
+#include "agent/llm/provider_factories.h"
+
+namespace kloop {
+namespace {
+
+constexpr char kDefaultBaseUrl[] = "https://generativelanguage.googleapis.com";
+constexpr char kDefaultKeyEnv[] = "GEMINI_API_KEY";
+
+std::string normalise_finish_reason(const nlohmann::json& value) {
+  if (!value.is_string()) return "other:none";
+  std::string raw = value.get<std::string>();
+  if (raw == "STOP") return "stop";
+  if (raw == "MAX_TOKENS") return "length";
+  if (raw == "SAFETY" || raw == "RECITATION" || raw == "BLOCKLIST" || raw == "PROHIBITED_CONTENT" || raw == "SPII") {
+    return "content_filter";
+  }
+  return "other:" + raw;
+}
+
+class GeminiProvider : public HttpProvider {
+ public:
+  GeminiProvider(const ProviderConfig& config, const ProviderHooks& hooks)
+      : HttpProvider(config, kDefaultBaseUrl, kDefaultKeyEnv, hooks) {}
+
+ protected:
+  std::string endpoint_url() const override {
+    // Accept both "gemini-2.5-pro" and the API's own "models/gemini-2.5-pro".
+    std::string model = config().model;
+    if (model.rfind("models/", 0) == 0) model.erase(0, 7);
+    return base_url() + "/v1beta/models/" + model + ":generateContent";
+  }
+
+  std::vector<std::pair<std::string, std::string>> auth_headers(const std::string& api_key) const override {
+    if (api_key.empty()) return {};
+    return {{"x-goog-api-key", api_key}};
+  }
+
+  nlohmann::json request_body(const GenerationRequest& request) const override {
+    const ProviderConfig& c = config();
+    nlohmann::json contents = nlohmann::json::array();
+    for (const auto& m : request.messages) {
+      contents.push_back({{"role", m.role == "assistant" ? "model" : m.role},
+                          {"parts", nlohmann::json::array({{{"text", m.content}}})}});
+    }
+    nlohmann::json body = {{"contents", contents}};
+    if (!request.system.empty()) {
+      body["systemInstruction"] = {{"parts", nlohmann::json::array({{{"text", request.system}}})}};
+    }
+    nlohmann::json generation = nlohmann::json::object();
+    if (c.temperature) generation["temperature"] = *c.temperature;
+    if (c.top_p) generation["topP"] = *c.top_p;
+    if (c.max_tokens) generation["maxOutputTokens"] = *c.max_tokens;
+    if (!c.stop.empty()) generation["stopSequences"] = c.stop;
+    if (c.seed) generation["seed"] = *c.seed;
+    if (c.thinking_budget) {
+      generation["thinkingConfig"] = {{"thinkingBudget", *c.thinking_budget}, {"includeThoughts", true}};
+    }
+    if (!generation.empty()) body["generationConfig"] = generation;
+    return body;
+  }
+
+  void read_response(const nlohmann::json& body, GenerationResult& out) const override {
+    if (body.contains("usageMetadata")) {
+      const auto& usage = body["usageMetadata"];
+      out.input_tokens = json_count(usage, "promptTokenCount");
+      out.reasoning_tokens = json_count(usage, "thoughtsTokenCount");
+      out.output_tokens = json_count(usage, "candidatesTokenCount") + out.reasoning_tokens;
+    }
+    if (!body.contains("candidates") || !body["candidates"].is_array() || body["candidates"].empty()) {
+      // A blocked prompt comes back as 200 with promptFeedback and no candidates.
+      if (body.contains("promptFeedback") && body["promptFeedback"].contains("blockReason")) {
+        out.finish_reason = "content_filter";
+        return;
+      }
+      throw MalformedResponse("no candidates in the response: " + server_error_message(body.dump()));
+    }
+    const auto& candidate = body["candidates"][0];
+    if (candidate.contains("content") && candidate["content"].contains("parts")) {
+      for (const auto& part : candidate["content"]["parts"]) {
+        bool thought = part.value("thought", false);
+        (thought ? out.reasoning : out.text) += json_text(part, "text");
+      }
+    }
+    out.finish_reason = normalise_finish_reason(candidate.value("finishReason", nlohmann::json()));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<LlmProvider> make_gemini_provider(const ProviderConfig& config, const ProviderHooks& hooks) {
+  return std::make_unique<GeminiProvider>(config, hooks);
+}
+
+}  // namespace kloop

@@ -1,0 +1,120 @@
+// libcurl easy interface, one handle per request: requests last seconds to
+// minutes, so a fresh connection costs nothing worth pooling for.
+#include "agent/llm/http_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <mutex>
+
+namespace kloop {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void init_curl_once() {
+  // curl_global_init is not thread-safe; every request passes through here.
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string trim(const std::string& s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
+  static_cast<std::string*>(user)->append(data, size * count);
+  return size * count;
+}
+
+std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* headers = static_cast<std::map<std::string, std::string>*>(user);
+  std::string line(data, size * count);
+  // A new status line (after 100 Continue, for instance) starts a new header set.
+  if (line.rfind("HTTP/", 0) == 0) {
+    headers->clear();
+    return size * count;
+  }
+  auto colon = line.find(':');
+  if (colon == std::string::npos) return size * count;
+  std::string name = trim(line.substr(0, colon));
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  (*headers)[name] = trim(line.substr(colon + 1));
+  return size * count;
+}
+
+struct CurlDeleter {
+  void operator()(CURL* h) const { curl_easy_cleanup(h); }
+};
+struct SlistDeleter {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
+}  // namespace
+
+std::optional<std::string> HttpResponse::header(const std::string& lower_name) const {
+  auto it = headers.find(lower_name);
+  if (it == headers.end()) return std::nullopt;
+  return it->second;
+}
+
+HttpResponse http_post_json(const HttpRequest& request) {
+  init_curl_once();
+  HttpResponse response;
+  auto start = Clock::now();
+  std::unique_ptr<CURL, CurlDeleter> handle(curl_easy_init());
+  if (!handle) {
+    response.error = "cannot create a libcurl handle";
+    return response;
+  }
+  CURL* h = handle.get();
+
+  curl_slist* raw_list = curl_slist_append(nullptr, "Content-Type: application/json");
+  // Without this curl waits for "100 Continue" before sending large bodies.
+  raw_list = curl_slist_append(raw_list, "Expect:");
+  for (const auto& [name, value] : request.headers) {
+    raw_list = curl_slist_append(raw_list, (name + ": " + value).c_str());
+  }
+  std::unique_ptr<curl_slist, SlistDeleter> header_list(raw_list);
+
+  char error_buffer[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(h, CURLOPT_POST, 1L);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, header_list.get());
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &response.headers);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.total_timeout.count()));
+  // Signals for timeouts do not mix with threads.
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  // Long generations leave the connection idle for minutes; keep NATs from dropping it.
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+
+  CURLcode rc = curl_easy_perform(h);
+  response.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (rc != CURLE_OK) {
+    // The error text names the host and the failure, never request headers.
+    response.error = curl_easy_strerror(rc);
+    if (error_buffer[0]) response.error += std::string(": ") + error_buffer;
+    response.timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+    response.status = 0;
+    response.body.clear();
+    return response;
+  }
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
+  if (response.status == 0) response.error = "no HTTP status in the response";
+  return response;
+}
+
+}  // namespace kloop

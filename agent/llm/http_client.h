@@ -1,0 +1,42 @@
+// A small blocking HTTP client over libcurl for the provider APIs: one JSON
+// POST, with a connect timeout and a total timeout. Network failures come
+// back as values (status 0 and an error text) so the retry loop can decide
+// what to do; nothing here throws on a failed transfer. Header values are
+// never logged or copied into errors: API keys travel in them.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kloop {
+
+struct HttpRequest {
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;  // name, value
+  std::string body;
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds total_timeout{600000};
+};
+
+struct HttpResponse {
+  long status = 0;  // 0 when no response arrived (see error)
+  std::string body;
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string error;                           // why no response arrived; "" when one did
+  bool timed_out = false;                      // the connect or total timeout passed
+  double seconds = 0;
+
+  bool received() const { return status != 0; }
+  // A response header by lower-case name.
+  std::optional<std::string> header(const std::string& lower_name) const;
+};
+
+// POSTs request.body with Content-Type: application/json plus request.headers.
+// Safe to call from several threads at once.
+HttpResponse http_post_json(const HttpRequest& request);
+
+}  // namespace kloop

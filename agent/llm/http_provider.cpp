@@ -1,0 +1,189 @@
+// The request/retry loop shared by the HTTP providers. Every text that can
+// leave this file (errors, stored responses) passes through redact() so a
+// key echoed back by a server never reaches a log or a run folder.
+#include "agent/llm/http_provider.h"
+
+#include <cstdlib>
+
+#include "agent/llm/http_client.h"
+
+namespace kloop {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kRedacted[] = "[REDACTED]";
+
+std::string strip_trailing_slashes(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
+std::string replace_all(std::string text, const std::string& needle, const std::string& with) {
+  if (needle.empty()) return text;
+  for (std::size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + with.size())) {
+    text.replace(pos, needle.size(), with);
+  }
+  return text;
+}
+
+std::string read_key(const std::string& env_name) {
+  if (env_name.empty()) return "";
+  const char* value = std::getenv(env_name.c_str());
+  if (!value || !*value) {
+    throw std::invalid_argument("provider.api_key_env: environment variable " + env_name + " is not set");
+  }
+  return value;
+}
+
+class ConcurrencySlot {
+ public:
+  explicit ConcurrencySlot(ConcurrencyLimit& limit) : limit_(limit) { limit_.acquire(); }
+  ~ConcurrencySlot() { limit_.release(); }
+  ConcurrencySlot(const ConcurrencySlot&) = delete;
+  ConcurrencySlot& operator=(const ConcurrencySlot&) = delete;
+
+ private:
+  ConcurrencyLimit& limit_;
+};
+
+std::string describe_transport_failure(const HttpResponse& response) {
+  if (response.timed_out) {
+    return "no response in time (provider.timeout_s / connect_timeout_s): " + response.error;
+  }
+  return "network error: " + response.error;
+}
+
+}  // namespace
+
+void ConcurrencyLimit::acquire() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  freed_.wait(lock, [this] { return available_ > 0; });
+  --available_;
+}
+
+void ConcurrencyLimit::release() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++available_;
+  }
+  freed_.notify_one();
+}
+
+double token_cost(const TokenPrices& prices, long long input_tokens, long long output_tokens) {
+  return static_cast<double>(input_tokens) * prices.input / 1e6 +
+         static_cast<double>(output_tokens) * prices.output / 1e6;
+}
+
+long long json_count(const nlohmann::json& object, const char* field) {
+  if (!object.is_object()) return 0;
+  auto it = object.find(field);
+  if (it == object.end() || !it->is_number()) return 0;
+  return it->get<long long>();
+}
+
+std::string json_text(const nlohmann::json& object, const char* field) {
+  if (!object.is_object()) return "";
+  auto it = object.find(field);
+  if (it == object.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
+HttpProvider::HttpProvider(const ProviderConfig& config, std::string default_base_url, std::string default_key_env,
+                           const ProviderHooks& hooks)
+    : config_(config),
+      base_url_(strip_trailing_slashes(config.base_url.empty() ? default_base_url : config.base_url)),
+      policy_(config.max_retries, config.initial_backoff, config.max_backoff, hooks.sleep),
+      limit_(config.concurrency) {
+  identity_.kind = config.kind;
+  identity_.model = config.model;
+  identity_.url = base_url_;
+  identity_.api_key_env = config.api_key_env.empty() ? default_key_env : config.api_key_env;
+  api_key_ = read_key(identity_.api_key_env);
+}
+
+std::string HttpProvider::describe() const { return config_.kind + " " + config_.model + " @ " + base_url_; }
+
+std::string HttpProvider::redact(std::string text) const { return replace_all(std::move(text), api_key_, kRedacted); }
+
+nlohmann::json HttpProvider::redact(const nlohmann::json& value) const {
+  if (api_key_.empty()) return value;
+  if (value.is_string()) return redact(value.get<std::string>());
+  if (value.is_structured()) {
+    if (value.dump().find(api_key_) == std::string::npos) return value;
+    nlohmann::json copy = value;
+    for (auto it = copy.begin(); it != copy.end(); ++it) it.value() = redact(it.value());
+    return copy;
+  }
+  return value;
+}
+
+GenerationResult HttpProvider::generate(const GenerationRequest& request) {
+  auto start = Clock::now();
+  nlohmann::json body = request_body(request);
+  // merge_patch: extra_body overrides ours, and a null there removes a field we set.
+  if (config_.extra_body.is_object() && !config_.extra_body.empty()) body.merge_patch(config_.extra_body);
+
+  HttpRequest http;
+  http.url = endpoint_url();
+  http.headers = auth_headers(api_key_);
+  for (const auto& header : config_.extra_headers) http.headers.push_back(header);
+  http.body = body.dump();
+  http.connect_timeout = config_.connect_timeout;
+  http.total_timeout = config_.total_timeout;
+
+  std::string last_failure;
+  for (int attempt = 1;; ++attempt) {
+    HttpResponse response;
+    {
+      ConcurrencySlot slot(limit_);
+      response = http_post_json(http);
+    }
+    std::optional<std::chrono::milliseconds> requested_delay;
+    switch (classify_status(response.status)) {
+      case StatusClass::kSuccess:
+        try {
+          auto json = nlohmann::json::parse(response.body);
+          GenerationResult result;
+          read_response(json, result);
+          result.raw_response = redact(json);
+          result.attempts = attempt;
+          result.latency_seconds = response.seconds;
+          result.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+          result.cost_usd = token_cost(config_.prices, result.input_tokens, result.output_tokens);
+          return result;
+        } catch (const nlohmann::json::exception& e) {
+          last_failure = "HTTP " + std::to_string(response.status) + " with an unreadable body: " + e.what();
+        } catch (const MalformedResponse& e) {
+          last_failure = "HTTP " + std::to_string(response.status) + " without an answer: " + e.what();
+        }
+        break;
+      case StatusClass::kFatal: {
+        const std::string server = redact(server_error_message(response.body));
+        const std::string message = redact(fatal_status_message(identity_, response.status, server));
+        // A conversation that outgrew the context window ends this chain, not
+        // the run: other problems' prompts may still fit.
+        if (response.status == 413 || (response.status == 400 && is_context_length_error(server))) {
+          throw ProviderError(message);
+        }
+        throw FatalProviderError(message);
+      }
+      case StatusClass::kRetry:
+        if (response.received()) {
+          last_failure = "HTTP " + std::to_string(response.status) + ": " + server_error_message(response.body);
+          requested_delay = requested_retry_delay(response, std::chrono::system_clock::now());
+        } else {
+          last_failure = describe_transport_failure(response);
+        }
+        break;
+    }
+    if (attempt >= policy_.max_attempts()) {
+      throw ProviderError(redact(describe() + ": gave up after " + std::to_string(attempt) +
+                                 " attempts (provider.max_retries = " + std::to_string(config_.max_retries) +
+                                 "); last failure: " + last_failure));
+    }
+    policy_.wait(policy_.delay_before_retry(attempt, requested_delay));
+  }
+}
+
+}  // namespace kloop

@@ -1,0 +1,92 @@
+// The part the three HTTP APIs share: the request/retry loop, the
+// per-provider concurrency limit, key handling and cost. Each API supplies
+// its URL, auth headers, request body and response reader.
+//
+// Internal to agent/llm; callers use make_provider() from provider.h.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/llm/provider.h"
+#include "agent/llm/retry_policy.h"
+
+namespace kloop {
+
+// What tests replace: the backoff sleep.
+struct ProviderHooks {
+  SleepFunction sleep;  // empty: really sleep
+};
+
+// A counting semaphore (C++17 has none): at most `limit` holders at once.
+class ConcurrencyLimit {
+ public:
+  explicit ConcurrencyLimit(int limit) : available_(limit < 1 ? 1 : limit) {}
+  ConcurrencyLimit(const ConcurrencyLimit&) = delete;
+  ConcurrencyLimit& operator=(const ConcurrencyLimit&) = delete;
+  void acquire();
+  void release();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  int available_;
+};
+
+// A 2xx body that is not the API's shape; retried like a 5xx because
+// proxies and overloaded servers produce these and they pass.
+class MalformedResponse : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// US dollars for the tokens at the configured per-million prices.
+double token_cost(const TokenPrices& prices, long long input_tokens, long long output_tokens);
+
+// Numbers and strings from a parsed body, tolerating null and absent fields
+// (OpenAI-compatible servers differ in what they leave out).
+long long json_count(const nlohmann::json& object, const char* field);
+std::string json_text(const nlohmann::json& object, const char* field);
+
+class HttpProvider : public LlmProvider {
+ public:
+  // default_base_url when config.base_url is empty; default_key_env when
+  // config.api_key_env is empty ("" for none). Throws std::invalid_argument
+  // when the key variable is unset.
+  HttpProvider(const ProviderConfig& config, std::string default_base_url, std::string default_key_env,
+               const ProviderHooks& hooks);
+  HttpProvider(const HttpProvider&) = delete;
+  HttpProvider& operator=(const HttpProvider&) = delete;
+
+  GenerationResult generate(const GenerationRequest& request) final;
+  std::string describe() const override;
+
+ protected:
+  virtual std::string endpoint_url() const = 0;
+  virtual std::vector<std::pair<std::string, std::string>> auth_headers(const std::string& api_key) const = 0;
+  virtual nlohmann::json request_body(const GenerationRequest& request) const = 0;
+  // Fills text, reasoning, finish_reason and token counts; throws
+  // MalformedResponse or a json exception when the body is not the API's.
+  virtual void read_response(const nlohmann::json& body, GenerationResult& out) const = 0;
+
+  const ProviderConfig& config() const { return config_; }
+  const std::string& base_url() const { return base_url_; }  // no trailing slash
+
+ private:
+  std::string redact(std::string text) const;
+  nlohmann::json redact(const nlohmann::json& value) const;
+
+  ProviderConfig config_;
+  std::string base_url_;
+  std::string api_key_;
+  ProviderIdentity identity_;
+  RetryPolicy policy_;
+  ConcurrencyLimit limit_;
+};
+
+}  // namespace kloop

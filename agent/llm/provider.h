@@ -1,0 +1,118 @@
+// LLM providers: one interface over the HTTP APIs (OpenAI-compatible Chat
+// Completions, Anthropic Messages, Google Gemini generateContent) and the
+// offline ones (a user command, a replayed transcript).
+//
+// A provider turns a conversation into one completion and records what the
+// call cost. Transient failures (429, 5xx, network) are retried inside
+// generate(); failures that will not go away (bad key, unknown model) throw
+// FatalProviderError so the run stops at once instead of failing every
+// problem. API keys come from environment variables named in the config and
+// never appear in logs, errors or stored responses.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kloop {
+
+struct ChatMessage {
+  std::string role;  // "user" or "assistant"
+  std::string content;
+};
+
+// Where to find a problem's attempt, for providers that answer from records.
+struct AttemptKey {
+  std::string problem;
+  int sample = 0;
+  int turn = 1;
+};
+
+struct GenerationRequest {
+  std::string system;
+  std::vector<ChatMessage> messages;  // alternating, ending with "user"
+  AttemptKey key;                     // used by the replay provider
+};
+
+// Prices in US dollars per million tokens.
+struct TokenPrices {
+  double input = 0;
+  double output = 0;  // reasoning tokens are billed as output
+};
+
+struct ProviderConfig {
+  std::string kind;      // openai | anthropic | gemini | command | replay
+  std::string model;
+  std::string base_url;  // default per kind; any OpenAI-compatible server for "openai"
+  std::string api_key_env;  // name of the environment variable holding the key
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int> max_tokens;
+  std::optional<std::string> reasoning_effort;  // openai: low|medium|high
+  std::optional<int> thinking_budget;           // anthropic / gemini: tokens
+  std::optional<long long> seed;
+  std::vector<std::string> stop;
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds total_timeout{600000};
+  int max_retries = 6;
+  std::chrono::milliseconds initial_backoff{1000};
+  std::chrono::milliseconds max_backoff{60000};
+  int concurrency = 4;  // simultaneous requests to this provider
+  TokenPrices prices;
+  std::map<std::string, std::string> extra_headers;
+  nlohmann::json extra_body = nlohmann::json::object();  // merged into the request body
+  // command provider
+  std::vector<std::string> command;
+  // replay provider
+  std::string transcript;  // a run folder or a JSONL transcript
+};
+
+struct GenerationResult {
+  std::string text;       // the answer (without reasoning)
+  std::string reasoning;  // thinking/reasoning text where the API returns it
+  std::string finish_reason;  // normalised: stop | length | content_filter | error | other:<raw>
+  long long input_tokens = 0;
+  long long output_tokens = 0;
+  long long reasoning_tokens = 0;
+  double latency_seconds = 0;  // wall time of the successful attempt
+  double total_seconds = 0;    // including retries and backoff
+  int attempts = 1;
+  double cost_usd = 0;
+  nlohmann::json raw_response;  // the provider's response body, verbatim
+};
+
+// Not worth retrying: authentication, permission, unknown model, bad request.
+class FatalProviderError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Retries exhausted on a transient failure; the attempt fails, the run goes on.
+class ProviderError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class LlmProvider {
+ public:
+  virtual ~LlmProvider() = default;
+  virtual GenerationResult generate(const GenerationRequest& request) = 0;
+  virtual std::string describe() const = 0;  // "openai gpt-5 @ https://..." (no key)
+};
+
+// Builds the provider named by config.kind; throws std::invalid_argument
+// with the field and the fix when the config is unusable (unknown kind,
+// missing model, key variable unset).
+std::unique_ptr<LlmProvider> make_provider(const ProviderConfig& config);
+
+// Reads a provider block of a YAML config (already parsed to JSON).
+// `where` names the file for error messages.
+ProviderConfig provider_config_from_json(const nlohmann::json& j, const std::string& where);
+
+}  // namespace kloop

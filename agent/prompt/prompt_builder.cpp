@@ -1,0 +1,224 @@
+// Task and feedback rendering. The values here are computed from the spec
+// and the verdict; the wording lives in prompts/.
+#include "agent/prompt/prompt_builder.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include "evaluator/build/content_hash.h"
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kFiles[] = {"system.txt",
+                        "task.txt",
+                        "contract_cpu.txt",
+                        "contract_cuda.txt",
+                        "hardware_cpu.txt",
+                        "hardware_cuda.txt",
+                        "example_reference.cpp",
+                        "example_candidate_cpu.cpp",
+                        "example_candidate_cuda.cu",
+                        "feedback_compile_error.txt",
+                        "feedback_load_error.txt",
+                        "feedback_runtime_error.txt",
+                        "feedback_timeout.txt",
+                        "feedback_incorrect.txt",
+                        "feedback_integrity_violation.txt",
+                        "feedback_correct.txt",
+                        "feedback_no_code.txt"};
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+std::string fmt_time(double s) {
+  if (s < 1e-3) return fmt("%.2f us", s * 1e6);
+  if (s < 1) return fmt("%.3f ms", s * 1e3);
+  return fmt("%.3f s", s);
+}
+
+std::string dims_text(const DimValues& d) {
+  std::string s;
+  for (const auto& [k, v] : d) s += (s.empty() ? "" : ", ") + k + " = " + std::to_string(v);
+  return s;
+}
+
+std::string interface_text(const ProblemSpec& spec, bool cuda) {
+  std::ostringstream out;
+  const DimValues dims = spec.resolve_dims(!cuda);
+  out << "forward(";
+  for (std::size_t i = 0; i < spec.inputs.size(); ++i) {
+    const auto& in = spec.inputs[i];
+    std::string shape;
+    for (auto n : spec.resolve_shape(in, dims)) shape += (shape.empty() ? "" : ", ") + std::to_string(n);
+    out << (i ? ", " : "") << in.name << ": " << dtype_name(in.dtype) << "[" << shape << "]";
+  }
+  out << ") returns " << spec.outputs << " tensor" << (spec.outputs > 1 ? "s" : "") << ".\n";
+  out << "Sizes in this example: " << dims_text(dims) << " (other shapes are tested too).\n";
+  if (!spec.args.empty()) {
+    out << "Constructor arguments:";
+    for (const auto& a : spec.resolve_args(dims)) {
+      out << " " << a.name << " (" << arg_type_name(a.type) << ") = ";
+      switch (a.type) {
+        case ArgType::kInt: out << a.int_value; break;
+        case ArgType::kFloat: out << a.float_value; break;
+        case ArgType::kBool: out << (a.bool_value ? "true" : "false"); break;
+        case ArgType::kInts: {
+          std::string l;
+          for (auto v : a.ints) l += (l.empty() ? "" : ", ") + std::to_string(v);
+          out << "[" << l << "]";
+          break;
+        }
+        case ArgType::kString: out << a.string_value; break;
+      }
+      out << ";";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string mismatch_details(const Verdict& v, std::size_t cap) {
+  std::ostringstream out;
+  int failed = 0;
+  for (const auto& t : v.tests) failed += t.passed ? 0 : 1;
+  out << failed << " of " << v.tests.size() << " test calls failed (tolerance atol = rtol = "
+      << v.protocol.value("atol", 0.0) << ").\n";
+  int shown = 0;
+  for (const auto& t : v.tests) {
+    if (t.passed || shown >= 3) continue;
+    ++shown;
+    out << "- Test with " << t.label << ":";
+    if (!t.problem.empty()) out << " " << t.problem;
+    out << "\n";
+    for (const auto& c : t.outputs) {
+      if (c.passed) continue;
+      if (!c.problem.empty()) {
+        out << "  " << c.name << ": " << c.problem << "\n";
+        continue;
+      }
+      out << "  " << c.name << ": " << c.mismatches << " of " << c.numel << " values wrong; max abs error "
+          << fmt("%.4g", c.max_abs_error) << ", max rel error " << fmt("%.4g", c.max_rel_error);
+      if (c.non_finite) out << "; " << c.non_finite << " NaN/Inf values";
+      out << "\n";
+      for (const auto& m : c.first_mismatches) {
+        std::string idx;
+        for (auto i : m.index) idx += (idx.empty() ? "" : ", ") + std::to_string(i);
+        out << "    at [" << idx << "]: expected " << fmt("%.6g", m.expected) << ", got " << fmt("%.6g", m.actual)
+            << "\n";
+      }
+    }
+  }
+  return cap_text(out.str(), cap);
+}
+
+}  // namespace
+
+const char* feedback_kind_name(FeedbackKind kind) {
+  switch (kind) {
+    case FeedbackKind::kCompiler: return "compiler";
+    case FeedbackKind::kCorrectness: return "correctness";
+    case FeedbackKind::kTiming: return "timing";
+    case FeedbackKind::kProfiler: return "profiler";
+  }
+  return "?";
+}
+
+FeedbackKind parse_feedback_kind(const std::string& name) {
+  for (auto k : {FeedbackKind::kCompiler, FeedbackKind::kCorrectness, FeedbackKind::kTiming, FeedbackKind::kProfiler}) {
+    if (name == feedback_kind_name(k)) return k;
+  }
+  throw std::invalid_argument("unknown feedback kind '" + name + "'; expected compiler, correctness, timing or profiler");
+}
+
+PromptBuilder::PromptBuilder(PromptSettings settings) : settings_(std::move(settings)) {
+  for (const char* f : kFiles) {
+    fs::path p = fs::path(settings_.dir) / f;
+    if (!fs::exists(p)) throw std::runtime_error(p.string() + ": prompt file missing (prompts dir: " + settings_.dir + ")");
+    files_[f] = read_file(p.string());
+  }
+}
+
+std::string PromptBuilder::file(const std::string& name) const { return files_.at(name); }
+
+std::string PromptBuilder::render(const std::string& name, const TemplateValues& values) const {
+  return render_template(file(name), values, (fs::path(settings_.dir) / name).string());
+}
+
+std::string PromptBuilder::system() const {
+  return render("system.txt", {{"device_kind", settings_.cuda ? "CUDA GPU" : "CPU"}});
+}
+
+std::string PromptBuilder::task(const ProblemSpec& spec) const {
+  const bool cuda = settings_.cuda;
+  TemplateValues v = {
+      {"problem_name", spec.name},
+      {"description", spec.description},
+      {"reference_source", cap_text(read_file(spec.reference_path), settings_.max_reference_chars)},
+      {"interface", interface_text(spec, cuda)},
+      {"contract", file(cuda ? "contract_cuda.txt" : "contract_cpu.txt")},
+      {"hardware", file(cuda ? "hardware_cuda.txt" : "hardware_cpu.txt")},
+      {"precision", cuda ? "Inputs and outputs are float32 unless stated; TF32 and lower precisions are not "
+                           "accurate enough for the 1e-3 tolerance.\n"
+                         : "Inputs and outputs are float32 unless stated.\n"},
+      {"example_reference", file("example_reference.cpp")},
+      {"example_candidate", file(cuda ? "example_candidate_cuda.cu" : "example_candidate_cpu.cpp")},
+      {"source_ext", cuda ? ".cu" : ".cpp"},
+  };
+  return render("task.txt", v);
+}
+
+std::string PromptBuilder::feedback(const Verdict& v) const {
+  const auto& kinds = settings_.feedback;
+  const bool compiler = kinds.count(FeedbackKind::kCompiler) > 0;
+  const bool correctness = kinds.count(FeedbackKind::kCorrectness) > 0;
+  const bool timing = kinds.count(FeedbackKind::kTiming) > 0;
+  const std::size_t cap = settings_.max_feedback_chars;
+  switch (v.verdict) {
+    case VerdictClass::kCompileError: {
+      std::string d;
+      if (compiler) {
+        d = summarize_diagnostics(v.build.diagnostics, 20);
+        if (d.empty()) d = v.build.log;
+        if (v.build.timed_out) d = "the compiler did not finish in time\n" + d;
+      }
+      return render("feedback_compile_error.txt", {{"diagnostics", cap_text(d, cap)}});
+    }
+    case VerdictClass::kLoadError:
+      return render("feedback_load_error.txt", {{"message", cap_text(v.message, cap)}});
+    case VerdictClass::kRuntimeError:
+      return render("feedback_runtime_error.txt", {{"message", correctness ? cap_text(v.message, cap) : ""},
+                                                   {"log_tail", correctness ? cap_text(v.log_tail, cap / 2) : ""}});
+    case VerdictClass::kTimeout:
+      return render("feedback_timeout.txt", {{"message", correctness ? cap_text(v.message, cap) : ""}});
+    case VerdictClass::kIncorrect:
+      return render("feedback_incorrect.txt", {{"details", correctness ? mismatch_details(v, cap) : ""}});
+    case VerdictClass::kIntegrityViolation: {
+      std::string check = v.integrity.empty() ? "integrity" : v.integrity.front().check;
+      std::string msg = v.integrity.empty() ? v.message : v.integrity.front().message;
+      return render("feedback_integrity_violation.txt", {{"check", check}, {"message", cap_text(msg, cap)}});
+    }
+    case VerdictClass::kCorrect: {
+      std::string t;
+      if (timing && v.speedup && v.candidate_time && v.reference_time) {
+        const std::string& st = v.timing_statistic;
+        t = "Your time: " + fmt_time(v.candidate_time->headline(st)) + " (" + st + " of " +
+            std::to_string(v.candidate_time->n) + " runs); reference: " + fmt_time(v.reference_time->headline(st)) +
+            "; speedup " + fmt("%.3f", *v.speedup) + "x" + (*v.speedup < 1 ? " (slower than the reference)." : ".");
+      }
+      return render("feedback_correct.txt", {{"timing", t}, {"profile", ""}});
+    }
+  }
+  return "";
+}
+
+std::string PromptBuilder::no_code() const { return render("feedback_no_code.txt", {}); }
+
+}  // namespace kloop

@@ -1,0 +1,218 @@
+// YAML → RunConfig, converted through JSON so nested blocks (provider) can
+// reuse their JSON readers.
+#include "agent/scaffold/run_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include "evaluator/build/build_config.h"
+#include "evaluator/problem/registry.h"
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+json yaml_to_json(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar: {
+      const std::string& s = n.Scalar();
+      if (n.Tag() == "!") return s;  // quoted: keep as a string
+      if (s == "true" || s == "True") return true;
+      if (s == "false" || s == "False") return false;
+      if (s == "null" || s == "~") return nullptr;
+      try {
+        std::size_t used = 0;
+        long long i = std::stoll(s, &used);
+        if (used == s.size()) return i;
+        double d = std::stod(s, &used);
+        if (used == s.size()) return d;
+      } catch (const std::exception&) {
+      }
+      return s;
+    }
+    case YAML::NodeType::Sequence: {
+      json a = json::array();
+      for (const auto& x : n) a.push_back(yaml_to_json(x));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      json o = json::object();
+      for (const auto& kv : n) o[kv.first.Scalar()] = yaml_to_json(kv.second);
+      return o;
+    }
+  }
+  return nullptr;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw std::invalid_argument(path_ + ": field '" + field + "': " + what);
+  }
+  void known(const json& obj, const std::string& where, const std::set<std::string>& keys) const {
+    for (const auto& [k, v] : obj.items()) {
+      if (!keys.count(k)) {
+        std::string list;
+        for (const auto& x : keys) list += (list.empty() ? "" : ", ") + x;
+        fail(where.empty() ? k : where + "." + k, "unknown field; known: " + list);
+      }
+    }
+  }
+  template <typename T>
+  T get(const json& obj, const std::string& key, const std::string& field, T fallback) const {
+    if (!obj.contains(key) || obj[key].is_null()) return fallback;
+    try {
+      return obj[key].get<T>();
+    } catch (const json::exception&) {
+      fail(field, "has the wrong type (" + obj[key].dump() + ")");
+    }
+  }
+  std::string resolve_path(const std::string& p) const {
+    if (p.empty() || fs::path(p).is_absolute()) return p;
+    return (fs::path(path_).parent_path() / p).lexically_normal().string();
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+json RunConfig::to_json() const {
+  json feedback = json::array();
+  for (auto k : scaffold.feedback) feedback.push_back(feedback_kind_name(k));
+  json prov = {{"kind", provider.kind},
+               {"model", provider.model},
+               {"base_url", provider.base_url},
+               {"api_key_env", provider.api_key_env},
+               {"max_tokens", provider.max_tokens ? json(*provider.max_tokens) : json(nullptr)},
+               {"temperature", provider.temperature ? json(*provider.temperature) : json(nullptr)},
+               {"top_p", provider.top_p ? json(*provider.top_p) : json(nullptr)},
+               {"reasoning_effort", provider.reasoning_effort ? json(*provider.reasoning_effort) : json(nullptr)},
+               {"thinking_budget", provider.thinking_budget ? json(*provider.thinking_budget) : json(nullptr)},
+               {"seed", provider.seed ? json(*provider.seed) : json(nullptr)},
+               {"command", provider.command},
+               {"transcript", provider.transcript},
+               {"prices", {{"input", provider.prices.input}, {"output", provider.prices.output}}}};
+  return {{"name", name},
+          {"config_file", path},
+          {"problems",
+           {{"suite", problems.suite},
+            {"level", problems.level ? json(*problems.level) : json(nullptr)},
+            {"names", problems.names}}},
+          {"device", device},
+          {"protocol", protocol},
+          {"seed", seed},
+          {"provider", prov},
+          {"scaffold",
+           {{"kind", scaffold.kind},
+            {"samples", scaffold.samples},
+            {"turns", scaffold.turns},
+            {"feedback", feedback},
+            {"context", scaffold.context},
+            {"keep_best", scaffold.keep_best},
+            {"early_stop_speedup", scaffold.early_stop_speedup ? json(*scaffold.early_stop_speedup) : json(nullptr)}}},
+          {"prompts", {{"dir", prompts.dir}, {"max_feedback_chars", prompts.max_feedback_chars}}},
+          {"evaluation", {{"timeout_s", eval_timeout_s}, {"max_timing_seconds", max_timing_seconds}, {"threads", threads}}}};
+}
+
+RunConfig load_run_config(const std::string& path) {
+  Reader r(path);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw std::invalid_argument(path + ": cannot open the config");
+  } catch (const YAML::ParserException& e) {
+    throw std::invalid_argument(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  json j = yaml_to_json(root);
+  if (!j.is_object()) throw std::invalid_argument(path + ": expected a YAML map at the top level");
+  r.known(j, "", {"name", "runs_dir", "problems_dir", "problems", "device", "protocol", "seed", "provider",
+                  "scaffold", "prompts", "evaluation", "parallel_chains"});
+
+  RunConfig c;
+  c.path = path;
+  c.name = r.get<std::string>(j, "name", "name", fs::path(path).stem().string());
+  // Given in the config: relative to it; not given: runs/ in the working folder.
+  c.runs_dir = j.contains("runs_dir") ? r.resolve_path(r.get<std::string>(j, "runs_dir", "runs_dir", ""))
+                                      : (fs::current_path() / "runs").string();
+  c.problems_dir = r.resolve_path(r.get<std::string>(j, "problems_dir", "problems_dir", ProblemRegistry::default_root()));
+  c.device = r.get<std::string>(j, "device", "device", "cpu");
+  c.protocol = r.get<std::string>(j, "protocol", "protocol", "strict");
+  c.seed = r.get<unsigned long long>(j, "seed", "seed", 1);
+  c.parallel_chains = r.get<int>(j, "parallel_chains", "parallel_chains", 0);
+
+  const json problems = j.value("problems", json::object());
+  if (!problems.is_object()) r.fail("problems", "expected a map with suite, level and/or names");
+  r.known(problems, "problems", {"suite", "level", "names"});
+  c.problems.suite = r.get<std::string>(problems, "suite", "problems.suite", "");
+  if (problems.contains("level") && !problems["level"].is_null()) {
+    c.problems.level = r.get<int>(problems, "level", "problems.level", 0);
+  }
+  c.problems.names = r.get<std::vector<std::string>>(problems, "names", "problems.names", {});
+
+  if (!j.contains("provider")) r.fail("provider", "missing; e.g. {kind: openai, model: gpt-5, api_key_env: OPENAI_API_KEY}");
+  c.provider = provider_config_from_json(j["provider"], path);
+  if (!c.provider.transcript.empty()) c.provider.transcript = r.resolve_path(c.provider.transcript);
+
+  const json sc = j.value("scaffold", json::object());
+  r.known(sc, "scaffold", {"kind", "samples", "turns", "feedback", "context", "keep_best", "early_stop_speedup"});
+  c.scaffold.kind = r.get<std::string>(sc, "kind", "scaffold.kind", "iterative");
+  c.scaffold.samples = r.get<int>(sc, "samples", "scaffold.samples", 1);
+  c.scaffold.turns = r.get<int>(sc, "turns", "scaffold.turns", c.scaffold.kind == "iterative" ? 3 : 1);
+  if (c.scaffold.kind == "one_shot") {
+    if (c.scaffold.samples != 1 || c.scaffold.turns != 1) r.fail("scaffold", "one_shot means samples: 1 and turns: 1");
+  } else if (c.scaffold.kind == "best_of_k") {
+    if (c.scaffold.turns != 1) r.fail("scaffold.turns", "best_of_k takes one turn per sample; use iterative for more");
+  } else if (c.scaffold.kind != "iterative") {
+    r.fail("scaffold.kind", "unknown scaffold '" + c.scaffold.kind + "'; expected one_shot, best_of_k or iterative");
+  }
+  if (c.scaffold.samples < 1) r.fail("scaffold.samples", "expected at least 1");
+  if (c.scaffold.turns < 1) r.fail("scaffold.turns", "expected at least 1");
+  if (sc.contains("feedback")) {
+    c.scaffold.feedback.clear();
+    for (const auto& f : r.get<std::vector<std::string>>(sc, "feedback", "scaffold.feedback", {})) {
+      try {
+        c.scaffold.feedback.insert(parse_feedback_kind(f));
+      } catch (const std::invalid_argument& e) {
+        r.fail("scaffold.feedback", e.what());
+      }
+    }
+  }
+  c.scaffold.context = r.get<std::string>(sc, "context", "scaffold.context", "full");
+  if (c.scaffold.context != "full" && c.scaffold.context != "last") {
+    r.fail("scaffold.context", "expected full or last, got '" + c.scaffold.context + "'");
+  }
+  c.scaffold.keep_best = r.get<bool>(sc, "keep_best", "scaffold.keep_best", false);
+  if (sc.contains("early_stop_speedup") && !sc["early_stop_speedup"].is_null()) {
+    c.scaffold.early_stop_speedup = r.get<double>(sc, "early_stop_speedup", "scaffold.early_stop_speedup", 0);
+  }
+
+  const json pr = j.value("prompts", json::object());
+  r.known(pr, "prompts", {"dir", "max_feedback_chars", "max_reference_chars"});
+  c.prompts.dir = r.resolve_path(r.get<std::string>(pr, "dir", "prompts.dir", std::string(KLOOP_SOURCE_DIR) + "/prompts"));
+  c.prompts.max_feedback_chars = r.get<std::size_t>(pr, "max_feedback_chars", "prompts.max_feedback_chars", 6000);
+  c.prompts.max_reference_chars = r.get<std::size_t>(pr, "max_reference_chars", "prompts.max_reference_chars", 30000);
+  c.prompts.cuda = c.device != "cpu";
+  c.prompts.feedback = c.scaffold.feedback;
+
+  const json ev = j.value("evaluation", json::object());
+  r.known(ev, "evaluation", {"timeout_s", "max_timing_seconds", "threads"});
+  c.eval_timeout_s = r.get<double>(ev, "timeout_s", "evaluation.timeout_s", 120);
+  c.max_timing_seconds = r.get<double>(ev, "max_timing_seconds", "evaluation.max_timing_seconds", 0);
+  c.threads = r.get<int>(ev, "threads", "evaluation.threads", 0);
+  return c;
+}
+
+}  // namespace kloop

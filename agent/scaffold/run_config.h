@@ -1,0 +1,62 @@
+// RunConfig: an experiment as a YAML file (configs/*.yaml): which problems,
+// which provider and model, which scaffold, which protocol and device.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/llm/provider.h"
+#include "agent/prompt/prompt_builder.h"
+
+namespace kloop {
+
+// How attempts are chained (the KernelBench paper's one-shot, best-of-k and
+// iterative refinement, with its feedback ablations).
+struct ScaffoldConfig {
+  std::string kind = "iterative";  // one_shot | best_of_k | iterative
+  int samples = 1;                 // independent chains per problem (k)
+  int turns = 1;                   // attempts per chain (T)
+  std::set<FeedbackKind> feedback = {FeedbackKind::kCompiler, FeedbackKind::kCorrectness, FeedbackKind::kTiming,
+                                     FeedbackKind::kProfiler};
+  std::string context = "full";  // full: whole history; last: the task plus the last (or best) attempt
+  bool keep_best = false;        // with context "last": show the best correct attempt, not the latest
+  std::optional<double> early_stop_speedup;  // end a chain once a correct attempt reaches this speedup
+};
+
+struct ProblemSelection {
+  std::string suite;
+  std::optional<int> level;
+  std::vector<std::string> names;  // empty: everything matching suite and level
+};
+
+struct RunConfig {
+  std::string path;  // the YAML file
+  std::string name;
+  std::string runs_dir = "runs";
+  std::string problems_dir;
+  ProblemSelection problems;
+  std::string device = "cpu";
+  std::string protocol = "strict";
+  unsigned long long seed = 1;
+  ProviderConfig provider;
+  ScaffoldConfig scaffold;
+  PromptSettings prompts;
+  double eval_timeout_s = 120;
+  double max_timing_seconds = 0;  // 0: the protocol's budget
+  int threads = 0;
+  int parallel_chains = 0;  // 0: the provider's concurrency
+
+  // The resolved config as stored in the run folder (no secrets: only the
+  // name of the key's environment variable).
+  nlohmann::json to_json() const;
+};
+
+// Loads and checks a config. Relative paths are taken from the config's
+// folder. Errors name the file, the field and the fix.
+RunConfig load_run_config(const std::string& path);
+
+}  // namespace kloop

@@ -1,0 +1,79 @@
+// RunStore: the folder of one run (runs/NAME). It holds the resolved config,
+// one folder per attempt (prompt, raw response, extracted code, build log,
+// verdict, feedback) and results.jsonl, an append-only file with one record
+// per (problem, sample, turn). A killed run resumes from it without losing
+// or repeating finished attempts.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kloop {
+
+// One line of results.jsonl.
+struct AttemptRecord {
+  std::string run;
+  std::string problem;
+  int level = 0;
+  int sample = 0;
+  int turn = 1;
+  std::string verdict;  // a verdict class, or "no_code"
+  std::optional<double> speedup;
+  std::string message;
+  std::string protocol;
+  std::string device;
+  std::string model;
+  long long input_tokens = 0;
+  long long output_tokens = 0;
+  long long reasoning_tokens = 0;
+  double cost_usd = 0;
+  double llm_seconds = 0;
+  double eval_seconds = 0;
+  std::string finish_reason;
+  bool chain_done = false;  // no further turn follows in this chain
+  std::string stop_reason;  // "turns", "early_stop" when chain_done
+  std::string attempt_dir;  // relative to the run folder
+  std::string timestamp;    // UTC, ISO 8601
+
+  nlohmann::json to_json() const;
+  static AttemptRecord from_json(const nlohmann::json& j);
+};
+
+class RunStore {
+ public:
+  // Creates runs_dir/name when missing.
+  RunStore(const std::string& runs_dir, const std::string& name);
+
+  const std::string& path() const { return path_; }
+  const std::string& name() const { return name_; }
+
+  // Stores the resolved config. When the run already has one whose
+  // `identity` fields differ, throws std::runtime_error: resuming a run with
+  // another model, problem set or scaffold would mix results.
+  void write_config(const nlohmann::json& resolved, const std::vector<std::string>& identity_fields);
+
+  // Every complete record; a torn last line (the run was killed mid-write)
+  // is skipped. Later duplicates of a (problem, sample, turn) are dropped.
+  std::vector<AttemptRecord> load_results() const;
+
+  // runs/NAME/attempts/<problem>/sample<k>/turn<t>, created on demand.
+  std::string attempt_dir(const std::string& problem, int sample, int turn) const;
+  std::string relative_attempt_dir(const std::string& problem, int sample, int turn) const;
+  static void write_text(const std::string& path, const std::string& text);
+
+  // Appends one record durably (O_APPEND, fsync). Thread-safe.
+  void append(const AttemptRecord& record);
+
+ private:
+  std::string path_;
+  std::string name_;
+  std::mutex mutex_;
+};
+
+std::string utc_timestamp();
+
+}  // namespace kloop

@@ -1,0 +1,190 @@
+// The feedback loop end to end on CPU: a replayed model answers, kloop
+// compiles and evaluates, the verdict becomes the next prompt, every attempt
+// lands in the run store, and a killed run resumes without redoing work.
+#include "agent/scaffold/turn_loop.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "evaluator/build/content_hash.h"
+#include "tests/support/fake_http_server.h"
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const char* kHack = "Identity is enough here:\n```cpp\n#include <kloop/kernel_api.h>\nstruct ModelNew {\n"
+                    "  explicit ModelNew(const kloop::ModuleInit&) {}\n"
+                    "  at::Tensor forward(const at::Tensor& x) { return x; }\n};\n"
+                    "KLOOP_REGISTER_CANDIDATE(ModelNew)\n```\n";
+const char* kNoInclude = "```cpp\n#include <kloop/kernel_api.h>\nstruct ModelNew {\n"
+                         "  explicit ModelNew(const kloop::ModuleInit&) {}\n"
+                         "  at::Tensor forward(const at::Tensor& x) { at::Tensor y = at::empty_like(x); "
+                         "return y.copy_(x).clamp_min_(0); }\n};\nKLOOP_REGISTER_CANDIDATE(ModelNew)\n```\n";
+const char* kGood = "```cpp\n#include <ATen/ops/empty_like.h>\n#include <kloop/kernel_api.h>\nstruct ModelNew {\n"
+                    "  explicit ModelNew(const kloop::ModuleInit&) {}\n"
+                    "  at::Tensor forward(const at::Tensor& x) { at::Tensor y = at::empty_like(x); "
+                    "return y.copy_(x).clamp_min_(0); }\n};\nKLOOP_REGISTER_CANDIDATE(ModelNew)\n```\n";
+const char* kProse = "I would fuse the operations into a single pass over the data.";
+
+class TurnLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kloop-loop-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void transcript(const std::vector<std::string>& responses) {
+    std::ofstream out(dir_ / "t.jsonl");
+    for (std::size_t i = 0; i < responses.size(); ++i) {
+      out << json{{"problem", "19_ReLU"}, {"sample", 0}, {"turn", i + 1}, {"response", responses[i]}}.dump() << "\n";
+    }
+  }
+
+  RunConfig config(const std::string& extra_scaffold = "") {
+    std::ofstream(dir_ / "run.yaml") << "name: t\nruns_dir: runs\nproblems: {names: [19_ReLU]}\n"
+                                        "device: cpu\nprotocol: strict\n"
+                                        "provider: {kind: replay, model: scripted, transcript: t.jsonl}\n"
+                                        "scaffold: {kind: iterative, turns: 3" + extra_scaffold + "}\n"
+                                        "evaluation: {timeout_s: 30, max_timing_seconds: 0.05, threads: 2}\n";
+    return load_run_config((dir_ / "run.yaml").string());
+  }
+
+  LoopSummary run(const RunConfig& c) {
+    auto provider = make_provider(c.provider);
+    std::ostringstream progress;
+    TurnLoop loop(c, *provider, progress);
+    return loop.run();
+  }
+
+  std::vector<json> results() {
+    std::vector<json> out;
+    std::ifstream in(dir_ / "runs" / "t" / "results.jsonl");
+    std::string line;
+    while (std::getline(in, line)) out.push_back(json::parse(line));
+    return out;
+  }
+
+  json prompt(int turn) {
+    return json::parse(read_file((dir_ / "runs/t/attempts/19_ReLU/sample0" / ("turn" + std::to_string(turn)) /
+                                  "prompt.json").string()));
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TurnLoopTest, VerdictsFeedTheNextTurnAndResumeSkipsFinishedWork) {
+  transcript({kHack, kNoInclude, kGood});
+  RunConfig c = config();
+  LoopSummary s = run(c);
+  ASSERT_TRUE(s.fatal_error.empty()) << s.fatal_error;
+  ASSERT_TRUE(s.errors.empty()) << s.errors.front();
+  auto r = results();
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0]["verdict"], "integrity_violation");
+  EXPECT_EQ(r[1]["verdict"], "compile_error");
+  EXPECT_EQ(r[2]["verdict"], "correct");
+  EXPECT_TRUE(r[2]["chain_done"]);
+  EXPECT_EQ(r[2]["stop_reason"], "turns");
+
+  // The full-history context: turn 3 sees both earlier answers and feedbacks.
+  json p3 = prompt(3);
+  ASSERT_EQ(p3["messages"].size(), 5u);
+  EXPECT_NE(p3["messages"][2]["content"].get<std::string>().find("output_aliases_input"), std::string::npos);
+  std::string fb2 = p3["messages"][4]["content"];
+  EXPECT_NE(fb2.find("did not compile"), std::string::npos) << fb2;
+  EXPECT_NE(fb2.find("empty_like"), std::string::npos) << "compiler diagnostics expected: " << fb2;
+  EXPECT_TRUE(fs::exists(dir_ / "runs/t/attempts/19_ReLU/sample0/turn2/build.log"));
+  EXPECT_TRUE(fs::exists(dir_ / "runs/t/attempts/19_ReLU/sample0/turn3/candidate.cpp"));
+  EXPECT_TRUE(fs::exists(dir_ / "runs/t/config.json"));
+
+  ASSERT_EQ(s.by_turn.size(), 3u);
+  EXPECT_EQ(s.by_turn[0].correct, 0);
+  EXPECT_EQ(s.by_turn[2].correct, 1);
+  EXPECT_NE(format_summary(s).find("one-shot -> iterative: correct 0 -> 1"), std::string::npos) << format_summary(s);
+
+  // Kill after turn 2: drop the last record; the rerun redoes turn 3 only.
+  std::string all = read_file((dir_ / "runs/t/results.jsonl").string());
+  all = all.substr(0, all.rfind('\n', all.size() - 2) + 1);
+  std::ofstream(dir_ / "runs/t/results.jsonl", std::ios::trunc) << all;
+  LoopSummary again = run(c);
+  EXPECT_EQ(again.attempts_run, 1);
+  EXPECT_EQ(again.attempts_resumed, 2);
+  EXPECT_EQ(results().size(), 3u);
+  EXPECT_EQ(results()[2]["verdict"], "correct");
+  // A finished run is not repeated.
+  EXPECT_EQ(run(c).attempts_run, 0);
+}
+
+TEST_F(TurnLoopTest, NoCodeIsAFeedbackTurnAndAblationsHideDetails) {
+  transcript({kProse, kNoInclude, kGood});
+  RunConfig c = config(", feedback: [correctness], context: last");
+  LoopSummary s = run(c);
+  ASSERT_TRUE(s.errors.empty()) << s.errors.front();
+  auto r = results();
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0]["verdict"], "no_code");
+  json p2 = prompt(2);
+  EXPECT_NE(p2["messages"].back()["content"].get<std::string>().find("no code block"), std::string::npos);
+  // context: last -> task, previous answer, its feedback.
+  json p3 = prompt(3);
+  ASSERT_EQ(p3["messages"].size(), 3u);
+  std::string fb = p3["messages"][2]["content"];
+  EXPECT_NE(fb.find("did not compile"), std::string::npos);
+  EXPECT_EQ(fb.find("Compiler diagnostics"), std::string::npos) << "compiler feedback is off: " << fb;
+}
+
+TEST_F(TurnLoopTest, EarlyStopEndsTheChain) {
+  transcript({kGood, kGood, kGood});
+  RunConfig c = config(", early_stop_speedup: 0.0001");
+  run(c);
+  auto r = results();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]["stop_reason"], "early_stop");
+}
+
+TEST_F(TurnLoopTest, RejectedKeyStopsTheRunAtOnce) {
+  test_support::FakeHttpServer server;
+  server.enqueue_json(401, R"({"error": {"message": "Incorrect API key provided"}})");
+  setenv("KLOOP_TEST_FAKE_KEY", "sk-test-secret-123", 1);
+  std::ofstream(dir_ / "run.yaml") << "name: t\nruns_dir: runs\nproblems: {names: [19_ReLU, 23_Softmax]}\n"
+                                      "provider: {kind: openai, model: m, api_key_env: KLOOP_TEST_FAKE_KEY, base_url: " +
+                                          server.base_url() + "/v1, concurrency: 1}\n"
+                                      "scaffold: {kind: best_of_k, samples: 3}\n";
+  RunConfig c = load_run_config((dir_ / "run.yaml").string());
+  LoopSummary s = run(c);
+  EXPECT_NE(s.fatal_error.find("401"), std::string::npos) << s.fatal_error;
+  EXPECT_NE(s.fatal_error.find("KLOOP_TEST_FAKE_KEY"), std::string::npos) << s.fatal_error;
+  EXPECT_EQ(s.fatal_error.find("sk-test-secret-123"), std::string::npos) << "the key must never be shown";
+  EXPECT_EQ(server.requests().size(), 1u) << "six chains, but the first refusal stops them all";
+  EXPECT_TRUE(results().empty());
+  EXPECT_EQ(read_file((dir_ / "runs/t/config.json").string()).find("sk-test-secret-123"), std::string::npos);
+}
+
+TEST_F(TurnLoopTest, ConfigErrorsNameTheField) {
+  std::ofstream(dir_ / "bad.yaml") << "name: x\nprovider: {kind: replay, transcript: t.jsonl}\n"
+                                      "scaffold: {kind: iterative, turns: 3, feedback: [compiler, profilr]}\n";
+  try {
+    load_run_config((dir_ / "bad.yaml").string());
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("bad.yaml"), std::string::npos) << m;
+    EXPECT_NE(m.find("scaffold.feedback"), std::string::npos) << m;
+    EXPECT_NE(m.find("profilr"), std::string::npos) << m;
+  }
+  std::ofstream(dir_ / "bad2.yaml") << "name: x\nprovider: {kind: replay, transcript: t.jsonl}\nscafold: {}\n";
+  EXPECT_THROW(load_run_config((dir_ / "bad2.yaml").string()), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace kloop
