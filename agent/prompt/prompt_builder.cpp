@@ -95,7 +95,7 @@ std::string mismatch_details(const Verdict& v, std::size_t cap) {
   for (const auto& t : v.tests) {
     if (t.passed || shown >= 3) continue;
     ++shown;
-    out << "- Test with " << t.label << ":";
+    out << "- Test with " << t.label << " (call " << t.call + 1 << " of the same model instance):";
     if (!t.problem.empty()) out << " " << t.problem;
     out << "\n";
     for (const auto& c : t.outputs) {

@@ -69,12 +69,13 @@ class SpecReader {
   }
 
   DimValues dim_map(const YAML::Node& node, const std::string& field) const {
-    if (!node.IsMap()) fail(node, field, "expected a map of dim name to positive integer");
+    if (!node.IsMap()) fail(node, field, "expected a map of dim name to non-negative integer");
     DimValues out;
     for (const auto& kv : node) {
       std::string key = kv.first.Scalar();
       long long v = integer(kv.second, field + "." + key);
-      if (v <= 0) fail(kv.second, field + "." + key, "expected a positive integer, got " + std::to_string(v));
+      // Zero is allowed: paddings and output paddings are dims too.
+      if (v < 0) fail(kv.second, field + "." + key, "expected a non-negative integer, got " + std::to_string(v));
       out[key] = v;
     }
     return out;

@@ -148,7 +148,7 @@ TEST_F(SpecTest, NameMustMatchFileAndReferenceMustExist) {
 }
 
 TEST_F(SpecTest, NonPositiveDimsAndBadYamlAreRejected) {
-  EXPECT_NE(error_of(replace(kValid, "dim: 128,", "dim: 0,")).find("positive integer"), std::string::npos);
+  EXPECT_NE(error_of(replace(kValid, "dim: 128,", "dim: -1,")).find("non-negative integer"), std::string::npos);
   EXPECT_NE(error_of("name: [unclosed\n").find("not valid YAML"), std::string::npos);
 }
 
