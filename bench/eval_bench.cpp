@@ -127,16 +127,22 @@ int main(int argc, char** argv) {
 
   // 3. One evaluation of 19_ReLU split by phase: the first with cold builds,
   //    then `repeats` with everything cached.
-  if (target == "cpu") {
+  {
     kloop::ProblemRegistry reg(kloop::ProblemRegistry::default_root());
     kloop::ProblemSpec spec = reg.load("19_ReLU");
     kloop::EvalOptions opts;
     opts.max_timing_seconds = 0.2;
+    std::string cand = std::string(KLOOP_SOURCE_DIR) + "/examples/cpu/19_ReLU_loop.cpp";
+    if (target == "cuda") {
+      opts.device = "cuda:0";
+      opts.small_dims = true;
+      cand = std::string(KLOOP_SOURCE_DIR) + "/tests/gpu/fixtures/relu_correct.cu";
+    }
     kloop::Evaluator ev(builder, opts);
-    const std::string cand = std::string(KLOOP_SOURCE_DIR) + "/examples/cpu/19_ReLU_loop.cpp";
-    std::printf("| evaluation of 19_ReLU (strict, cpu) | build cand s | build ref s | reference s | candidate s | compare s | total s |\n");
+    std::printf("| evaluation of 19_ReLU (strict, %s%s) | build cand s | build ref s | reference s | candidate s | compare s | total s |\n",
+                opts.device.c_str(), opts.small_dims ? ", small dims" : "");
     std::printf("|---|---|---|---|---|---|---|\n");
-    std::vector<double> bc, br, ref, can, cmp, tot;
+    std::vector<double> bc, br, ref, can, cmp, tot, medians;
     for (int r = 0; r <= repeats; ++r) {
       kloop::Verdict v = ev.evaluate(spec, cand);
       const auto& p = v.phases;
@@ -145,6 +151,7 @@ int main(int argc, char** argv) {
                     p.build_candidate, p.build_reference, p.reference, p.candidate, p.compare, p.total);
         continue;
       }
+      if (v.candidate_time) medians.push_back(v.candidate_time->median);
       bc.push_back(p.build_candidate);
       br.push_back(p.build_reference);
       ref.push_back(p.reference);
@@ -157,6 +164,11 @@ int main(int argc, char** argv) {
     std::printf("\n(reference and candidate include process start, LibTorch load, %d test calls and timing capped at "
                 "%.1f s per model)\n", 2 * static_cast<int>(kloop::plan_tests(spec, kloop::protocol_by_name("strict"), true, 1).size()),
                 *opts.max_timing_seconds);
+    if (medians.size() > 1) {
+      kloop::TimingSummary m = kloop::summarize(medians);
+      std::printf("candidate median over %zu evaluations: %.3f us, coefficient of variation %.2f%%\n", medians.size(),
+                  m.mean * 1e6, 100 * m.rel_stdev);
+    }
   }
   fs::remove_all(scratch);
   return 0;

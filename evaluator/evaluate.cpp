@@ -81,7 +81,7 @@ json rules_json(const TimingRules& r) {
   return {{"warmup_calls", r.warmup_calls}, {"warmup_seconds", r.warmup_seconds},
           {"min_samples", r.min_samples},   {"max_samples", r.max_samples},
           {"min_seconds", r.min_seconds},   {"max_seconds", r.max_seconds},
-          {"noise_target", r.noise_target}, {"statistic", r.statistic}};
+          {"noise_target", r.noise_target}, {"statistic", r.statistic}, {"l2_flush", r.l2_flush}};
 }
 
 TimingSummary timing_from_json(const json& j) {
@@ -200,8 +200,28 @@ std::string find_worker_executable() {
   throw EvaluationError("cannot find kloop-worker beside " + self.string() + "; set KLOOP_WORKER");
 }
 
+std::string detect_cuda_arch(const std::string& device) {
+  if (const char* env = std::getenv("KLOOP_CUDA_ARCH"); env && *env) return env;
+  const std::string index = device.rfind("cuda:", 0) == 0 ? device.substr(5) : "0";
+  CommandResult r = run_command({"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader", "-i", index}, "",
+                                std::chrono::seconds(30));
+  std::string cap = r.output.substr(0, r.output.find('\n'));
+  auto dot = cap.find('.');
+  if (!r.status.exited || r.status.code != 0 || dot == std::string::npos) {
+    throw EvaluationError("cannot read the compute capability of " + device + " from nvidia-smi (" + r.output +
+                          "); set KLOOP_CUDA_ARCH, e.g. sm_90a");
+  }
+  std::string arch = "sm_" + cap.substr(0, dot) + cap.substr(dot + 1, 1);
+  // Hopper's wgmma and TMA instructions need the architecture-specific target.
+  if (arch == "sm_90") arch = "sm_90a";
+  return arch;
+}
+
 Evaluator::Evaluator(Builder& builder, EvalOptions options) : builder_(builder), options_(std::move(options)) {
   if (options_.worker_path.empty()) options_.worker_path = find_worker_executable();
+  if (options_.device != "cpu" && builder_.config().cuda_arch.empty()) {
+    builder_.set_cuda_arch(detect_cuda_arch(options_.device));
+  }
 }
 
 Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidate_path) {
@@ -268,7 +288,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   }
 
   // 2. The test plan and its scratch folder.
-  std::vector<TestCase> tests = plan_tests(spec, protocol, cpu, options_.seed);
+  std::vector<TestCase> tests = plan_tests(spec, protocol, cpu || options_.small_dims, options_.seed);
   v.tests_planned = static_cast<int>(tests.size());
   WorkDir work(options_.work_root, options_.keep_work_dir);
   const int calls = protocol.calls_per_case;
@@ -315,11 +335,20 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     if (!reply) fail(ref.failure());
     if (!reply->value("ok", false)) fail(reply->value("message", "generate failed"));
     if (options_.measure_time) {
-      reply = ref.call({{"op", "time"}, {"dir", work.path()}, {"case", run_cases[0]}, {"rules", rules_json(rules)}},
-                       options_.run_timeout);
-      if (!reply) fail(ref.failure());
-      if (!reply->value("ok", false)) fail(reply->value("message", "timing failed"));
-      v.reference_time = timing_from_json(reply->at("timing"));
+      // On the GPU the baseline is measured with TF32 off and on; the
+      // protocol picks which one the speedup is against.
+      for (bool tf32 : cpu ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
+        reply = ref.call({{"op", "time"}, {"dir", work.path()}, {"case", run_cases[0]}, {"rules", rules_json(rules)},
+                          {"tf32", tf32}},
+                         options_.run_timeout);
+        if (!reply) fail(ref.failure());
+        if (!reply->value("ok", false)) fail(reply->value("message", "timing failed"));
+        (tf32 ? v.reference_time_tf32 : v.reference_time_fp32) = timing_from_json(reply->at("timing"));
+      }
+      const bool use_tf32 = !cpu && protocol.tf32_baseline;
+      v.baseline = use_tf32 ? "tf32" : "fp32";
+      v.reference_time = use_tf32 ? v.reference_time_tf32 : v.reference_time_fp32;
+      if (cpu) v.reference_time_fp32.reset();
     }
     ref.finish();
     // The candidate's process must never be able to read expected values.
@@ -471,6 +500,25 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     if (auto bad = worker_failed(reply)) return *bad;
     v.candidate_time = timing_from_json(reply->at("timing"));
     v.phases.candidate += since(time_start);
+    if (!cpu) {
+      v.candidate_wall = timing_from_json(reply->at("wall"));
+      // Work the events on kloop's stream did not see (another stream, a
+      // thread) still has to finish before the device sync returns.
+      const double event = v.candidate_time->median, wall = v.candidate_wall->median;
+      if (wall > 1.5 * event + 200e-6) {
+        v.integrity.push_back({"unaccounted_work", "the timed stream saw " + std::to_string(event * 1e6) +
+                                                       " us per call but the device was busy for " +
+                                                       std::to_string(wall * 1e6) +
+                                                       " us: work ran outside the current stream"});
+      }
+      if (reply->value("persisting_l2_limit", 0LL) != 0) {
+        v.integrity.push_back({"persisting_l2", "the module set a persisting-L2 carve-out, which survives the flush"});
+      }
+      if (protocol.integrity_checks && !v.integrity.empty()) {
+        cand.finish();
+        return finish(VerdictClass::kIntegrityViolation, v.integrity.front().check + ": " + v.integrity.front().message);
+      }
+    }
     auto post = read_tensor_file(work.path() + "/case" + std::to_string(tests[0].id) + ".post.actual.kt");
     const auto& exp = expected[{tests[0].id, 0}];
     bool ok = post.size() == exp.size();
@@ -498,6 +546,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   ReferenceReport r;
   r.problem = spec.name;
   const bool cpu = options_.device == "cpu";
+  const bool small = cpu || options_.small_dims;
   BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
   r.build_seconds = rb.seconds;
   if (!rb.ok) {
@@ -519,14 +568,14 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
     return json{{"id", id}, {"seed", seed}, {"scale", 1.0}, {"args", args_json(spec, dims)}, {"inputs", inputs},
                 {"calls", 1}, {"weight_overrides", overrides}, {"randomize_identity_params", false}};
   };
-  const DimValues dims = spec.resolve_dims(cpu);
+  const DimValues dims = spec.resolve_dims(small);
   json cases = json::array({make_case(0, options_.seed, dims), make_case(1, options_.seed, dims),
                             make_case(2, options_.seed + 1, dims)});
   std::vector<std::string> variant_names;
   for (const auto& v : spec.variants) {
-    if (cpu && !v.cpu) continue;
+    if (small && !v.cpu) continue;
     variant_names.push_back(v.name);
-    cases.push_back(make_case(static_cast<int>(cases.size()), options_.seed, spec.resolve_dims(cpu, &v)));
+    cases.push_back(make_case(static_cast<int>(cases.size()), options_.seed, spec.resolve_dims(small, &v)));
   }
   WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
   auto reply = ref.call({{"op", "load"}, {"library", rb.library_path}, {"role", "reference"},

@@ -38,6 +38,7 @@ struct EvalOptions {
   std::string work_root;                     // "" = /dev/shm if usable, else the temp dir
   bool keep_work_dir = false;
   std::string worker_path;  // "" = kloop-worker beside this executable, or $KLOOP_WORKER
+  bool small_dims = false;  // GPU: run at the spec's small cpu dims (tests, quick looks)
 };
 
 // What running a problem's reference alone shows (for spec authors and CI).
@@ -70,5 +71,9 @@ class Evaluator {
 
 // Locates kloop-worker: $KLOOP_WORKER, then beside the running executable.
 std::string find_worker_executable();
+
+// The nvcc architecture of a CUDA device ("sm_90a" for Hopper), from
+// $KLOOP_CUDA_ARCH or nvidia-smi; throws EvaluationError when neither tells.
+std::string detect_cuda_arch(const std::string& device);
 
 }  // namespace kloop

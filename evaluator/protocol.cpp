@@ -41,6 +41,7 @@ TimingRules kernelbench_rules() {
   r.max_seconds = 1e9;
   r.noise_target = 0;
   r.statistic = "mean";
+  r.l2_flush = false;
   return r;
 }
 
@@ -48,7 +49,7 @@ nlohmann::json rules_json(const TimingRules& r) {
   return {{"warmup_calls", r.warmup_calls}, {"warmup_seconds", r.warmup_seconds},
           {"min_samples", r.min_samples},   {"max_samples", r.max_samples},
           {"min_seconds", r.min_seconds},   {"max_seconds", r.max_seconds},
-          {"noise_target", r.noise_target}, {"statistic", r.statistic}};
+          {"noise_target", r.noise_target}, {"statistic", r.statistic}, {"l2_flush", r.l2_flush}};
 }
 
 }  // namespace

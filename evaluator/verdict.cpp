@@ -121,6 +121,10 @@ json Verdict::to_json() const {
     json timing = {{"statistic", timing_statistic}};
     if (candidate_time) timing["candidate"] = timing_json(*candidate_time);
     if (reference_time) timing["reference"] = timing_json(*reference_time);
+    if (reference_time_fp32) timing["reference_fp32"] = timing_json(*reference_time_fp32);
+    if (reference_time_tf32) timing["reference_tf32"] = timing_json(*reference_time_tf32);
+    if (candidate_wall) timing["candidate_wall"] = timing_json(*candidate_wall);
+    timing["baseline"] = baseline;
     if (speedup) timing["speedup"] = *speedup;
     j["timing"] = timing;
   }
@@ -175,8 +179,12 @@ std::string Verdict::to_text() const {
     const std::string& st = timing_statistic;
     out << "  candidate " << st << " " << fmt_time(candidate_time->headline(st)) << " (IQR "
         << fmt_time(candidate_time->q1) << " - " << fmt_time(candidate_time->q3) << ", n=" << candidate_time->n
-        << ")  reference " << fmt_time(reference_time->headline(st)) << " (n=" << reference_time->n
+        << ")  reference " << fmt_time(reference_time->headline(st)) << " (" << baseline << ", n=" << reference_time->n
         << ")  speedup " << fmt_number(*speedup) << "x\n";
+    if (reference_time_fp32 && reference_time_tf32) {
+      out << "  baselines: FP32 " << fmt_time(reference_time_fp32->headline(st)) << ", TF32 "
+          << fmt_time(reference_time_tf32->headline(st)) << "\n";
+    }
   }
   if (!log_tail.empty() && verdict != VerdictClass::kCorrect && verdict != VerdictClass::kIncorrect) {
     out << "  candidate process output (last lines):\n";

@@ -76,7 +76,11 @@ struct Verdict {
   std::vector<TestOutcome> tests;
   std::vector<IntegrityFinding> integrity;
   std::optional<TimingSummary> candidate_time;
-  std::optional<TimingSummary> reference_time;
+  std::optional<TimingSummary> reference_time;       // the baseline the protocol picks
+  std::optional<TimingSummary> reference_time_fp32;  // GPU: TF32 off
+  std::optional<TimingSummary> reference_time_tf32;  // GPU: TF32 on (cuBLAS and cuDNN)
+  std::string baseline = "fp32";                     // which of the two reference_time is
+  std::optional<TimingSummary> candidate_wall;       // GPU: host view (launch to completion)
   std::string timing_statistic = "median";
   std::optional<double> speedup;
   PhaseTimes phases;

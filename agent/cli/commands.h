@@ -33,6 +33,7 @@ struct EvalCliOptions {
   bool no_timing = false;
   double max_timing_s = 0;
   bool keep_work_dir = false;
+  std::string dims = "full";  // GPU: full (upstream sizes) or small (the cpu dims)
 };
 void add_eval_options(CLI::App& app, EvalCliOptions& o);
 // Checks the values and builds the Evaluator's options; throws

@@ -20,6 +20,9 @@ void add_eval_options(CLI::App& app, EvalCliOptions& o) {
   app.add_option("--max-timing-seconds", o.max_timing_s, "cap the timing budget per model (0: the protocol's)")
       ->capture_default_str();
   app.add_flag("--keep-work-dir", o.keep_work_dir, "keep the scratch folder (weights, inputs, logs)");
+  app.add_option("--dims", o.dims, "GPU problem sizes: full (upstream's) or small (the spec's cpu dims)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"full", "small"}));
 }
 
 EvalOptions make_eval_options(const EvalCliOptions& o) {
@@ -42,6 +45,7 @@ EvalOptions make_eval_options(const EvalCliOptions& o) {
   e.measure_time = !o.no_timing;
   if (o.max_timing_s > 0) e.max_timing_seconds = o.max_timing_s;
   e.keep_work_dir = o.keep_work_dir;
+  e.small_dims = o.dims == "small";
   return e;
 }
 

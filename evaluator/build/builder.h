@@ -58,6 +58,7 @@ class Builder {
   // The cache key (also used by tests to check what invalidates a build).
   std::string cache_key(const std::string& source_text, ModuleRole role, BuildTarget target);
   const BuilderConfig& config() const { return config_; }
+  void set_cuda_arch(const std::string& arch) { config_.cuda_arch = arch; }
 
  private:
   std::vector<std::string> command(ModuleRole role, BuildTarget target, const std::string& source,

@@ -6,9 +6,6 @@
 #include <cstring>
 #include <stdexcept>
 
-#ifdef KLOOP_WITH_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 namespace kloop {
 namespace {
@@ -82,14 +79,6 @@ bool storage_overlaps(const at::Tensor& a, const at::Tensor& b) {
   const char* a1 = a0 + a.storage().nbytes();
   const char* b1 = b0 + b.storage().nbytes();
   return a0 < b1 && b0 < a1;
-}
-
-void synchronize_device(const std::string& device) {
-#ifdef KLOOP_WITH_CUDA
-  if (device.rfind("cuda", 0) == 0) cudaDeviceSynchronize();
-#else
-  (void)device;
-#endif
 }
 
 }  // namespace kloop

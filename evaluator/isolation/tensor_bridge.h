@@ -18,7 +18,5 @@ DType dtype_of(const at::Tensor& tensor);  // throws for types kloop cannot carr
 std::vector<int64_t> shape_of(const at::Tensor& tensor);
 // True when the two tensors' storages share any byte (a returned input, a view).
 bool storage_overlaps(const at::Tensor& a, const at::Tensor& b);
-// Waits for queued device work ("cpu" returns at once).
-void synchronize_device(const std::string& device);
 
 }  // namespace kloop

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "evaluator/isolation/device_session.h"
 #include "evaluator/isolation/tensor_bridge.h"
 #include "evaluator/runtime/generator.h"
 #include "evaluator/runtime/host_tensor.h"
@@ -169,6 +170,8 @@ class Worker {
     device_ = cmd.value("device", "cpu");
     const std::string library = cmd.at("library");
     if (int threads = cmd.value("threads", 0); threads > 0) at::set_num_threads(threads);
+    set_phase("preparing " + device_);
+    session_ = std::make_unique<DeviceSession>(device_);
     set_phase("loading " + library);
     handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) {
@@ -203,7 +206,7 @@ class Worker {
                                           " tensor argument(s), but the problem passes " +
                                           std::to_string(expected)};
     }
-    return {{"arity", arity_}, {"api_version", version}};
+    return {{"arity", arity_}, {"api_version", version}, {"device", session_->info()}};
   }
 
   std::unique_ptr<ModuleRunner> construct(const std::map<std::string, at::Tensor>& params, const json& args,
@@ -403,6 +406,9 @@ class Worker {
     rules.max_seconds = r.value("max_seconds", rules.max_seconds);
     rules.noise_target = r.value("noise_target", rules.noise_target);
     rules.statistic = r.value("statistic", rules.statistic);
+    const bool flush_l2 = r.value("l2_flush", true);
+    if (cmd.contains("tf32")) session_->set_tf32(cmd["tf32"].get<bool>());
+    session_->reset_persisting_l2();
 
     set_phase("timing warm-up, " + label);
     std::size_t k = 0;
@@ -416,15 +422,19 @@ class Worker {
     }
     set_phase("timing, " + label);
     StoppingRule rule(rules);
+    std::vector<double> wall;
     do {
       const auto& in = sets[k++ % sets.size()];
-      auto t0 = Clock::now();
+      session_->begin_sample(flush_l2);
       auto out = module->forward(in);
-      synchronize();
-      rule.add(std::chrono::duration<double>(Clock::now() - t0).count());
+      rule.add(session_->end_sample());
+      wall.push_back(session_->last_wall_seconds());
     } while (!rule.done());
     TimingSummary s = rule.summary();
-    json answer = {{"timing", timing_json(s)}};
+    json answer = {{"timing", timing_json(s)},
+                   {"wall", timing_json(summarize(wall))},
+                   {"persisting_l2_limit", session_->persisting_l2_limit()}};
+    session_->set_tf32(false);
     if (cmd.value("post_check", false)) {
       set_phase("post-timing check, " + label);
       auto out = module->forward(read_inputs(file(cmd, "case" + std::to_string(id) + ".call0.inputs.kt")));
@@ -442,9 +452,10 @@ class Worker {
             {"q3", s.q3},       {"total", s.total},   {"converged", s.converged}, {"stop_reason", s.stop_reason}};
   }
 
-  void synchronize() { synchronize_device(device_); }
+  void synchronize() { session_->synchronize(); }
 
   std::FILE* reply_;
+  std::unique_ptr<DeviceSession> session_;
   void* handle_ = nullptr;
   ModuleRunner* (*create_)(const ModuleInit&) = nullptr;
   std::string role_;

@@ -19,6 +19,7 @@ struct TimingRules {
   double max_seconds = 2.0;
   double noise_target = 0.005;  // relative stdev; <= 0 means "fixed count"
   std::string statistic = "median";  // or "mean" (the kernelbench protocol)
+  bool l2_flush = true;              // GPU: flush L2 before every sample
 };
 
 struct TimingSummary {

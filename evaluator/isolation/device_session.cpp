@@ -1,0 +1,158 @@
+// CPU and CUDA implementations of DeviceSession. Host code only: the CUDA
+// runtime is called from here, no kernels are defined.
+#include "evaluator/isolation/device_session.h"
+
+#include <stdexcept>
+
+#ifdef KLOOP_WITH_CUDA
+#include <ATen/Context.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace kloop {
+
+#ifdef KLOOP_WITH_CUDA
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear a non-sticky error
+    throw std::runtime_error(std::string("CUDA error during ") + what + ": " + cudaGetErrorString(e));
+  }
+}
+
+}  // namespace
+
+struct DeviceSession::Cuda {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr;
+  cudaEvent_t stop = nullptr;
+  void* flush = nullptr;
+  std::size_t l2_bytes = 0;
+  unsigned char fill = 0;
+  cudaDeviceProp props{};
+};
+#else
+struct DeviceSession::Cuda {};
+#endif
+
+DeviceSession::DeviceSession(const std::string& device) {
+  if (device == "cpu") return;
+#ifdef KLOOP_WITH_CUDA
+  cuda_ = true;
+  index_ = device.rfind("cuda:", 0) == 0 ? std::stoi(device.substr(5)) : 0;
+  gpu_ = std::make_unique<Cuda>();
+  check(cudaSetDevice(index_), "cudaSetDevice");
+  check(cudaGetDeviceProperties(&gpu_->props, index_), "cudaGetDeviceProperties");
+  // A blocking stream: work a module puts on the legacy default stream
+  // (a plain <<<grid, block>>>) is ordered with it, so events see it.
+  check(cudaStreamCreateWithFlags(&gpu_->stream, cudaStreamDefault), "cudaStreamCreate");
+  c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromExternal(gpu_->stream, static_cast<c10::DeviceIndex>(index_)));
+  check(cudaEventCreate(&gpu_->start), "cudaEventCreate");
+  check(cudaEventCreate(&gpu_->stop), "cudaEventCreate");
+  gpu_->l2_bytes = static_cast<std::size_t>(gpu_->props.l2CacheSize);
+  check(cudaMalloc(&gpu_->flush, gpu_->l2_bytes), "allocating the L2 flush buffer");
+  reset_persisting_l2();
+  set_tf32(false);  // expected outputs are computed in full FP32
+#else
+  throw std::invalid_argument("device " + device + ": this kloop-worker was built without CUDA");
+#endif
+}
+
+DeviceSession::~DeviceSession() {
+#ifdef KLOOP_WITH_CUDA
+  if (gpu_) {
+    // Best effort: after a device fault these fail, and that is fine.
+    if (gpu_->flush) cudaFree(gpu_->flush);
+    if (gpu_->start) cudaEventDestroy(gpu_->start);
+    if (gpu_->stop) cudaEventDestroy(gpu_->stop);
+  }
+#endif
+}
+
+void DeviceSession::synchronize() {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) {
+    check(cudaDeviceSynchronize(), "the module's kernels");
+    check(cudaGetLastError(), "the module's kernel launches");
+  }
+#endif
+}
+
+void DeviceSession::set_tf32(bool on) {
+#ifdef KLOOP_WITH_CUDA
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  at::globalContext().setAllowTF32CuBLAS(on);
+  at::globalContext().setAllowTF32CuDNN(on);
+#pragma GCC diagnostic pop
+#else
+  (void)on;
+#endif
+}
+
+void DeviceSession::begin_sample(bool flush_l2) {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) {
+    if (flush_l2) {
+      // A different byte each time, so the memset cannot be elided or cached.
+      check(cudaMemsetAsync(gpu_->flush, ++gpu_->fill, gpu_->l2_bytes, gpu_->stream), "the L2 flush");
+    }
+    check(cudaEventRecord(gpu_->start, gpu_->stream), "cudaEventRecord");
+  }
+#else
+  (void)flush_l2;
+#endif
+  wall_start_ = std::chrono::steady_clock::now();
+}
+
+double DeviceSession::end_sample() {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) {
+    check(cudaEventRecord(gpu_->stop, gpu_->stream), "cudaEventRecord");
+    synchronize();
+    last_wall_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, gpu_->start, gpu_->stop), "cudaEventElapsedTime");
+    return ms * 1e-3;
+  }
+#endif
+  last_wall_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
+  return last_wall_;
+}
+
+long long DeviceSession::persisting_l2_limit() const {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) {
+    std::size_t v = 0;
+    if (cudaDeviceGetLimit(&v, cudaLimitPersistingL2CacheSize) == cudaSuccess) return static_cast<long long>(v);
+  }
+#endif
+  return 0;
+}
+
+void DeviceSession::reset_persisting_l2() {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_ && gpu_->props.persistingL2CacheMaxSize > 0) {
+    check(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0), "resetting the persisting-L2 limit");
+  }
+#endif
+}
+
+nlohmann::json DeviceSession::info() const {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) {
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
+    const auto& p = gpu_->props;
+    return {{"device", "cuda:" + std::to_string(index_)}, {"name", p.name},
+            {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)},
+            {"sms", p.multiProcessorCount},  {"l2_bytes", p.l2CacheSize},
+            {"memory_bytes", p.totalGlobalMem}, {"cuda_driver", driver}};
+  }
+#endif
+  return {{"device", "cpu"}};
+}
+
+}  // namespace kloop

@@ -1,0 +1,54 @@
+// DeviceSession: a worker's hold on its device. On CUDA it owns the one
+// stream that LibTorch and the module both use (made current for the whole
+// process), the L2 flush buffer and the timing events, keeps the
+// persisting-L2 limit at zero, and turns asynchronous CUDA errors into
+// exceptions at synchronisation points. On CPU it times with a steady clock.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace kloop {
+
+class DeviceSession {
+ public:
+  explicit DeviceSession(const std::string& device);  // "cpu" or "cuda:N"
+  ~DeviceSession();
+  DeviceSession(const DeviceSession&) = delete;
+  DeviceSession& operator=(const DeviceSession&) = delete;
+
+  bool cuda() const { return cuda_; }
+  // Waits for all work on the device; throws std::runtime_error with the
+  // CUDA error string when a kernel failed (illegal address, ...).
+  void synchronize();
+  // TF32 in cuBLAS and cuDNN (the baseline is measured with both settings).
+  void set_tf32(bool on);
+
+  // One timed sample: begin_sample, the call, end_sample. GPU time comes
+  // from events on the session stream, after an optional L2 flush; the
+  // device is synchronised at the end so side-stream work cannot leak into
+  // the next sample. Returns seconds; last_wall_seconds() has the host's view
+  // of the same sample (launch + completion).
+  void begin_sample(bool flush_l2);
+  double end_sample();
+  double last_wall_seconds() const { return last_wall_; }
+
+  // The persisting-L2 carve-out, which kloop keeps at 0 so nothing survives a flush.
+  long long persisting_l2_limit() const;
+  void reset_persisting_l2();
+
+  nlohmann::json info() const;  // name, compute capability, L2 size, SMs, memory
+
+ private:
+  bool cuda_ = false;
+  int index_ = 0;
+  struct Cuda;
+  std::unique_ptr<Cuda> gpu_;
+  std::chrono::steady_clock::time_point wall_start_;
+  double last_wall_ = 0;
+};
+
+}  // namespace kloop

@@ -1,0 +1,110 @@
+// The GPU suite (not in CI; scripts/gpu-check runs it on the H200 machine):
+// CUDA candidates through the real nvcc build, GPU workers, the GPU timing
+// path, and the hacks and failures a GPU adds.
+#include <gtest/gtest.h>
+
+#include "evaluator/evaluate.h"
+#include "evaluator/problem/registry.h"
+
+namespace kloop {
+namespace {
+
+class GpuEvalTest : public ::testing::Test {
+ protected:
+  GpuEvalTest() : builder_(BuilderConfig::from_environment()) {
+    options_.device = "cuda:0";
+    options_.small_dims = true;
+    options_.max_timing_seconds = 0.2;
+    options_.run_timeout = std::chrono::seconds(20);
+  }
+  ProblemSpec relu() { return ProblemRegistry(ProblemRegistry::default_root()).load("19_ReLU"); }
+  Verdict eval(const std::string& fixture) {
+    Evaluator ev(builder_, options_);
+    Verdict v = ev.evaluate(relu(), std::string(KLOOP_GPU_FIXTURES) + "/" + fixture);
+    std::cout << v.to_text();
+    return v;
+  }
+  static bool has_check(const Verdict& v, const std::string& check) {
+    for (const auto& f : v.integrity) {
+      if (f.check == check) return true;
+    }
+    return false;
+  }
+
+  Builder builder_;
+  EvalOptions options_;
+};
+
+TEST_F(GpuEvalTest, CorrectKernelIsTimedAgainstBothBaselines) {
+  Verdict v = eval("relu_correct.cu");
+  ASSERT_EQ(v.verdict, VerdictClass::kCorrect) << v.message << v.build.log;
+  ASSERT_TRUE(v.speedup && v.reference_time_fp32 && v.reference_time_tf32 && v.candidate_wall);
+  EXPECT_EQ(v.baseline, "tf32");  // strict picks the TF32 baseline
+  EXPECT_GT(v.candidate_time->median, 0);
+  EXPECT_LT(v.candidate_time->median, 1e-3) << "a 64k-element ReLU takes microseconds";
+  EXPECT_GE(v.candidate_wall->median, v.candidate_time->median);
+}
+
+TEST_F(GpuEvalTest, DefaultStreamLaunchIsOrderedWithTheTimer) {
+  Verdict v = eval("relu_default_stream.cu");
+  EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << v.message;
+}
+
+TEST_F(GpuEvalTest, KernelbenchProtocolUsesTheFp32Baseline) {
+  options_.protocol = "kernelbench";
+  Verdict v = eval("relu_correct.cu");
+  ASSERT_EQ(v.verdict, VerdictClass::kCorrect) << v.message;
+  EXPECT_EQ(v.baseline, "fp32");
+  EXPECT_EQ(v.candidate_time->n, 100);
+}
+
+TEST_F(GpuEvalTest, SideStreamWorkIsCaught) {
+  Verdict v = eval("relu_side_stream.cu");
+  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
+  EXPECT_TRUE(has_check(v, "unaccounted_work")) << v.message;
+}
+
+TEST_F(GpuEvalTest, CachedResultIsCaught) {
+  Verdict v = eval("relu_cached.cu");
+  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
+  EXPECT_TRUE(has_check(v, "stale_output")) << v.message;
+}
+
+TEST_F(GpuEvalTest, PersistingL2CarveOutIsCaught) {
+  Verdict v = eval("relu_persisting_l2.cu");
+  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
+  EXPECT_TRUE(has_check(v, "persisting_l2")) << v.message;
+}
+
+TEST_F(GpuEvalTest, IllegalAddressIsARuntimeErrorAndTheNextCandidateRuns) {
+  Verdict bad = eval("relu_illegal_address.cu");
+  EXPECT_EQ(bad.verdict, VerdictClass::kRuntimeError) << bad.message;
+  EXPECT_NE(bad.message.find("illegal"), std::string::npos) << bad.message;
+  Verdict good = eval("relu_correct.cu");
+  EXPECT_EQ(good.verdict, VerdictClass::kCorrect) << good.message;
+}
+
+TEST_F(GpuEvalTest, SpinningKernelTimesOutAndTheGpuStaysUsable) {
+  options_.run_timeout = std::chrono::seconds(8);
+  Verdict bad = eval("relu_spin.cu");
+  EXPECT_EQ(bad.verdict, VerdictClass::kTimeout) << bad.message;
+  Verdict good = eval("relu_correct.cu");
+  EXPECT_EQ(good.verdict, VerdictClass::kCorrect) << good.message;
+}
+
+TEST_F(GpuEvalTest, EveryLevel1ReferenceRunsOnTheGpuAtSmallDims) {
+  Evaluator ev(builder_, options_);
+  ProblemRegistry reg(ProblemRegistry::default_root());
+  int failed = 0;
+  for (const auto& e : reg.list("kernelbench", 1)) {
+    ReferenceReport r = ev.check_reference(reg.load(e));
+    if (!r.ok) {
+      ++failed;
+      ADD_FAILURE() << e.name << ": " << r.error;
+    }
+  }
+  EXPECT_EQ(failed, 0);
+}
+
+}  // namespace
+}  // namespace kloop
