@@ -114,7 +114,7 @@ int show(const GlobalOptions& g, const std::string& name, bool json_out) {
 }
 
 int check(const GlobalOptions& g, const std::vector<std::string>& names, const std::string& suite,
-          std::optional<int> level) {
+          std::optional<int> level, const std::string& device) {
   ProblemRegistry reg(g.problems_dir);
   std::vector<ProblemEntry> entries;
   if (names.empty()) {
@@ -125,7 +125,16 @@ int check(const GlobalOptions& g, const std::vector<std::string>& names, const s
   Builder builder(BuilderConfig::from_environment());
   EvalOptions opts;
   opts.measure_time = false;
+  opts.device = device;
+  opts.small_dims = true;
   Evaluator evaluator(builder, opts);
+  {
+    // Compile every reference first, all cores at once; the checks then hit the cache.
+    std::vector<std::string> sources;
+    for (const auto& e : entries) sources.push_back(reg.load(e).reference_path);
+    std::fprintf(stderr, "kloop: building %zu reference(s)...\n", sources.size());
+    build_many(builder.config(), sources, ModuleRole::kReference, device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+  }
   int bad = 0;
   std::printf("%-60s %-4s %-8s %-6s %-13s %-14s %-8s %s\n", "problem", "ok", "outputs", "finite", "deterministic",
               "seed-sensitive", "variants", "build/run s");
@@ -171,11 +180,15 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
   check_cmd->add_option("names", *check_names, "problems to check (default: all selected)");
   check_cmd->add_option("--suite", *check_suite, "only this suite");
   check_cmd->add_option("--level", *check_level, "only this level");
+  auto check_device = std::make_shared<std::string>("cpu");
+  check_cmd->add_option("--device", *check_device, "cpu or cuda[:N] (runs at the small cpu dims either way)")
+      ->capture_default_str();
   return [&global, list_cmd, show_cmd, check_cmd, suite, level, json_list, name, json_show, check_names, check_suite,
-          check_level]() {
+          check_level, check_device]() {
     if (check_cmd->parsed()) {
+      std::string device = *check_device == "cuda" ? "cuda:0" : *check_device;
       return check(global, *check_names, *check_suite,
-                   *check_level > 0 ? std::optional<int>(*check_level) : std::nullopt);
+                   *check_level > 0 ? std::optional<int>(*check_level) : std::nullopt, device);
     }
     if (list_cmd->parsed()) {
       return list(global, *suite, *level > 0 ? std::optional<int>(*level) : std::nullopt, *json_list);

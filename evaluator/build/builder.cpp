@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -301,6 +302,28 @@ BuildResult Builder::build(const std::string& source_path, ModuleRole role, Buil
   load_entry(entry, r);
   r.seconds = elapsed();
   return r;
+}
+
+std::vector<BuildResult> build_many(const BuilderConfig& config, const std::vector<std::string>& sources,
+                                    ModuleRole role, BuildTarget target, int jobs) {
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<BuildResult> results(sources.size());
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int j = 0; j < std::min<int>(jobs, static_cast<int>(sources.size())); ++j) {
+    pool.emplace_back([&] {
+      Builder builder(config);
+      for (std::size_t i = next++; i < sources.size(); i = next++) {
+        try {
+          results[i] = builder.build(sources[i], role, target);
+        } catch (const std::exception& e) {
+          results[i].log = e.what();
+        }
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  return results;
 }
 
 }  // namespace kloop

@@ -76,4 +76,9 @@ class Builder {
   std::string pch_path_;
 };
 
+// A compile pool: builds several sources at once, `jobs` at a time (0: one
+// per core), each worker with its own Builder. Results come in input order.
+std::vector<BuildResult> build_many(const BuilderConfig& config, const std::vector<std::string>& sources,
+                                    ModuleRole role, BuildTarget target, int jobs = 0);
+
 }  // namespace kloop
