@@ -623,6 +623,8 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
     }
     r.variants_checked++;
   }
+  if (!r.deterministic) r.error += "two runs with the same seed gave different outputs\n";
+  if (!r.finite) r.error += "NaN or Inf in the outputs\n";
   r.ok = r.outputs == spec.outputs && r.finite && r.deterministic && r.error.empty();
   if (r.outputs != spec.outputs) {
     r.error = "returns " + std::to_string(r.outputs) + " output(s) but the spec says outputs: " + std::to_string(spec.outputs);

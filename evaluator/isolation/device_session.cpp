@@ -55,6 +55,7 @@ DeviceSession::DeviceSession(const std::string& device) {
   check(cudaMalloc(&gpu_->flush, gpu_->l2_bytes), "allocating the L2 flush buffer");
   reset_persisting_l2();
   set_tf32(false);  // expected outputs are computed in full FP32
+  set_deterministic(false);
 #else
   throw std::invalid_argument("device " + device + ": this kloop-worker was built without CUDA");
 #endif
@@ -137,6 +138,19 @@ void DeviceSession::reset_persisting_l2() {
   if (cuda_ && gpu_->props.persistingL2CacheMaxSize > 0) {
     check(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0), "resetting the persisting-L2 limit");
   }
+#endif
+}
+
+void DeviceSession::set_deterministic(bool on) {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) {
+    at::globalContext().setDeterministicCuDNN(on);
+    at::globalContext().setBenchmarkCuDNN(false);
+    // warn_only: an op without a deterministic kernel still runs.
+    at::globalContext().setDeterministicAlgorithms(on, /*warn_only=*/true);
+  }
+#else
+  (void)on;
 #endif
 }
 

@@ -26,6 +26,9 @@ class DeviceSession {
   void synchronize();
   // TF32 in cuBLAS and cuDNN (the baseline is measured with both settings).
   void set_tf32(bool on);
+  // Deterministic algorithms (expected outputs must not depend on atomics'
+  // ordering) versus LibTorch's defaults (what the baseline is timed with).
+  void set_deterministic(bool on);
 
   // One timed sample: begin_sample, the call, end_sample. GPU time comes
   // from events on the session stream, after an optional L2 flush; the

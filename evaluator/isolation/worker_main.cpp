@@ -236,6 +236,7 @@ class Worker {
   json generate(const json& cmd) {
     if (role_ != "reference") throw WorkerError{"runtime_error", "generate is for references"};
     at::AutoGradMode no_grad(false);
+    session_->set_deterministic(true);  // expected outputs: reproducible bit for bit
     json cases = json::array();
     for (const auto& c : cmd.at("cases")) {
       const int id = c.at("id");
@@ -284,6 +285,7 @@ class Worker {
       }
       cases.push_back({{"id", id}, {"output_shapes", outputs}});
     }
+    session_->set_deterministic(false);
     return {{"cases", cases}};
   }
 
@@ -468,6 +470,9 @@ class Worker {
 }  // namespace kloop
 
 int main() {
+  // cuBLAS is deterministic only with a fixed workspace configuration; it
+  // must be set before the first CUDA call.
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
   // fd 3 is the reply channel; keep it away from whatever the module prints.
   std::FILE* reply = fdopen(3, "w");
   if (!reply) {
