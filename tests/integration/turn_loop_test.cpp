@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "evaluator/build/content_hash.h"
@@ -43,10 +44,14 @@ class TurnLoopTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  void transcript(const std::vector<std::string>& responses) {
+  // responses[i] answers turn i + 1 of sample 0, or, with per_sample, turn 1 of sample i.
+  void transcript(const std::vector<std::string>& responses, bool per_sample = false) {
     std::ofstream out(dir_ / "t.jsonl");
     for (std::size_t i = 0; i < responses.size(); ++i) {
-      out << json{{"problem", "19_ReLU"}, {"sample", 0}, {"turn", i + 1}, {"response", responses[i]}}.dump() << "\n";
+      out << json{{"problem", "19_ReLU"}, {"sample", per_sample ? i : 0}, {"turn", per_sample ? 1 : i + 1},
+                  {"response", responses[i]}}
+                 .dump()
+          << "\n";
     }
   }
 
@@ -141,6 +146,32 @@ TEST_F(TurnLoopTest, NoCodeIsAFeedbackTurnAndAblationsHideDetails) {
   std::string fb = p3["messages"][2]["content"];
   EXPECT_NE(fb.find("did not compile"), std::string::npos);
   EXPECT_EQ(fb.find("Compiler diagnostics"), std::string::npos) << "compiler feedback is off: " << fb;
+}
+
+TEST_F(TurnLoopTest, BestOfKRunsIndependentSamplesInParallel) {
+  transcript({kHack, kProse, kGood}, /*per_sample=*/true);
+  std::ofstream(dir_ / "run.yaml") << "name: t\nruns_dir: runs\nproblems: {names: [19_ReLU]}\nparallel_chains: 3\n"
+                                      "provider: {kind: replay, model: scripted, transcript: t.jsonl}\n"
+                                      "scaffold: {kind: best_of_k, samples: 3}\n"
+                                      "evaluation: {timeout_s: 30, max_timing_seconds: 0.05, threads: 1}\n";
+  LoopSummary s = run(load_run_config((dir_ / "run.yaml").string()));
+  ASSERT_TRUE(s.errors.empty()) << s.errors.front();
+  EXPECT_EQ(s.chains, 3);
+  std::map<int, std::string> verdicts;
+  for (const auto& r : results()) verdicts[r["sample"].get<int>()] = r["verdict"];
+  EXPECT_EQ(verdicts, (std::map<int, std::string>{{0, "integrity_violation"}, {1, "no_code"}, {2, "correct"}}));
+  ASSERT_EQ(s.by_turn.size(), 1u);
+  EXPECT_EQ(s.by_turn[0].correct, 1) << "best of k: one correct sample makes the problem correct";
+}
+
+TEST_F(TurnLoopTest, KeepBestShowsTheBestCorrectAttempt) {
+  transcript({kGood, kNoInclude, kGood});
+  RunConfig c = config(", context: last, keep_best: true");
+  run(c);
+  // Turn 3 sees turn 1 (correct), not turn 2 (a compile error).
+  json p3 = prompt(3);
+  ASSERT_EQ(p3["messages"].size(), 3u);
+  EXPECT_NE(p3["messages"][2]["content"].get<std::string>().find("Your code is correct"), std::string::npos);
 }
 
 TEST_F(TurnLoopTest, EarlyStopEndsTheChain) {
