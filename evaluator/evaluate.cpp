@@ -7,6 +7,8 @@
 
 #include <csignal>
 #include <cmath>
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -628,6 +630,91 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   r.ok = r.outputs == spec.outputs && r.finite && r.deterministic && r.error.empty();
   if (r.outputs != spec.outputs) {
     r.error = "returns " + std::to_string(r.outputs) + " output(s) but the spec says outputs: " + std::to_string(spec.outputs);
+  }
+  return r;
+}
+
+AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
+  AuditReport r;
+  r.problem = spec.name;
+  const bool cpu = options_.device == "cpu";
+  const bool small = cpu || options_.small_dims;
+  const Protocol protocol = protocol_by_name(options_.protocol);
+  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  if (!rb.ok) {
+    r.error = "the reference does not build";
+    return r;
+  }
+  const DimValues dims = spec.resolve_dims(small);
+  // Case 0: seed s. Case 1: both seeds changed. Case 2: inputs changed only.
+  // Case 3: weights changed only.
+  const uint64_t s0 = options_.seed, s1 = options_.seed + 1000;
+  const std::pair<uint64_t, uint64_t> seeds[] = {{s0, s0}, {s1, s1}, {s0, s1}, {s1, s0}};  // {weights, inputs}
+  json cases = json::array();
+  for (int id = 0; id < 4; ++id) {
+    json inputs = json::array();
+    for (const auto& in : spec.inputs) {
+      inputs.push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"shape", spec.resolve_shape(in, dims)},
+                        {"dist", draw_json(in.dist, dims)}});
+    }
+    json overrides = json::object();
+    for (const auto& [name, d] : spec.weights) overrides[name] = draw_json(d, dims);
+    cases.push_back({{"id", id}, {"seed", seeds[id].second}, {"weight_seed", seeds[id].first}, {"scale", 1.0},
+                     {"args", args_json(spec, dims)}, {"inputs", inputs}, {"calls", 1},
+                     {"weight_overrides", overrides}, {"randomize_identity_params", protocol.randomize_identity_params}});
+  }
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
+  auto reply = ref.call({{"op", "load"}, {"library", rb.library_path}, {"role", "reference"},
+                         {"device", options_.device}, {"threads", options_.threads},
+                         {"arity", static_cast<int>(spec.inputs.size())}},
+                        options_.load_timeout);
+  if (reply && reply->value("ok", false)) {
+    reply = ref.call({{"op", "generate"}, {"dir", work.path()}, {"cases", cases}}, options_.run_timeout);
+  }
+  if (!reply || !reply->value("ok", false)) {
+    r.error = reply ? reply->value("message", "failed") : ref.failure();
+    return r;
+  }
+  r.has_weights = reply->at("cases").at(0).value("parameters", 0) > 0;
+  ref.finish();
+  std::vector<std::vector<HostTensor>> out;
+  for (int id = 0; id < 4; ++id) {
+    out.push_back(read_tensor_file(work.path() + "/case" + std::to_string(id) + ".call0.expected.kt"));
+  }
+  auto identical = [&](int a, int b) {
+    if (out[a].size() != out[b].size()) return false;
+    for (std::size_t i = 0; i < out[a].size(); ++i) {
+      if (!tensors_identical(out[a][i], out[b][i])) return false;
+    }
+    return true;
+  };
+  bool zeros_pass = true, constant = true;
+  int64_t elements = 0;
+  for (const auto& t : out[0]) {
+    elements += t.numel();
+    HostTensor zeros = t;
+    std::fill(zeros.bytes.begin(), zeros.bytes.end(), 0);
+    zeros_pass = zeros_pass && compare_tensors(t, zeros, protocol.tolerance, 0).passed;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double v = t.at(static_cast<std::size_t>(i));
+      if (std::isfinite(v)) r.max_abs_output = std::max(r.max_abs_output, std::fabs(v));
+      if (i > 0 && v != t.at(0)) constant = false;
+    }
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.3g", r.max_abs_output);
+  const std::string tol = "atol=" + std::to_string(protocol.tolerance.atol).substr(0, 6);
+  if (zeros_pass) {
+    r.flags.push_back({"zeros_pass", "every output is within " + tol + " of zero (max |output| " + buf +
+                                         "), so an all-zero answer passes"});
+  }
+  // A scalar (a loss) is constant by nature; many equal elements are not.
+  if (constant && elements > 1 && !zeros_pass) r.flags.push_back({"constant_output", std::string("every element equals ") + buf});
+  if (identical(0, 1)) r.flags.push_back({"seed_invariant", "new weights and new inputs give bitwise the same output"});
+  if (identical(0, 2)) r.flags.push_back({"input_independent", "new inputs with the same weights give the same output"});
+  if (r.has_weights && identical(0, 3)) {
+    r.flags.push_back({"weight_independent", "new weights with the same inputs give the same output"});
   }
   return r;
 }

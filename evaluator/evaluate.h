@@ -56,12 +56,29 @@ struct ReferenceReport {
   double run_seconds = 0;
 };
 
+// One reason a task may not measure what it claims (see `kloop audit`).
+struct AuditFlag {
+  std::string check;   // zeros_pass, constant_output, seed_invariant, input_independent, weight_independent
+  std::string reason;
+};
+
+struct AuditReport {
+  std::string problem;
+  std::string error;  // the reference failed; no flags then
+  double max_abs_output = 0;
+  bool has_weights = false;
+  std::vector<AuditFlag> flags;
+};
+
 class Evaluator {
  public:
   Evaluator(Builder& builder, EvalOptions options);
   Verdict evaluate(const ProblemSpec& spec, const std::string& candidate_path);
   // Builds and runs the reference at the run's dims (cpu dims on CPU).
   ReferenceReport check_reference(const ProblemSpec& spec);
+  // Runs the reference over several seeds, with weights and inputs varied
+  // separately, and flags degenerate outputs under the protocol's tolerance.
+  AuditReport audit_reference(const ProblemSpec& spec);
   const EvalOptions& options() const { return options_; }
 
  private:

@@ -44,5 +44,6 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global);
 Runner add_eval_command(CLI::App& app, const GlobalOptions& global);
 Runner add_demo_command(CLI::App& app, const GlobalOptions& global);
 Runner add_run_command(CLI::App& app, const GlobalOptions& global);
+Runner add_audit_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace kloop::cli

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   add("eval", "evaluate one candidate file against a problem's reference", kloop::cli::add_eval_command);
   add("demo", "evaluate the shipped example candidates (offline, CPU)", kloop::cli::add_demo_command);
   add("run", "run an experiment config: LLM -> candidate -> verdict -> feedback, resumable", kloop::cli::add_run_command);
+  add("audit", "flag degenerate tasks (zeros pass, constant, seed/input/weight-invariant outputs)",
+      kloop::cli::add_audit_command);
 
   try {
     app.parse(argc, argv);

@@ -246,7 +246,9 @@ class Worker {
       std::vector<HostTensor> weights;
       for (auto& [name, p] : module->parameters()) {
         DrawSpec draw = weight_draw(name, p, module->parameters(), c);
-        HostTensor h = generate_tensor(name, dtype_of(p), shape_of(p), draw, stream_seed(seed, "weights"));
+        // The audit varies weights and inputs separately; otherwise one seed drives both.
+        const uint64_t weight_seed = c.value("weight_seed", seed);
+        HostTensor h = generate_tensor(name, dtype_of(p), shape_of(p), draw, stream_seed(weight_seed, "weights"));
         p.copy_(to_device(host_to_tensor(h), device_));
         weights.push_back(std::move(h));
       }
@@ -283,7 +285,7 @@ class Worker {
         write_tensor_file(file(cmd, stem + ".expected.kt"), expected);
         outputs.push_back(shapes);
       }
-      cases.push_back({{"id", id}, {"output_shapes", outputs}});
+      cases.push_back({{"id", id}, {"output_shapes", outputs}, {"parameters", module->parameters().size()}});
     }
     session_->set_deterministic(false);
     return {{"cases", cases}};

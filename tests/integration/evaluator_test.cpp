@@ -63,3 +63,30 @@ TEST_F(EvaluatorTest, SameSeedSameVerdictDetails) {
 
 }  // namespace
 }  // namespace kloop
+
+namespace kloop {
+namespace {
+
+TEST(AuditTest, FlagsTinyOutputsAndLeavesHealthyTasksAlone) {
+  Builder builder(BuilderConfig::from_environment());
+  EvalOptions opts;
+  opts.measure_time = false;
+  opts.threads = 2;
+  Evaluator ev(builder, opts);
+  ProblemRegistry reg(ProblemRegistry::default_root());
+  // Softmax over 4096 columns: every output is ~2.4e-4, so zeros pass at 1e-3.
+  AuditReport softmax = ev.audit_reference(reg.load("23_Softmax"));
+  ASSERT_TRUE(softmax.error.empty()) << softmax.error;
+  ASSERT_EQ(softmax.flags.size(), 1u);
+  EXPECT_EQ(softmax.flags[0].check, "zeros_pass");
+  EXPECT_LT(softmax.max_abs_output, 1e-3);
+  AuditReport relu = ev.audit_reference(reg.load("19_ReLU"));
+  EXPECT_TRUE(relu.flags.empty()) << relu.flags[0].check;
+  // BatchNorm has parameters, and its output depends on them.
+  AuditReport bn = ev.audit_reference(reg.load("33_BatchNorm"));
+  EXPECT_TRUE(bn.has_weights);
+  EXPECT_TRUE(bn.flags.empty()) << bn.flags[0].check;
+}
+
+}  // namespace
+}  // namespace kloop

@@ -1,0 +1,74 @@
+// kloop audit: flags tasks whose outputs cannot tell a real answer from a
+// degenerate one (all zeros pass, constant, seed-, input- or weight-invariant).
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "agent/cli/commands.h"
+#include "evaluator/problem/registry.h"
+
+namespace kloop::cli {
+
+Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
+  struct State {
+    std::vector<std::string> names;
+    std::string suite;
+    int level = 0;
+    std::string device = "cpu";
+    std::string protocol = "strict";
+    std::string dims = "small";
+  };
+  auto st = std::make_shared<State>();
+  app.add_option("names", st->names, "problems to audit (default: all selected)");
+  app.add_option("--suite", st->suite, "only this suite");
+  app.add_option("--level", st->level, "only this level");
+  app.add_option("--device", st->device, "cpu or cuda[:N]")->capture_default_str();
+  app.add_option("--protocol", st->protocol, "whose tolerance decides what passes")->capture_default_str();
+  app.add_option("--dims", st->dims, "small (the cpu dims) or full (upstream sizes; GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"full", "small"}));
+  return [st, &global]() {
+    ProblemRegistry reg(global.problems_dir);
+    std::vector<ProblemEntry> entries;
+    if (st->names.empty()) {
+      entries = reg.list(st->suite, st->level > 0 ? std::optional<int>(st->level) : std::nullopt);
+    } else {
+      for (const auto& n : st->names) entries.push_back(reg.find(n));
+    }
+    Builder builder(BuilderConfig::from_environment());
+    EvalOptions opts;
+    opts.device = st->device == "cuda" ? "cuda:0" : st->device;
+    opts.protocol = st->protocol;
+    opts.small_dims = st->dims == "small";
+    opts.measure_time = false;
+    protocol_by_name(opts.protocol);
+    Evaluator evaluator(builder, opts);
+    std::vector<std::string> sources;
+    for (const auto& e : entries) sources.push_back(reg.load(e).reference_path);
+    build_many(builder.config(), sources, ModuleRole::kReference,
+               opts.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+    int flagged = 0, failed = 0;
+    std::printf("%-60s %-12s %s\n", "problem", "max |out|", "flags");
+    for (const auto& e : entries) {
+      ProblemSpec spec = reg.load(e);
+      AuditReport r = evaluator.audit_reference(spec);
+      if (!r.error.empty()) {
+        ++failed;
+        std::printf("%-60s %-12s ERROR: %s\n", e.name.c_str(), "-", r.error.c_str());
+        continue;
+      }
+      std::string flags;
+      for (const auto& f : r.flags) flags += (flags.empty() ? "" : ", ") + f.check;
+      std::printf("%-60s %-12.3g %s\n", e.name.c_str(), r.max_abs_output, flags.empty() ? "-" : flags.c_str());
+      for (const auto& f : r.flags) std::printf("    %s: %s\n", f.check.c_str(), f.reason.c_str());
+      for (const auto& p : spec.excluded_from) std::printf("    (excluded from %s by its spec)\n", p.c_str());
+      flagged += r.flags.empty() ? 0 : 1;
+      std::fflush(stdout);
+    }
+    std::printf("%zu problems audited (%s, %s dims, %s tolerance): %d flagged, %d failed\n", entries.size(),
+                opts.device.c_str(), st->dims.c_str(), opts.protocol.c_str(), flagged, failed);
+    return failed ? 1 : 0;
+  };
+}
+
+}  // namespace kloop::cli
