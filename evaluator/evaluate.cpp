@@ -79,28 +79,47 @@ json args_json(const ProblemSpec& spec, const DimValues& dims) {
   return out;
 }
 
-json rules_json(const TimingRules& r) {
-  return {{"warmup_calls", r.warmup_calls}, {"warmup_seconds", r.warmup_seconds},
-          {"min_samples", r.min_samples},   {"max_samples", r.max_samples},
-          {"min_seconds", r.min_seconds},   {"max_seconds", r.max_seconds},
-          {"noise_target", r.noise_target}, {"statistic", r.statistic}, {"l2_flush", r.l2_flush}};
+// One case of the reference worker's `generate` command: a model instance
+// built from `weight_seed` at `dims`, called `calls` times on inputs drawn
+// from `seed` and multiplied by `scale`.
+json generate_case(const ProblemSpec& spec, const DimValues& dims, int id, uint64_t seed, uint64_t weight_seed,
+                   double scale, int calls, bool randomize_identity_params) {
+  json inputs = json::array();
+  for (const auto& in : spec.inputs) {
+    inputs.push_back({{"name", in.name},
+                      {"dtype", dtype_name(in.dtype)},
+                      {"shape", spec.resolve_shape(in, dims)},
+                      {"dist", draw_json(in.dist, dims)}});
+  }
+  json overrides = json::object();
+  for (const auto& [name, d] : spec.weights) overrides[name] = draw_json(d, dims);
+  return {{"id", id},
+          {"seed", seed},
+          {"weight_seed", weight_seed},
+          {"scale", scale},
+          {"args", args_json(spec, dims)},
+          {"inputs", inputs},
+          {"calls", calls},
+          {"weight_overrides", overrides},
+          {"randomize_identity_params", randomize_identity_params}};
 }
 
-TimingSummary timing_from_json(const json& j) {
-  TimingSummary s;
-  s.n = j.value("n", 0);
-  s.median = j.value("median", 0.0);
-  s.mean = j.value("mean", 0.0);
-  s.stdev = j.value("stdev", 0.0);
-  s.rel_stdev = j.value("rel_stdev", 0.0);
-  s.min = j.value("min", 0.0);
-  s.max = j.value("max", 0.0);
-  s.q1 = j.value("q1", 0.0);
-  s.q3 = j.value("q3", 0.0);
-  s.total = j.value("total", 0.0);
-  s.converged = j.value("converged", false);
-  s.stop_reason = j.value("stop_reason", "");
-  return s;
+// True when no floating-point output holds a NaN or an Inf.
+bool all_finite(const std::vector<HostTensor>& tensors) {
+  for (const auto& t : tensors) {
+    if (!dtype_is_floating(t.dtype)) continue;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (!std::isfinite(t.at(static_cast<std::size_t>(i)))) return false;
+    }
+  }
+  return true;
+}
+
+// The worker's `load` command.
+json load_command(const std::string& library, const std::string& role, const ProblemSpec& spec,
+                  const EvalOptions& o) {
+  return {{"op", "load"},      {"library", library},   {"role", role},
+          {"device", o.device}, {"threads", o.threads}, {"arity", static_cast<int>(spec.inputs.size())}};
 }
 
 // The last phase a worker announced on its log ("forward, case 2 call 0").
@@ -297,25 +316,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   json gen_cases = json::array();
   json run_cases = json::array();
   for (const auto& t : tests) {
-    json inputs = json::array();
-    for (const auto& in : spec.inputs) {
-      inputs.push_back({{"name", in.name},
-                        {"dtype", dtype_name(in.dtype)},
-                        {"shape", spec.resolve_shape(in, t.dims)},
-                        {"dist", draw_json(in.dist, t.dims)}});
-    }
-    json overrides = json::object();
-    for (const auto& [name, d] : spec.weights) overrides[name] = draw_json(d, t.dims);
-    json args = args_json(spec, t.dims);
-    gen_cases.push_back({{"id", t.id},
-                         {"seed", t.seed},
-                         {"scale", t.scale},
-                         {"args", args},
-                         {"inputs", inputs},
-                         {"calls", calls},
-                         {"weight_overrides", overrides},
-                         {"randomize_identity_params", protocol.randomize_identity_params}});
-    run_cases.push_back({{"id", t.id}, {"args", args}, {"calls", calls}});
+    gen_cases.push_back(generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, calls,
+                                      protocol.randomize_identity_params));
+    run_cases.push_back({{"id", t.id}, {"args", gen_cases.back()["args"]}, {"calls", calls}});
   }
 
   // 3. Reference worker: weights, inputs, expected outputs, baseline.
@@ -327,10 +330,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     auto fail = [&](const std::string& what) {
       throw EvaluationError("the reference of " + spec.name + " failed (" + what + ")\n" + ref.log_tail());
     };
-    auto reply = ref.call({{"op", "load"}, {"library", rb.library_path}, {"role", "reference"},
-                           {"device", options_.device}, {"threads", options_.threads},
-                           {"arity", static_cast<int>(spec.inputs.size())}},
-                          options_.load_timeout);
+    auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
     if (!reply) fail(ref.failure());
     if (!reply->value("ok", false)) fail(reply->value("message", "load failed"));
     reply = ref.call({{"op", "generate"}, {"dir", work.path()}, {"cases", gen_cases}}, options_.run_timeout);
@@ -340,12 +340,12 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       // On the GPU the baseline is measured with TF32 off and on; the
       // protocol picks which one the speedup is against.
       for (bool tf32 : cpu ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
-        reply = ref.call({{"op", "time"}, {"dir", work.path()}, {"case", run_cases[0]}, {"rules", rules_json(rules)},
+        reply = ref.call({{"op", "time"}, {"dir", work.path()}, {"case", run_cases[0]}, {"rules", to_json(rules)},
                           {"tf32", tf32}},
                          options_.run_timeout);
         if (!reply) fail(ref.failure());
         if (!reply->value("ok", false)) fail(reply->value("message", "timing failed"));
-        (tf32 ? v.reference_time_tf32 : v.reference_time_fp32) = timing_from_json(reply->at("timing"));
+        (tf32 ? v.reference_time_tf32 : v.reference_time_fp32) = summary_from_json(reply->at("timing"));
       }
       const bool use_tf32 = !cpu && protocol.tf32_baseline;
       v.baseline = use_tf32 ? "tf32" : "fp32";
@@ -387,10 +387,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     }
     return std::nullopt;
   };
-  auto reply = cand.call({{"op", "load"}, {"library", cb.library_path}, {"role", "candidate"},
-                          {"device", options_.device}, {"threads", options_.threads},
-                          {"arity", static_cast<int>(spec.inputs.size())}},
-                         options_.load_timeout);
+  auto reply = cand.call(load_command(cb.library_path, "candidate", spec, options_), options_.load_timeout);
   if (auto bad = worker_failed(reply)) return *bad;
   reply = cand.call({{"op", "run"}, {"dir", work.path()}, {"cases", run_cases}}, options_.run_timeout);
   if (auto bad = worker_failed(reply)) return *bad;
@@ -496,14 +493,14 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   // 6. Timing, then one more call that must still be correct.
   if (options_.measure_time) {
     const auto time_start = Clock::now();
-    reply = cand.call({{"op", "time"}, {"dir", work.path()}, {"case", run_cases[0]}, {"rules", rules_json(rules)},
+    reply = cand.call({{"op", "time"}, {"dir", work.path()}, {"case", run_cases[0]}, {"rules", to_json(rules)},
                        {"post_check", true}},
                       options_.run_timeout);
     if (auto bad = worker_failed(reply)) return *bad;
-    v.candidate_time = timing_from_json(reply->at("timing"));
+    v.candidate_time = summary_from_json(reply->at("timing"));
     v.phases.candidate += since(time_start);
     if (!cpu) {
-      v.candidate_wall = timing_from_json(reply->at("wall"));
+      v.candidate_wall = summary_from_json(reply->at("wall"));
       // Work the events on kloop's stream did not see (another stream, a
       // thread) still has to finish before the device sync returns.
       const double event = v.candidate_time->median, wall = v.candidate_wall->median;
@@ -560,15 +557,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   // Cases 0 and 1: the same seed twice (determinism); case 2: another seed
   // (seed sensitivity); then one case per hidden shape variant.
   auto make_case = [&](int id, uint64_t seed, const DimValues& dims) {
-    json inputs = json::array();
-    for (const auto& in : spec.inputs) {
-      inputs.push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"shape", spec.resolve_shape(in, dims)},
-                        {"dist", draw_json(in.dist, dims)}});
-    }
-    json overrides = json::object();
-    for (const auto& [name, d] : spec.weights) overrides[name] = draw_json(d, dims);
-    return json{{"id", id}, {"seed", seed}, {"scale", 1.0}, {"args", args_json(spec, dims)}, {"inputs", inputs},
-                {"calls", 1}, {"weight_overrides", overrides}, {"randomize_identity_params", false}};
+    return generate_case(spec, dims, id, seed, seed, 1.0, 1, false);
   };
   const DimValues dims = spec.resolve_dims(small);
   json cases = json::array({make_case(0, options_.seed, dims), make_case(1, options_.seed, dims),
@@ -580,10 +569,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
     cases.push_back(make_case(static_cast<int>(cases.size()), options_.seed, spec.resolve_dims(small, &v)));
   }
   WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
-  auto reply = ref.call({{"op", "load"}, {"library", rb.library_path}, {"role", "reference"},
-                         {"device", options_.device}, {"threads", options_.threads},
-                         {"arity", static_cast<int>(spec.inputs.size())}},
-                        options_.load_timeout);
+  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
   if (reply && reply->value("ok", false)) {
     reply = ref.call({{"op", "generate"}, {"dir", work.path()}, {"cases", cases}}, options_.run_timeout);
   }
@@ -598,12 +584,8 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
     out.push_back(read_tensor_file(work.path() + "/case" + std::to_string(id) + ".call0.expected.kt"));
   }
   r.outputs = static_cast<int>(out[0].size());
-  r.finite = true;
-  for (const auto& t : out[0]) {
-    r.output_shapes.push_back(t.shape_string());
-    if (!dtype_is_floating(t.dtype)) continue;
-    for (int64_t i = 0; i < t.numel() && r.finite; ++i) r.finite = std::isfinite(t.at(static_cast<std::size_t>(i)));
-  }
+  r.finite = all_finite(out[0]);
+  for (const auto& t : out[0]) r.output_shapes.push_back(t.shape_string());
   r.deterministic = out[0].size() == out[1].size();
   r.seed_sensitive = out[0].size() != out[2].size();
   for (std::size_t i = 0; i < out[0].size() && i < out[1].size(); ++i) {
@@ -614,11 +596,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   }
   for (std::size_t i = 0; i < variant_names.size(); ++i) {
     auto vo = read_tensor_file(work.path() + "/case" + std::to_string(3 + i) + ".call0.expected.kt");
-    bool finite = true;
-    for (const auto& t : vo) {
-      if (!dtype_is_floating(t.dtype)) continue;
-      for (int64_t k = 0; k < t.numel() && finite; ++k) finite = std::isfinite(t.at(static_cast<std::size_t>(k)));
-    }
+    const bool finite = all_finite(vo);
     if (static_cast<int>(vo.size()) != spec.outputs || !finite) {
       r.error += "variant '" + variant_names[i] + "': " + std::to_string(vo.size()) + " output(s)" +
                  (finite ? "" : ", non-finite values") + "\n";
@@ -652,23 +630,12 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   const std::pair<uint64_t, uint64_t> seeds[] = {{s0, s0}, {s1, s1}, {s0, s1}, {s1, s0}};  // {weights, inputs}
   json cases = json::array();
   for (int id = 0; id < 4; ++id) {
-    json inputs = json::array();
-    for (const auto& in : spec.inputs) {
-      inputs.push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"shape", spec.resolve_shape(in, dims)},
-                        {"dist", draw_json(in.dist, dims)}});
-    }
-    json overrides = json::object();
-    for (const auto& [name, d] : spec.weights) overrides[name] = draw_json(d, dims);
-    cases.push_back({{"id", id}, {"seed", seeds[id].second}, {"weight_seed", seeds[id].first}, {"scale", 1.0},
-                     {"args", args_json(spec, dims)}, {"inputs", inputs}, {"calls", 1},
-                     {"weight_overrides", overrides}, {"randomize_identity_params", protocol.randomize_identity_params}});
+    cases.push_back(generate_case(spec, dims, id, seeds[id].second, seeds[id].first, 1.0, 1,
+                                  protocol.randomize_identity_params));
   }
   WorkDir work(options_.work_root, options_.keep_work_dir);
   WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
-  auto reply = ref.call({{"op", "load"}, {"library", rb.library_path}, {"role", "reference"},
-                         {"device", options_.device}, {"threads", options_.threads},
-                         {"arity", static_cast<int>(spec.inputs.size())}},
-                        options_.load_timeout);
+  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
   if (reply && reply->value("ok", false)) {
     reply = ref.call({{"op", "generate"}, {"dir", work.path()}, {"cases", cases}}, options_.run_timeout);
   }

@@ -45,12 +45,6 @@ TimingRules kernelbench_rules() {
   return r;
 }
 
-nlohmann::json rules_json(const TimingRules& r) {
-  return {{"warmup_calls", r.warmup_calls}, {"warmup_seconds", r.warmup_seconds},
-          {"min_samples", r.min_samples},   {"max_samples", r.max_samples},
-          {"min_seconds", r.min_seconds},   {"max_seconds", r.max_seconds},
-          {"noise_target", r.noise_target}, {"statistic", r.statistic}, {"l2_flush", r.l2_flush}};
-}
 
 }  // namespace
 
@@ -68,8 +62,8 @@ nlohmann::json Protocol::to_json() const {
           {"integrity_checks", integrity_checks},
           {"exclude_degenerate", exclude_degenerate},
           {"calls_per_case", calls_per_case},
-          {"cpu_timing", rules_json(cpu_timing)},
-          {"gpu_timing", rules_json(gpu_timing)}};
+          {"cpu_timing", kloop::to_json(cpu_timing)},
+          {"gpu_timing", kloop::to_json(gpu_timing)}};
 }
 
 std::vector<std::string> protocol_names() { return {"kernelbench", "verified", "strict"}; }

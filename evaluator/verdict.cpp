@@ -33,12 +33,6 @@ std::string fmt_index(const std::vector<int64_t>& idx) {
   return s + "]";
 }
 
-json timing_json(const TimingSummary& s) {
-  return {{"n", s.n},       {"median", s.median}, {"mean", s.mean},       {"stdev", s.stdev},
-          {"rel_stdev", s.rel_stdev}, {"min", s.min}, {"max", s.max},   {"q1", s.q1},
-          {"q3", s.q3},     {"iqr", s.q3 - s.q1}, {"converged", s.converged}, {"stop_reason", s.stop_reason}};
-}
-
 json comparison_json(const TensorComparison& c) {
   json mism = json::array();
   for (const auto& m : c.first_mismatches) {
@@ -119,11 +113,11 @@ json Verdict::to_json() const {
               {"total", phases.total}}}};
   if (candidate_time || reference_time) {
     json timing = {{"statistic", timing_statistic}};
-    if (candidate_time) timing["candidate"] = timing_json(*candidate_time);
-    if (reference_time) timing["reference"] = timing_json(*reference_time);
-    if (reference_time_fp32) timing["reference_fp32"] = timing_json(*reference_time_fp32);
-    if (reference_time_tf32) timing["reference_tf32"] = timing_json(*reference_time_tf32);
-    if (candidate_wall) timing["candidate_wall"] = timing_json(*candidate_wall);
+    if (candidate_time) timing["candidate"] = kloop::to_json(*candidate_time);
+    if (reference_time) timing["reference"] = kloop::to_json(*reference_time);
+    if (reference_time_fp32) timing["reference_fp32"] = kloop::to_json(*reference_time_fp32);
+    if (reference_time_tf32) timing["reference_tf32"] = kloop::to_json(*reference_time_tf32);
+    if (candidate_wall) timing["candidate_wall"] = kloop::to_json(*candidate_wall);
     timing["baseline"] = baseline;
     if (speedup) timing["speedup"] = *speedup;
     j["timing"] = timing;

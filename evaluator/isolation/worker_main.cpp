@@ -399,18 +399,8 @@ class Worker {
     for (int call = 0; call < c.value("calls", 1); ++call) {
       sets.push_back(read_inputs(file(cmd, "case" + std::to_string(id) + ".call" + std::to_string(call) + ".inputs.kt")));
     }
-    // Timed calls must not see mutated inputs: keep pristine copies.
-    const json& r = cmd.at("rules");
-    TimingRules rules;
-    rules.warmup_calls = r.value("warmup_calls", rules.warmup_calls);
-    rules.warmup_seconds = r.value("warmup_seconds", rules.warmup_seconds);
-    rules.min_samples = r.value("min_samples", rules.min_samples);
-    rules.max_samples = r.value("max_samples", rules.max_samples);
-    rules.min_seconds = r.value("min_seconds", rules.min_seconds);
-    rules.max_seconds = r.value("max_seconds", rules.max_seconds);
-    rules.noise_target = r.value("noise_target", rules.noise_target);
-    rules.statistic = r.value("statistic", rules.statistic);
-    const bool flush_l2 = r.value("l2_flush", true);
+    const TimingRules rules = rules_from_json(cmd.at("rules"));
+    const bool flush_l2 = rules.l2_flush;
     if (cmd.contains("tf32")) session_->set_tf32(cmd["tf32"].get<bool>());
     session_->reset_persisting_l2();
 
@@ -435,8 +425,8 @@ class Worker {
       wall.push_back(session_->last_wall_seconds());
     } while (!rule.done());
     TimingSummary s = rule.summary();
-    json answer = {{"timing", timing_json(s)},
-                   {"wall", timing_json(summarize(wall))},
+    json answer = {{"timing", to_json(s)},
+                   {"wall", to_json(summarize(wall))},
                    {"persisting_l2_limit", session_->persisting_l2_limit()}};
     session_->set_tf32(false);
     if (cmd.value("post_check", false)) {
@@ -448,12 +438,6 @@ class Worker {
       write_tensor_file(file(cmd, "case" + std::to_string(id) + ".post.actual.kt"), actual);
     }
     return answer;
-  }
-
-  static json timing_json(const TimingSummary& s) {
-    return {{"n", s.n},         {"median", s.median}, {"mean", s.mean},       {"stdev", s.stdev},
-            {"rel_stdev", s.rel_stdev}, {"min", s.min}, {"max", s.max},       {"q1", s.q1},
-            {"q3", s.q3},       {"total", s.total},   {"converged", s.converged}, {"stop_reason", s.stop_reason}};
   }
 
   void synchronize() { session_->synchronize(); }

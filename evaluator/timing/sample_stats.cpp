@@ -73,4 +73,49 @@ TimingSummary StoppingRule::summary() const {
   return s;
 }
 
+nlohmann::json to_json(const TimingRules& r) {
+  return {{"warmup_calls", r.warmup_calls}, {"warmup_seconds", r.warmup_seconds},
+          {"min_samples", r.min_samples},   {"max_samples", r.max_samples},
+          {"min_seconds", r.min_seconds},   {"max_seconds", r.max_seconds},
+          {"noise_target", r.noise_target}, {"statistic", r.statistic}, {"l2_flush", r.l2_flush}};
+}
+
+TimingRules rules_from_json(const nlohmann::json& j) {
+  TimingRules r;
+  r.warmup_calls = j.value("warmup_calls", r.warmup_calls);
+  r.warmup_seconds = j.value("warmup_seconds", r.warmup_seconds);
+  r.min_samples = j.value("min_samples", r.min_samples);
+  r.max_samples = j.value("max_samples", r.max_samples);
+  r.min_seconds = j.value("min_seconds", r.min_seconds);
+  r.max_seconds = j.value("max_seconds", r.max_seconds);
+  r.noise_target = j.value("noise_target", r.noise_target);
+  r.statistic = j.value("statistic", r.statistic);
+  r.l2_flush = j.value("l2_flush", r.l2_flush);
+  return r;
+}
+
+nlohmann::json to_json(const TimingSummary& s) {
+  return {{"n", s.n},       {"median", s.median}, {"mean", s.mean},       {"stdev", s.stdev},
+          {"rel_stdev", s.rel_stdev}, {"min", s.min}, {"max", s.max},   {"q1", s.q1},
+          {"q3", s.q3},     {"iqr", s.q3 - s.q1}, {"total", s.total},   {"converged", s.converged},
+          {"stop_reason", s.stop_reason}};
+}
+
+TimingSummary summary_from_json(const nlohmann::json& j) {
+  TimingSummary s;
+  s.n = j.value("n", 0);
+  s.median = j.value("median", 0.0);
+  s.mean = j.value("mean", 0.0);
+  s.stdev = j.value("stdev", 0.0);
+  s.rel_stdev = j.value("rel_stdev", 0.0);
+  s.min = j.value("min", 0.0);
+  s.max = j.value("max", 0.0);
+  s.q1 = j.value("q1", 0.0);
+  s.q3 = j.value("q3", 0.0);
+  s.total = j.value("total", 0.0);
+  s.converged = j.value("converged", false);
+  s.stop_reason = j.value("stop_reason", "");
+  return s;
+}
+
 }  // namespace kloop

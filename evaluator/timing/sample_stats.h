@@ -2,6 +2,8 @@
 // logic: fed with synthetic samples in tests, with real ones by the workers.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -40,6 +42,13 @@ struct TimingSummary {
 };
 
 TimingSummary summarize(const std::vector<double>& samples);
+
+// The one JSON form of rules and summaries: the worker protocol, verdicts
+// and protocol records all use it. Missing fields keep their defaults.
+nlohmann::json to_json(const TimingRules& r);
+TimingRules rules_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const TimingSummary& s);
+TimingSummary summary_from_json(const nlohmann::json& j);
 
 class StoppingRule {
  public:
