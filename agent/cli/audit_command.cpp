@@ -1,5 +1,6 @@
 // kloop audit: flags tasks whose outputs cannot tell a real answer from a
 // degenerate one (all zeros pass, constant, seed-, input- or weight-invariant).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -47,7 +48,7 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
     for (const auto& e : entries) sources.push_back(reg.load(e).reference_path);
     build_many(builder.config(), sources, ModuleRole::kReference,
                opts.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
-    int flagged = 0, failed = 0;
+    int flagged = 0, failed = 0, undecided = 0;
     std::printf("%-60s %-12s %s\n", "problem", "max |out|", "flags");
     for (const auto& e : entries) {
       ProblemSpec spec = reg.load(e);
@@ -60,13 +61,32 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
       std::string flags;
       for (const auto& f : r.flags) flags += (flags.empty() ? "" : ", ") + f.check;
       std::printf("%-60s %-12.3g %s\n", e.name.c_str(), r.max_abs_output, flags.empty() ? "-" : flags.c_str());
-      for (const auto& f : r.flags) std::printf("    %s: %s\n", f.check.c_str(), f.reason.c_str());
+      bool task_undecided = false;
+      for (const auto& f : r.flags) {
+        std::printf("    %s: %s\n", f.check.c_str(), f.reason.c_str());
+        auto d = std::find_if(spec.audit.begin(), spec.audit.end(),
+                              [&](const AuditDecision& a) { return a.flag == f.check; });
+        if (d == spec.audit.end()) {
+          task_undecided = true;
+          std::printf("      decision: none yet (add an audit entry to %s)\n", spec.spec_path.c_str());
+        } else if (d->decision == "fixed") {
+          task_undecided = true;
+          std::printf("      decision: fixed, but still flagged: %s\n", d->note.c_str());
+        } else {
+          std::printf("      decision: %s: %s\n", d->decision.c_str(), d->note.c_str());
+        }
+      }
+      for (const auto& a : spec.audit) {
+        bool raised = std::any_of(r.flags.begin(), r.flags.end(), [&](const AuditFlag& f) { return f.check == a.flag; });
+        if (!raised) std::printf("    (%s %s: %s)\n", a.flag.c_str(), a.decision.c_str(), a.note.c_str());
+      }
       for (const auto& p : spec.excluded_from) std::printf("    (excluded from %s by its spec)\n", p.c_str());
       flagged += r.flags.empty() ? 0 : 1;
+      undecided += task_undecided ? 1 : 0;
       std::fflush(stdout);
     }
-    std::printf("%zu problems audited (%s, %s dims, %s tolerance): %d flagged, %d failed\n", entries.size(),
-                opts.device.c_str(), st->dims.c_str(), opts.protocol.c_str(), flagged, failed);
+    std::printf("%zu problems audited (%s, %s dims, %s tolerance): %d flagged, %d without a decision, %d failed\n",
+                entries.size(), opts.device.c_str(), st->dims.c_str(), opts.protocol.c_str(), flagged, undecided, failed);
     return failed ? 1 : 0;
   };
 }

@@ -70,6 +70,8 @@ int show(const GlobalOptions& g, const std::string& name, bool json_out) {
                         {"deviations", s.deviations}, {"excluded_from", s.excluded_from},
                         {"provenance", s.provenance}};
     if (s.cpu_dims) j["cpu_dims"] = s.resolve_dims(true);
+    j["audit"] = nlohmann::json::array();
+    for (const auto& a : s.audit) j["audit"].push_back({{"flag", a.flag}, {"decision", a.decision}, {"note", a.note}});
     j["variants"] = s.variants.size();
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -109,6 +111,7 @@ int show(const GlobalOptions& g, const std::string& name, bool json_out) {
   std::cout << "  hidden shape variants: " << s.variants.size() << "\n";
   for (const auto& dev : s.deviations) std::cout << "  deviation: " << dev << "\n";
   for (const auto& p : s.excluded_from) std::cout << "  excluded from protocol: " << p << "\n";
+  for (const auto& a : s.audit) std::cout << "  audit " << a.flag << ": " << a.decision << " (" << a.note << ")\n";
   std::cout << "  spec: " << s.spec_path << "\n  reference: " << s.reference_path << "\n";
   return 0;
 }

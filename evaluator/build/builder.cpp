@@ -106,6 +106,7 @@ BuilderConfig BuilderConfig::from_environment() {
   std::string cache_home = env_or("XDG_CACHE_HOME", env_or("HOME", "/tmp") + "/.cache");
   c.cache_dir = env_or("KLOOP_CACHE_DIR", cache_home + "/kloop");
   c.cxx = env_or("KLOOP_CXX", KLOOP_CXX_COMPILER);
+  c.reference_cxx = env_or("KLOOP_REFERENCE_CXX", KLOOP_REFERENCE_CXX_COMPILER);
   c.nvcc = env_or("KLOOP_NVCC", KLOOP_NVCC_COMPILER);
   c.include_dirs = {env_or("KLOOP_KERNEL_API_DIR", KLOOP_KERNEL_API_DIR)};
   for (const auto& d : split_list(KLOOP_TORCH_INCLUDE_DIRS)) c.include_dirs.push_back(d);
@@ -156,7 +157,7 @@ std::vector<std::string> Builder::command(ModuleRole role, BuildTarget target, c
   // CUDA go through nvcc.
   const bool nvcc = target == BuildTarget::kCuda && role == ModuleRole::kCandidate;
   if (!nvcc) {
-    cmd.push_back(config_.cxx);
+    cmd.push_back(compiler_for(role, target));
     for (auto& f : host_compile_flags(role)) cmd.push_back(std::move(f));
     cmd.insert(cmd.end(), {"-shared", "-Wl,--no-undefined"});
   } else {
@@ -185,61 +186,109 @@ std::vector<std::string> Builder::command(ModuleRole role, BuildTarget target, c
   return cmd;
 }
 
+const std::string& Builder::compiler_for(ModuleRole role, BuildTarget target) const {
+  if (target == BuildTarget::kCuda && role == ModuleRole::kCandidate) return config_.nvcc;
+  if (role == ModuleRole::kReference && !config_.reference_cxx.empty()) return config_.reference_cxx;
+  return config_.cxx;
+}
+
+std::string Builder::compiler_identity_cached(const std::string& compiler) {
+  auto it = identities_.find(compiler);
+  if (it == identities_.end()) it = identities_.emplace(compiler, compiler_identity(compiler)).first;
+  return it->second;
+}
+
+bool Builder::reference_compiler_is_clang() {
+  return compiler_identity_cached(compiler_for(ModuleRole::kReference, BuildTarget::kCpu)).find("clang version") !=
+         std::string::npos;
+}
+
 // The reference header (all of torch::nn) dominates a reference's compile
-// time; a precompiled copy per configuration cuts it by more than half. A
-// failed PCH build only costs speed: references then compile without it.
-std::string Builder::reference_pch() {
-  if (pch_checked_) return pch_path_;
+// time. A precompiled copy per configuration cuts it: with GCC by about half
+// (each file still instantiates the header's templates), with clang by about
+// five times (-fpch-instantiate-templates does that work once, in the PCH).
+// A failed PCH build only costs speed: references then compile without it.
+std::vector<std::string> Builder::reference_pch_flags() {
+  if (pch_checked_) return pch_flags_;
   pch_checked_ = true;
-  if (!config_.use_reference_pch) return pch_path_;
+  if (!config_.use_reference_pch) return pch_flags_;
+  const std::string& compiler = compiler_for(ModuleRole::kReference, BuildTarget::kCpu);
+  const bool clang = reference_compiler_is_clang();
   ContentHash h;
-  h.add(kBuildFormat).add("reference-pch").add(compiler_identity_cached(BuildTarget::kCpu)).add(api_headers_);
+  h.add(kBuildFormat).add("reference-pch").add(compiler_identity_cached(compiler)).add(api_headers_);
   for (const auto& f : host_compile_flags(ModuleRole::kReference)) h.add(f);
   const std::string key = h.hex();
   const fs::path root = fs::path(config_.cache_dir) / "pch";
   const fs::path dir = root / key;
-  const std::string header = "kloop_reference_pch.h";
+  // Clang records the header's absolute path in the PCH, so the header lives
+  // beside the entry rather than in the folder that gets renamed into place.
+  const fs::path header = root / (key + ".h");
+  const std::string output = clang ? "reference.pch" : "kloop_reference_pch.h.gch";
+  auto flags = [&]() -> std::vector<std::string> {
+    if (clang) return {"-include-pch", (dir / output).string()};
+    return {"-include", (dir / "kloop_reference_pch.h").string(), "-Winvalid-pch"};
+  };
   fs::create_directories(root);
-  if (fs::exists(dir / "ok")) return pch_path_ = (dir / header).string();
-  if (fs::exists(dir / "failed")) return pch_path_;
+  if (fs::exists(dir / "ok")) return pch_flags_ = flags();
+  if (fs::exists(dir / "failed")) return pch_flags_;
   FileLock lock((root / (key + ".lock")).string());
-  if (fs::exists(dir / "ok")) return pch_path_ = (dir / header).string();
-  if (fs::exists(dir / "failed")) return pch_path_;
+  if (fs::exists(dir / "ok")) return pch_flags_ = flags();
+  if (fs::exists(dir / "failed")) return pch_flags_;
   static std::atomic<int> counter{0};
   const fs::path tmp = root / (key + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
   fs::remove_all(tmp);
   fs::create_directories(tmp);
-  write_text((tmp / header).string(), "#pragma once\n#include <kloop/reference_api.h>\n");
-  std::vector<std::string> cmd = {config_.cxx};
+  const std::string header_text = "#pragma once\n#include <kloop/reference_api.h>\n";
+  write_text(header.string(), header_text);
+  std::vector<std::string> cmd = {compiler};
   for (auto& f : host_compile_flags(ModuleRole::kReference)) cmd.push_back(std::move(f));
-  cmd.insert(cmd.end(), {"-x", "c++-header", header, "-o", header + ".gch"});
+  if (clang) {
+    cmd.push_back("-fpch-instantiate-templates");
+  } else {  // GCC finds NAME.gch beside the NAME it is told to include
+    write_text((tmp / "kloop_reference_pch.h").string(), header_text);
+  }
+  cmd.insert(cmd.end(), {"-x", "c++-header", clang ? header.string() : "kloop_reference_pch.h", "-o", output});
   CommandResult c = run_command(cmd, tmp.string(), config_.timeout);
-  write_text((tmp / "build.log").string(), c.output);
-  const bool ok = !c.timed_out && c.status.exited && c.status.code == 0 && fs::exists(tmp / (header + ".gch"));
+  std::string log = c.output;
   if (c.timed_out) {  // retry next time rather than remember the failure
     fs::remove_all(tmp);
-    return pch_path_;
+    return pch_flags_;
   }
+  bool ok = c.status.exited && c.status.code == 0 && fs::exists(tmp / output);
+  if (ok) {
+    // Prove the PCH usable where it will live before anyone relies on it.
+    write_text((tmp / "probe.cpp").string(), "#include <kloop/reference_api.h>\n");
+    std::vector<std::string> probe = {compiler};
+    for (auto& f : host_compile_flags(ModuleRole::kReference)) probe.push_back(std::move(f));
+    if (clang) {
+      probe.insert(probe.end(), {"-include-pch", (tmp / output).string()});
+    } else {
+      probe.insert(probe.end(), {"-include", (tmp / "kloop_reference_pch.h").string(), "-Winvalid-pch", "-Werror"});
+    }
+    probe.insert(probe.end(), {"-fsyntax-only", "probe.cpp"});
+    CommandResult pc = run_command(probe, tmp.string(), config_.timeout);
+    log += pc.output;
+    ok = !pc.timed_out && pc.status.exited && pc.status.code == 0;
+  }
+  write_text((tmp / "build.log").string(), log);
   write_text((tmp / (ok ? "ok" : "failed")).string(), "");
   std::error_code ec;
   fs::rename(tmp, dir, ec);
   if (ec) fs::remove_all(tmp);
-  if (fs::exists(dir / "ok")) pch_path_ = (dir / header).string();
-  return pch_path_;
-}
-
-std::string Builder::compiler_identity_cached(BuildTarget target) {
-  std::string& identity = target == BuildTarget::kCpu ? cxx_identity_ : nvcc_identity_;
-  if (identity.empty()) identity = compiler_identity(target == BuildTarget::kCpu ? config_.cxx : config_.nvcc);
-  return identity;
+  if (fs::exists(dir / "ok")) pch_flags_ = flags();
+  return pch_flags_;
 }
 
 std::string Builder::cache_key(const std::string& source_text, ModuleRole role, BuildTarget target) {
-  const bool nvcc = target == BuildTarget::kCuda && role == ModuleRole::kCandidate;
   ContentHash h;
   h.add(kBuildFormat).add(role_name(role)).add(target == BuildTarget::kCpu ? "cpu" : "cuda");
-  h.add(compiler_identity_cached(nvcc ? BuildTarget::kCuda : BuildTarget::kCpu));
+  h.add(compiler_identity_cached(compiler_for(role, target)));
   for (const auto& part : command(role, target, "SOURCE", "OUTPUT")) h.add(part);
+  // The PCH in use (its folder is a hash of what built it), so that a build
+  // made with one is never confused with a build made without.
+  if (role == ModuleRole::kReference) {
+    for (const auto& part : reference_pch_flags()) h.add(part);
+  }
   h.add(api_headers_).add(source_text);
   return h.hex();
 }
@@ -274,9 +323,8 @@ BuildResult Builder::build(const std::string& source_path, ModuleRole role, Buil
   write_text((tmp / src_name).string(), source);
   std::vector<std::string> cmd = command(role, target, src_name, "module.so");
   if (role == ModuleRole::kReference) {
-    // Not part of the key: the PCH is a pure function of what the key covers.
-    std::string pch = reference_pch();
-    if (!pch.empty()) cmd.insert(cmd.begin() + 1, {"-include", pch, "-Winvalid-pch"});
+    std::vector<std::string> pch = reference_pch_flags();
+    cmd.insert(cmd.begin() + 1, pch.begin(), pch.end());
   }
   for (const auto& part : cmd) r.command += (r.command.empty() ? "" : " ") + part;
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,8 @@ const char* role_name(ModuleRole role);
 
 struct BuilderConfig {
   std::string cache_dir;  // builds live in <cache_dir>/builds
-  std::string cxx;        // host compiler for CPU builds
+  std::string cxx;        // host compiler for CPU candidates
+  std::string reference_cxx;  // host compiler for references (clang when present); empty: cxx
   std::string nvcc;       // empty: CUDA builds unavailable
   std::string cuda_arch;  // e.g. "sm_90a"; set from the device before CUDA builds
   std::vector<std::string> include_dirs;
@@ -33,7 +35,7 @@ struct BuilderConfig {
   std::chrono::seconds timeout{300};
 
   // Compiler, LibTorch and kernel API locations found when kloop was configured;
-  // KLOOP_CACHE_DIR, KLOOP_CXX and KLOOP_NVCC override.
+  // KLOOP_CACHE_DIR, KLOOP_CXX, KLOOP_REFERENCE_CXX and KLOOP_NVCC override.
   static BuilderConfig from_environment();
 };
 
@@ -65,15 +67,17 @@ class Builder {
                                    const std::string& output) const;
   std::vector<std::string> host_compile_flags(ModuleRole role) const;
   std::string compiler_identity(const std::string& compiler);
-  std::string compiler_identity_cached(BuildTarget target);
-  std::string reference_pch();  // path of the PCH header to -include, "" when unavailable
+  const std::string& compiler_for(ModuleRole role, BuildTarget target) const;
+  std::string compiler_identity_cached(const std::string& compiler);
+  bool reference_compiler_is_clang();
+  // Flags that make a reference compile use the shared PCH; empty when unavailable.
+  std::vector<std::string> reference_pch_flags();
 
   BuilderConfig config_;
   std::string api_headers_;  // contents of the kernel API headers, part of every key
-  std::string cxx_identity_;
-  std::string nvcc_identity_;
+  std::map<std::string, std::string> identities_;  // compiler path -> `--version` output
   bool pch_checked_ = false;
-  std::string pch_path_;
+  std::vector<std::string> pch_flags_;
 };
 
 // A compile pool: builds several sources at once, `jobs` at a time (0: one

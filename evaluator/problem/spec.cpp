@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 const std::set<std::string> kKnownKeys = {
     "name",    "level",    "suite",  "provenance", "description", "dims",       "cpu",
     "args",    "inputs",   "outputs", "flops",     "bytes",       "variants",   "weights",
-    "deviations", "excluded_from", "notes"};
+    "deviations", "excluded_from", "audit", "notes"};
 
 const std::map<std::string, std::vector<std::string>> kDistParams = {
     {"rand", {}},          {"randn", {}},           {"uniform", {"low", "high"}},
@@ -326,6 +327,38 @@ ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& s
     if (!root[key].IsSequence()) r.fail(root[key], key, "expected a list of strings");
     auto& out = std::string(key) == "deviations" ? s.deviations : s.excluded_from;
     for (std::size_t i = 0; i < root[key].size(); ++i) out.push_back(r.scalar(root[key][i], std::string(key)));
+  }
+
+  if (root["audit"] && !root["audit"].IsNull()) {
+    const YAML::Node& list = root["audit"];
+    if (!list.IsSequence()) r.fail(list, "audit", "expected a list of {flag, decision, note}");
+    static const std::set<std::string> kFlags = {"zeros_pass", "constant_output", "seed_invariant",
+                                                 "input_independent", "weight_independent"};
+    static const std::set<std::string> kDecisions = {"exclude", "fixed", "accept"};
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string f = "audit[" + std::to_string(i) + "]";
+      AuditDecision d;
+      d.flag = r.scalar(r.require(list[i], "flag", f + ".flag", "the audit flag decided on"), f + ".flag");
+      if (!kFlags.count(d.flag)) {
+        r.fail(list[i]["flag"], f + ".flag",
+               "unknown flag '" + d.flag +
+                   "'; expected zeros_pass, constant_output, seed_invariant, input_independent or weight_independent");
+      }
+      d.decision = r.scalar(r.require(list[i], "decision", f + ".decision", "exclude, fixed or accept"), f + ".decision");
+      if (!kDecisions.count(d.decision)) {
+        r.fail(list[i]["decision"], f + ".decision", "unknown decision '" + d.decision + "'; expected exclude, fixed or accept");
+      }
+      d.note = r.scalar(r.require(list[i], "note", f + ".note", "why, in one sentence"), f + ".note");
+      if (d.decision == "exclude") {
+        for (const char* p : {"verified", "strict"}) {
+          if (std::find(s.excluded_from.begin(), s.excluded_from.end(), p) == s.excluded_from.end()) {
+            r.fail(list[i]["decision"], f + ".decision",
+                   std::string("'exclude' needs excluded_from to list ") + p + " (add excluded_from: [verified, strict])");
+          }
+        }
+      }
+      s.audit.push_back(std::move(d));
+    }
   }
 
   for (const auto& v : s.variants) {

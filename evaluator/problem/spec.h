@@ -58,6 +58,13 @@ struct ShapeVariant {
   std::optional<DimValues> cpu;    // overrides used on CPU runs
 };
 
+// What the task's authors decided about one flag of `kloop audit`.
+struct AuditDecision {
+  std::string flag;      // zeros_pass, constant_output, seed_invariant, input_independent, weight_independent
+  std::string decision;  // exclude (from verified and strict), fixed (the spec was changed), accept
+  std::string note;      // why, in a sentence a reader can check
+};
+
 struct ProblemSpec {
   std::string name;
   std::string suite;
@@ -75,6 +82,7 @@ struct ProblemSpec {
   std::map<std::string, Distribution> weights;
   std::vector<std::string> deviations;
   std::vector<std::string> excluded_from;  // protocols that skip this task
+  std::vector<AuditDecision> audit;        // decisions about `kloop audit` flags
   std::string spec_path;
   std::string reference_path;
 

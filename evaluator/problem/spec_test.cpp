@@ -159,5 +159,27 @@ TEST_F(SpecTest, CpuRunWithoutCpuDimsIsAnError) {
   EXPECT_THROW(s.resolve_dims(true), SpecError);
 }
 
+TEST_F(SpecTest, AuditDecisionsParseAndExclusionNeedsTheProtocols) {
+  const std::string decided = std::string(kValid) +
+                              "excluded_from: [verified, strict]\n"
+                              "audit:\n"
+                              "  - {flag: constant_output, decision: exclude, note: softmax over one element}\n";
+  ProblemSpec s = load_problem_spec(write("7_Task", decided), "test");
+  ASSERT_EQ(s.audit.size(), 1u);
+  EXPECT_EQ(s.audit[0].flag, "constant_output");
+  EXPECT_EQ(s.audit[0].decision, "exclude");
+  EXPECT_EQ(s.audit[0].note, "softmax over one element");
+
+  std::string msg = error_of(std::string(kValid) + "audit:\n  - {flag: constant_output, decision: exclude, note: x}\n");
+  EXPECT_NE(msg.find("audit[0].decision"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("excluded_from"), std::string::npos) << msg;
+  msg = error_of(std::string(kValid) + "audit:\n  - {flag: zero_pass, decision: accept, note: x}\n");
+  EXPECT_NE(msg.find("unknown flag 'zero_pass'"), std::string::npos) << msg;
+  msg = error_of(std::string(kValid) + "audit:\n  - {flag: zeros_pass, decision: ignore, note: x}\n");
+  EXPECT_NE(msg.find("expected exclude, fixed or accept"), std::string::npos) << msg;
+  msg = error_of(std::string(kValid) + "audit:\n  - {flag: zeros_pass, decision: accept}\n");
+  EXPECT_NE(msg.find("audit[0].note"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace kloop

@@ -60,6 +60,7 @@ TEST_F(BuilderTest, BuildsThenServesFromCacheQuickly) {
 }
 
 TEST_F(BuilderTest, KeyCoversSourceRoleAndFlags) {
+  config_.use_reference_pch = false;  // a reference key would otherwise build the PCH in this fresh cache
   Builder b(config_);
   const std::string text = "int x;\n";
   std::string k = b.cache_key(text, ModuleRole::kCandidate, BuildTarget::kCpu);
@@ -69,6 +70,28 @@ TEST_F(BuilderTest, KeyCoversSourceRoleAndFlags) {
   BuilderConfig o3 = config_;
   o3.optimization = "-O3";
   EXPECT_NE(k, Builder(o3).cache_key(text, ModuleRole::kCandidate, BuildTarget::kCpu));
+}
+
+// References go through the shared precompiled header of reference_api.h
+// (clang's instantiating PCH when clang is installed, else GCC's), and the
+// key records which, so a build with the PCH never answers for one without.
+TEST_F(BuilderTest, ReferencesUseThePrecompiledHeader) {
+  config_ = BuilderConfig::from_environment();  // the suite's shared cache: the PCH is built once per run
+  const std::string reference = std::string(KLOOP_TEST_PROBLEMS) + "/kernelbench/level1/19_ReLU.cpp";
+  Builder b(config_);
+  BuildResult r = b.build(reference, ModuleRole::kReference, BuildTarget::kCpu);
+  ASSERT_TRUE(r.ok) << r.log;
+  const bool clang = r.command.find("-include-pch") != std::string::npos;
+  const bool gcc = r.command.find("-include ") != std::string::npos && r.command.find("-Winvalid-pch") != std::string::npos;
+  EXPECT_TRUE(clang || gcc) << r.command;
+  if (clang) {
+    EXPECT_EQ(r.command.rfind(config_.reference_cxx, 0), 0u) << "clang builds references: " << r.command;
+  }
+  BuilderConfig without = config_;
+  without.use_reference_pch = false;
+  std::string text = "// same text\n";
+  EXPECT_NE(b.cache_key(text, ModuleRole::kReference, BuildTarget::kCpu),
+            Builder(without).cache_key(text, ModuleRole::kReference, BuildTarget::kCpu));
 }
 
 TEST_F(BuilderTest, CompileErrorsAreParsedAndCached) {

@@ -22,7 +22,9 @@ class ReferenceTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(ReferenceTest, RunsAtCpuDims) {
   ProblemRegistry reg(ProblemRegistry::default_root());
   ProblemSpec spec = reg.load(GetParam());
-  EXPECT_GE(spec.variants.size(), 2u) << "every task needs two hidden shape variants";
+  // Level 3 networks are expensive to vary; the level-3 issue asks for one.
+  const std::size_t min_variants = spec.level >= 3 ? 1 : 2;
+  EXPECT_GE(spec.variants.size(), min_variants) << "too few hidden shape variants";
   for (const auto& v : spec.variants) EXPECT_TRUE(v.cpu.has_value()) << v.name << " needs cpu dims";
   ASSERT_TRUE(spec.cpu_dims.has_value());
   EXPECT_GT(spec.flop_count(spec.resolve_dims(false)), 0);
@@ -45,11 +47,12 @@ TEST_P(ReferenceTest, RunsAtCpuDims) {
 
 INSTANTIATE_TEST_SUITE_P(Shipped, ReferenceTest, ::testing::ValuesIn(all_problems()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param.substr(info.param.rfind('/') + 1);
+                           // "kernelbench/level2/1_Conv2D_ReLU_BiasAdd" -> "level2_1_Conv2D_ReLU_BiasAdd"
+                           std::string n = info.param.substr(info.param.find('/') + 1);
                            for (char& c : n) {
                              if (!isalnum(static_cast<unsigned char>(c))) c = '_';
                            }
-                           return "p" + n;
+                           return n;
                          });
 
 }  // namespace
