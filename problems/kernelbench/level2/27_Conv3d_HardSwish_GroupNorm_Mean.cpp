@@ -1,0 +1,23 @@
+// KernelBench level 2, task 27: Conv3d, HardSwish, GroupNorm, then the mean over the spatial dims.
+#include <kloop/reference_api.h>
+
+struct Model : torch::nn::Module {
+  torch::nn::Conv3d conv{nullptr};
+  torch::nn::GroupNorm group_norm{nullptr};
+  explicit Model(const kloop::ModuleInit& init) {
+    const int64_t out_channels = init.arg_int("out_channels");
+    conv = register_module(
+        "conv", torch::nn::Conv3d(torch::nn::Conv3dOptions(init.arg_int("in_channels"), out_channels,
+                                                           init.arg_int("kernel_size"))
+                                      .bias(init.arg_bool("bias"))));
+    group_norm = register_module(
+        "group_norm", torch::nn::GroupNorm(torch::nn::GroupNormOptions(init.arg_int("num_groups"), out_channels)));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor y = conv(x);
+    y = torch::hardswish(y);
+    y = group_norm(y);
+    return torch::mean(y, {2, 3, 4});
+  }
+};
+KLOOP_REGISTER_REFERENCE(Model)
