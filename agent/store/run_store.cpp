@@ -111,9 +111,9 @@ void RunStore::write_config(const json& resolved, const std::vector<std::string>
   write_text(p.string(), resolved.dump(2) + "\n");
 }
 
-std::vector<AttemptRecord> RunStore::load_results() const {
+std::vector<AttemptRecord> RunStore::load_results(const std::string& file) const {
   std::vector<AttemptRecord> out;
-  std::ifstream in(fs::path(path_) / "results.jsonl");
+  std::ifstream in(fs::path(path_) / file);
   std::set<std::tuple<std::string, int, int>> seen;
   std::string line;
   while (std::getline(in, line)) {
@@ -148,9 +148,9 @@ void RunStore::write_text(const std::string& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
-void RunStore::append(const AttemptRecord& record) {
+void RunStore::append(const AttemptRecord& record, const std::string& file) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::string p = (fs::path(path_) / "results.jsonl").string();
+  const std::string p = (fs::path(path_) / file).string();
   int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(p + ": cannot open for appending");
   // A torn last line from a killed run must not swallow this record.

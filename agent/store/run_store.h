@@ -58,15 +58,19 @@ class RunStore {
 
   // Every complete record; a torn last line (the run was killed mid-write)
   // is skipped. Later duplicates of a (problem, sample, turn) are dropped.
-  std::vector<AttemptRecord> load_results() const;
+  // `file` is results.jsonl, or another record file of the run in the same
+  // format (rescore-<protocol>.jsonl, written by `kloop rescore`).
+  std::vector<AttemptRecord> load_results(const std::string& file = kResultsFile) const;
 
   // runs/NAME/attempts/<problem>/sample<k>/turn<t>, created on demand.
   std::string attempt_dir(const std::string& problem, int sample, int turn) const;
   std::string relative_attempt_dir(const std::string& problem, int sample, int turn) const;
   static void write_text(const std::string& path, const std::string& text);
 
-  // Appends one record durably (O_APPEND, fsync). Thread-safe.
-  void append(const AttemptRecord& record);
+  // Appends one record durably (O_APPEND, fsync) to `file`. Thread-safe.
+  void append(const AttemptRecord& record, const std::string& file = kResultsFile);
+
+  static constexpr const char* kResultsFile = "results.jsonl";
 
  private:
   std::string path_;

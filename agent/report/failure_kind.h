@@ -1,0 +1,24 @@
+// The kind of a failed attempt, for the failure taxonomy of a report:
+// incorrect attempts by what went wrong, integrity violations by the check
+// that fired.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace kloop::report {
+
+// Kinds of an incorrect attempt, most specific first:
+//   output_count   forward returned too few or too many outputs, or on the wrong device
+//   shape, dtype   an output of the wrong shape or dtype
+//   non_finite     NaN or Inf where the reference is finite
+//   wrong_values   wrong on the plain tests (seed inputs at x1, default shape)
+//   input_scaling  right at x1, wrong on scaled inputs (x3, x0.01, x-1)
+//   hidden_shape   right at the default shape, wrong on a hidden shape variant
+// For an integrity violation the kind is the check (output_aliases_input, ...).
+// `verdict_json` is the attempt's verdict.json, or null when it has none;
+// then the one-line message decides. "" for other verdicts, "unclassified"
+// when neither tells.
+std::string failure_kind(const std::string& verdict, const std::string& message, const nlohmann::json* verdict_json);
+
+}  // namespace kloop::report

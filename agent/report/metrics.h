@@ -1,0 +1,161 @@
+// Metrics of one run (DESIGN.md §1 and §8): compile rate, correctness,
+// fast_p, geometric-mean speedup, pass@k, each at every turn (best so far)
+// and per level, with bootstrap confidence intervals. Pure functions of the
+// selected problems and the attempt records: nothing here reads files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/store/run_store.h"
+
+namespace kloop::report {
+
+// A problem of the run's selection. Every selected problem is in the
+// denominator, whether or not the run has a result for it.
+struct SelectedProblem {
+  std::string name;
+  int level = 0;  // 0: unknown
+};
+
+// One attempt as the report sees it: its record and where its files are.
+struct Attempt {
+  AttemptRecord record;
+  std::string failure_kind;  // incorrect: what kind; integrity_violation: the check; else ""
+  std::string code_file;     // relative to the run folder; "" when there is none
+  std::string feedback_file;
+  std::string verdict_file;
+};
+
+struct MetricOptions {
+  std::vector<double> ps = {0, 0.5, 0.8, 1, 1.5, 2};
+  int bootstrap_resamples = 1000;  // 0: no intervals (lo = hi = value)
+  uint64_t bootstrap_seed = 1;     // fixed, so a report is reproducible
+  double confidence = 0.95;
+};
+
+// A statistic with its bootstrap percentile interval. `defined` is false
+// when there is nothing to compute it over (a geomean with no correct result).
+struct Estimate {
+  double value = 0;
+  double lo = 0;
+  double hi = 0;
+  bool defined = true;
+};
+
+// The best attempt of one chain (problem, sample) over turns <= t.
+struct ChainBest {
+  bool compiled = false;
+  bool correct = false;
+  std::optional<double> speedup;  // best speedup among its correct attempts
+};
+
+// One problem over turns <= t: its chains, one per sample.
+struct ProblemBest {
+  std::vector<ChainBest> chains;
+
+  bool compiled() const;
+  bool correct() const;
+  std::optional<double> speedup() const;  // best over the correct chains
+  int correct_chains() const;
+};
+
+// fast_p's test (strict ">"): correct and faster than p. A correct result
+// without a timing passes p = 0 only, since any measured speedup is > 0.
+bool passes(const ChainBest& best, double p);
+bool passes(const ProblemBest& best, double p);
+
+// Metrics of one group of problems over turns <= turn, taking for each
+// problem the best attempt over those turns and over all samples.
+struct TurnMetrics {
+  int turn = 0;
+  Estimate compile_rate;
+  Estimate correctness;          // = fast_0
+  std::vector<Estimate> fast_p;  // one per MetricOptions::ps
+  Estimate geomean_speedup;      // over problems with a correct, timed result
+  int compiled = 0;              // numerators, in problems
+  int correct = 0;
+  std::vector<int> fast_p_count;
+};
+
+struct PassAtK {
+  int k = 1;
+  Estimate value;
+};
+
+// A level (or every level) of one run.
+struct GroupMetrics {
+  std::string name;  // "level 1", ..., "all"
+  int level = 0;     // 0 for "all"
+  int problems = 0;  // selected: the denominator
+  int problems_with_results = 0;
+  int samples = 1;                   // k chains per problem
+  std::vector<TurnMetrics> by_turn;  // turn 1 (one-shot) .. final
+  // At the final turn: fast_p of one chain (mean over the k samples), next to
+  // by_turn.back().fast_p which is best-of-k; they are equal when k = 1.
+  std::vector<Estimate> fast_p_one_sample;
+  std::vector<PassAtK> pass_at_k;  // correctness, unbiased estimator, k = 1, 2, 4, ..., samples
+};
+
+// Attempts by verdict class, incorrect ones by kind, integrity violations by check.
+struct FailureTaxonomy {
+  int attempts = 0;
+  std::map<std::string, int> by_verdict;
+  std::map<std::string, int> incorrect_by_kind;
+  std::map<std::string, int> integrity_by_check;
+};
+
+struct CostSummary {
+  int attempts = 0;
+  long long input_tokens = 0;
+  long long output_tokens = 0;
+  long long reasoning_tokens = 0;
+  double cost_usd = 0;
+  double llm_seconds = 0;   // summed over attempts
+  double eval_seconds = 0;  // summed over attempts
+  double wall_seconds = 0;  // first attempt's start to last attempt's end
+};
+
+struct RunMetrics {
+  std::vector<double> ps;
+  int bootstrap_resamples = 0;  // how the intervals were drawn
+  double confidence = 0.95;
+  int turns = 1;
+  int samples = 1;
+  std::vector<GroupMetrics> groups;  // one per level, ascending, then "all"
+  FailureTaxonomy failures;
+  CostSummary cost;
+  int duplicate_records = 0;          // dropped: a (problem, sample, turn) seen before
+  int records_outside_selection = 0;  // ignored: a problem the selection does not hold
+};
+
+// Drops records outside the selection and later duplicates of a (problem,
+// sample, turn), counting both in `stats` when given.
+std::vector<Attempt> selected_attempts(const std::vector<SelectedProblem>& problems,
+                                       const std::vector<Attempt>& attempts, RunMetrics* stats = nullptr);
+
+// table[t - 1][i]: problem i's best over turns <= t, for t = 1..turns.
+std::vector<std::vector<ProblemBest>> best_so_far(const std::vector<SelectedProblem>& problems,
+                                                  const std::vector<Attempt>& attempts, int turns, int samples);
+
+// `turns` and `samples` come from the run's config; records beyond them widen them.
+RunMetrics compute_metrics(const std::vector<SelectedProblem>& problems, const std::vector<Attempt>& attempts,
+                           int turns, int samples, const MetricOptions& options);
+
+// Unbiased pass@k of one problem with n samples of which c are correct
+// (Chen et al. 2021): 1 - C(n - c, k) / C(n, k).
+double pass_at_k(int n, int c, int k);
+
+// fast_p as a function of p over [0, p_max] for one turn's bests: a step
+// function given as (p, value) points, each value holding from its p until
+// the next point's (fast_p drops at p = a speedup, since ">" is strict).
+std::vector<std::pair<double, double>> fast_p_curve(const std::vector<ProblemBest>& bests, double p_max);
+
+// The verdict counts as having compiled (everything but compile_error and no_code).
+bool compiled_verdict(const std::string& verdict);
+
+}  // namespace kloop::report

@@ -1,0 +1,154 @@
+// JSON summary and per-attempt CSV.
+#include "agent/report/report_export.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace kloop::report {
+namespace {
+
+using json = nlohmann::json;
+
+json estimate_json(const Estimate& e) {
+  if (!e.defined) return nullptr;
+  return {{"value", e.value}, {"lo", e.lo}, {"hi", e.hi}};
+}
+
+json turn_json(const TurnMetrics& t, const std::vector<double>& ps) {
+  json fast = json::array();
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    json e = estimate_json(t.fast_p[i]);
+    e["p"] = ps[i];
+    e["count"] = t.fast_p_count[i];
+    fast.push_back(e);
+  }
+  return {{"turn", t.turn},
+          {"compile_rate", estimate_json(t.compile_rate)},
+          {"correctness", estimate_json(t.correctness)},
+          {"fast_p", fast},
+          {"geomean_speedup", estimate_json(t.geomean_speedup)},
+          {"compiled", t.compiled},
+          {"correct", t.correct}};
+}
+
+json group_json(const GroupMetrics& g, const std::vector<double>& ps) {
+  json by_turn = json::array();
+  for (const auto& t : g.by_turn) by_turn.push_back(turn_json(t, ps));
+  json one_sample = json::array();
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    json e = estimate_json(g.fast_p_one_sample[i]);
+    e["p"] = ps[i];
+    one_sample.push_back(e);
+  }
+  json pass = json::array();
+  for (const auto& p : g.pass_at_k) pass.push_back({{"k", p.k}, {"estimate", estimate_json(p.value)}});
+  return {{"name", g.name},
+          {"level", g.level},
+          {"problems", g.problems},
+          {"problems_with_results", g.problems_with_results},
+          {"samples", g.samples},
+          {"by_turn", by_turn},
+          {"fast_p_one_sample", one_sample},
+          {"pass_at_k", pass}};
+}
+
+json view_json(const RunView& v, const RunMetrics& m) {
+  json groups = json::array();
+  for (const auto& g : m.groups) groups.push_back(group_json(g, m.ps));
+  const FailureTaxonomy& f = m.failures;
+  const CostSummary& c = m.cost;
+  return {{"label", v.label()},
+          {"run", v.run_name},
+          {"run_dir", v.run_dir},
+          {"protocol", v.protocol},
+          {"rescored", v.rescored},
+          {"results_file", v.results_file},
+          {"model", v.model},
+          {"scaffold", v.scaffold},
+          {"device", v.device},
+          {"turns", m.turns},
+          {"samples", m.samples},
+          {"ps", m.ps},
+          {"bootstrap", {{"resamples", m.bootstrap_resamples}, {"confidence", m.confidence}}},
+          {"groups", groups},
+          {"failures",
+           {{"attempts", f.attempts},
+            {"by_verdict", f.by_verdict},
+            {"incorrect_by_kind", f.incorrect_by_kind},
+            {"integrity_by_check", f.integrity_by_check}}},
+          {"cost",
+           {{"attempts", c.attempts},
+            {"input_tokens", c.input_tokens},
+            {"output_tokens", c.output_tokens},
+            {"reasoning_tokens", c.reasoning_tokens},
+            {"cost_usd", c.cost_usd},
+            {"llm_seconds", c.llm_seconds},
+            {"eval_seconds", c.eval_seconds},
+            {"wall_seconds", c.wall_seconds}}},
+          {"excluded_problems", v.excluded},
+          {"duplicate_records", m.duplicate_records},
+          {"records_outside_selection", m.records_outside_selection}};
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+json summary_json(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics) {
+  json out = {{"format", "kloop-report-summary/1"}, {"views", json::array()}};
+  for (std::size_t i = 0; i < views.size(); ++i) out["views"].push_back(view_json(views[i], metrics[i]));
+  return out;
+}
+
+std::string attempts_csv(const std::vector<RunView>& views) {
+  std::ostringstream out;
+  out << "run,protocol,rescored,model,device,problem,level,sample,turn,verdict,failure_kind,compiled,correct,speedup,"
+         "input_tokens,output_tokens,reasoning_tokens,cost_usd,llm_seconds,eval_seconds,finish_reason,timestamp,"
+         "attempt_dir,code_file,message\n";
+  for (const auto& v : views) {
+    for (const auto& a : selected_attempts(v.problems, v.attempts)) {
+      const AttemptRecord& r = a.record;
+      const std::vector<std::string> row = {v.run_name,
+                                            v.protocol,
+                                            v.rescored ? "1" : "0",
+                                            v.model,
+                                            v.device,
+                                            r.problem,
+                                            std::to_string(r.level),
+                                            std::to_string(r.sample),
+                                            std::to_string(r.turn),
+                                            r.verdict,
+                                            a.failure_kind,
+                                            compiled_verdict(r.verdict) ? "1" : "0",
+                                            r.verdict == "correct" ? "1" : "0",
+                                            r.speedup ? number(*r.speedup) : "",
+                                            std::to_string(r.input_tokens),
+                                            std::to_string(r.output_tokens),
+                                            std::to_string(r.reasoning_tokens),
+                                            number(r.cost_usd),
+                                            number(r.llm_seconds),
+                                            number(r.eval_seconds),
+                                            r.finish_reason,
+                                            r.timestamp,
+                                            r.attempt_dir,
+                                            a.code_file,
+                                            r.message};
+      for (std::size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << csv_field(row[i]);
+      out << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace kloop::report

@@ -1,0 +1,119 @@
+// The HTML report: data for the page, inserted into the page template
+// (agent/report/report_page.html, embedded at build time).
+#include "agent/report/report_html.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+#include "agent/report/report_export.h"
+#include "agent/report/report_page.h"
+#include "agent/store/run_store.h"
+
+namespace kloop::report {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// A file of the run as a link from the page's folder; "" stays "".
+std::string link(const RunView& v, const std::string& file, const fs::path& page_dir) {
+  if (file.empty()) return "";
+  return fs::absolute(fs::path(v.run_dir) / file).lexically_normal().lexically_relative(page_dir).generic_string();
+}
+
+json curves_json(const std::vector<std::vector<ProblemBest>>& table, const std::vector<double>& ps) {
+  // Past the largest p reported, so that the last threshold's step shows.
+  const double p_max = std::max(2.5, 1.25 * (ps.empty() ? 2.0 : *std::max_element(ps.begin(), ps.end())));
+  json curves = json::array();
+  for (std::size_t t = 0; t < table.size(); ++t) {
+    curves.push_back({{"name", "turn " + std::to_string(t + 1)}, {"points", fast_p_curve(table[t], p_max)}});
+  }
+  return curves;
+}
+
+json best_speedups(const std::vector<ProblemBest>& bests) {
+  json out = json::array();
+  for (const auto& b : bests) {
+    if (b.correct() && b.speedup()) out.push_back(*b.speedup());
+  }
+  return out;
+}
+
+json grid_json(const RunView& v, const std::vector<Attempt>& attempts, int turns, int samples,
+               const fs::path& page_dir) {
+  json grid = json::array();
+  std::map<std::pair<std::string, int>, std::size_t> index;
+  for (const auto& p : v.problems) {
+    for (int s = 0; s < samples; ++s) {
+      index[{p.name, s}] = grid.size();
+      grid.push_back({{"problem", p.name}, {"level", p.level}, {"sample", s}, {"cells", json(turns, nullptr)}});
+    }
+  }
+  for (const auto& a : attempts) {
+    const AttemptRecord& r = a.record;
+    auto it = index.find({r.problem, r.sample});
+    if (it == index.end() || r.turn < 1 || r.turn > turns) continue;
+    grid[it->second]["cells"][r.turn - 1] = {{"verdict", r.verdict},
+                                             {"speedup", r.speedup ? json(*r.speedup) : json(nullptr)},
+                                             {"kind", a.failure_kind},
+                                             {"message", r.message},
+                                             {"code", link(v, a.code_file, page_dir)},
+                                             {"feedback", link(v, a.feedback_file, page_dir)},
+                                             {"verdict_file", link(v, a.verdict_file, page_dir)}};
+  }
+  return grid;
+}
+
+// JSON inside <script>: '<', '>' and '&' only occur in strings, where the
+// \u escapes mean the same, so "</script>" in a message cannot end the block.
+std::string script_safe(const std::string& json_text) {
+  std::string out;
+  out.reserve(json_text.size());
+  for (char c : json_text) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else if (c == '>') {
+      out += "\\u003e";
+    } else if (c == '&') {
+      out += "\\u0026";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+json html_report_data(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics,
+                      const std::string& page_dir) {
+  const fs::path dir = fs::absolute(page_dir).lexically_normal();
+  json data = summary_json(views, metrics);
+  data["generated"] = utc_timestamp();
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const RunView& v = views[i];
+    const RunMetrics& m = metrics[i];
+    const std::vector<Attempt> attempts = selected_attempts(v.problems, v.attempts);
+    const auto table = best_so_far(v.problems, attempts, m.turns, m.samples);
+    json& out = data["views"][i];
+    out["id"] = "v" + std::to_string(i);
+    out["curves"] = curves_json(table, m.ps);
+    out["speedups"] = {{"one_shot", best_speedups(table.front())}, {"final", best_speedups(table.back())}};
+    out["grid"] = grid_json(v, attempts, m.turns, m.samples, dir);
+  }
+  return data;
+}
+
+std::string render_html_report(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics,
+                               const std::string& page_dir) {
+  std::string page = report_page::kTemplate;
+  const std::string placeholder = "/*KLOOP_REPORT_DATA*/";
+  const auto at = page.find(placeholder);
+  if (at == std::string::npos) throw std::logic_error("report_page.html has lost its data placeholder " + placeholder);
+  page.replace(at, placeholder.size(), script_safe(html_report_data(views, metrics, page_dir).dump()));
+  return page;
+}
+
+}  // namespace kloop::report

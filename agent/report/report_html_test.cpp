@@ -1,0 +1,184 @@
+// The HTML report: self-contained, safe against text that looks like HTML,
+// and, in headless Chromium, drawn without script errors with the expected
+// series (the page marks what it drew in <body data-rendered> and records
+// errors in <html data-errors>). The Chromium tests skip when no browser is
+// installed; they also leave a screenshot in KLOOP_TEST_ARTIFACTS.
+#include "agent/report/report_html.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "agent/report/metrics.h"
+#include "agent/report/run_view.h"
+#include "agent/store/run_store.h"
+#include "evaluator/problem/registry.h"
+#include "tests/support/synthetic_run.h"
+
+namespace kloop::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+// $KLOOP_CHROMIUM, else the first of the usual names on the PATH; "" if none.
+std::string find_chromium() {
+  if (const char* env = std::getenv("KLOOP_CHROMIUM"); env && *env) return env;
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+      const fs::path p = fs::path(dir) / name;
+      if (access(p.c_str(), X_OK) == 0) return p.string();
+    }
+  }
+  return "";
+}
+
+// The start tag of element `name` in a dumped DOM, e.g. <body data-rendered="...">; "" if absent.
+std::string start_tag(const std::string& dom, const std::string& name) {
+  const auto open = dom.find("<" + name);
+  if (open == std::string::npos) return "";
+  return dom.substr(open, dom.find('>', open) - open + 1);
+}
+
+class ReportHtmlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    runs_ = fs::temp_directory_path() / ("kloop-report-html-" + std::to_string(getpid()));
+    fs::remove_all(runs_);
+    run_ = testing::write_synthetic_run(runs_.string(), "synth");
+    testing::write_synthetic_rescore(run_);
+  }
+  void TearDown() override { fs::remove_all(runs_); }
+
+  // The page of the run under strict and kernelbench, written to runs/report.html.
+  fs::path write_page() {
+    ProblemRegistry registry(ProblemRegistry::default_root());
+    std::vector<RunView> views = {load_run_view(run_, "strict", &registry),
+                                  load_run_view(run_, "kernelbench", &registry)};
+    std::vector<RunMetrics> metrics;
+    MetricOptions o;
+    o.bootstrap_resamples = 200;
+    for (const auto& v : views) metrics.push_back(compute_metrics(v.problems, v.attempts, v.turns, v.samples, o));
+    const fs::path page = runs_ / "report.html";
+    RunStore::write_text(page.string(), render_html_report(views, metrics, runs_.string()));
+    return page;
+  }
+
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  // Runs headless Chromium on `page` with `mode` (--dump-dom or
+  // --screenshot=...) under a time limit, so a hung browser fails the test
+  // instead of stalling CI. Returns stdout.
+  std::string chromium(const std::string& binary, const fs::path& page, const std::string& mode) {
+    const fs::path profile = runs_ / ("profile-" + std::to_string(++profiles_));  // fresh per run
+    const std::string cmd = "timeout -k 5 60 " + binary +
+                            " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                            " --disable-background-networking --disable-component-update --disable-sync"
+                            " --user-data-dir=" +
+                            profile.string() + " " + mode + " file://" + page.string() + " 2>" +
+                            (runs_ / "chromium.log").string();
+    std::string out;
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (!pipe) return out;
+    char buf[4096];
+    std::size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+    pclose(pipe);
+    return out;
+  }
+
+  fs::path runs_;
+  std::string run_;
+  int profiles_ = 0;
+};
+
+TEST_F(ReportHtmlTest, PageIsSelfContainedWithRelativeLinks) {
+  const std::string html = read(write_page());
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  // The only http:// is the SVG namespace, which is a name, not a fetch.
+  std::size_t http = 0, count = 0;
+  while ((http = html.find("http://", http)) != std::string::npos) {
+    EXPECT_EQ(html.compare(http, 26, "http://www.w3.org/2000/svg"), 0);
+    ++http;
+    ++count;
+  }
+  EXPECT_EQ(count, 1u);
+  EXPECT_NE(html.find("\"synth/attempts/19_ReLU/sample0/turn1/candidate.cpp\""), std::string::npos);
+  EXPECT_NE(html.find("\"synth/attempts/19_ReLU/sample0/turn1/feedback.txt\""), std::string::npos);
+}
+
+TEST_F(ReportHtmlTest, TextThatLooksLikeHtmlCannotEndTheDataScript) {
+  // A model's message that closes the script tag must stay data.
+  RunStore store(runs_.string(), "synth");
+  AttemptRecord r = store.load_results().front();
+  r.turn = 4;
+  r.message = "</script><script>throw 1</script>";
+  store.append(r);
+  const std::string html = read(write_page());
+  EXPECT_EQ(html.find("</script><script>throw 1"), std::string::npos);
+  EXPECT_NE(html.find("\\u003c/script\\u003e"), std::string::npos);
+}
+
+TEST_F(ReportHtmlTest, DrawsEverySeriesInHeadlessChromium) {
+  const std::string binary = find_chromium();
+  if (binary.empty()) GTEST_SKIP() << "no chromium on the PATH (scripts/setup installs it; or set KLOOP_CHROMIUM)";
+  const fs::path page = write_page();
+  const std::string dom = chromium(binary, page, "--dump-dom");
+  const std::string body = start_tag(dom, "body");
+  ASSERT_NE(body.find("data-rendered=\""), std::string::npos)
+      << "the page did not finish drawing; chromium log: " << read(runs_ / "chromium.log") << "\n"
+      << dom.substr(0, 2000);
+  EXPECT_EQ(start_tag(dom, "html").find("data-errors"), std::string::npos) << start_tag(dom, "html");
+  for (const char* series :
+       {"v0:fast_p-vs-p:turn 1", "v0:fast_p-vs-p:turn 3", "v0:fast_p-by-turn:fast_0", "v0:fast_p-by-turn:fast_1",
+        "v0:speedups:one-shot", "v0:speedups:final", "v0:grid", "v1:fast_p-vs-p:turn 1",
+        "compare:fast_p-vs-p:synth [kernelbench]", "compare:correct-by-turn:synth [strict]"}) {
+    EXPECT_NE(body.find(series), std::string::npos) << "missing series " << series << " in " << body;
+  }
+  // A curve is a real path, not an empty element.
+  EXPECT_NE(dom.find("d=\"M"), std::string::npos);
+  EXPECT_NE(dom.find("data-series=\"v0:fast_p-vs-p:turn 3\""), std::string::npos);
+  EXPECT_NE(dom.find("href=\"synth/attempts/23_Softmax/sample0/turn1/candidate.cpp\""), std::string::npos);
+
+  const char* artifacts = KLOOP_TEST_ARTIFACTS;
+  fs::create_directories(artifacts);
+  const fs::path shot = fs::path(artifacts) / "report.png";
+  fs::remove(shot);
+  chromium(binary, page, "--screenshot=" + shot.string() + " --window-size=1280,2600");
+  ASSERT_TRUE(fs::exists(shot)) << read(runs_ / "chromium.log");
+  EXPECT_EQ(read(shot).substr(1, 3), "PNG");
+  EXPECT_GT(fs::file_size(shot), 20000u);  // a drawn page, not a blank one
+  std::cout << "screenshot: " << shot.string() << "\n";
+}
+
+TEST_F(ReportHtmlTest, ScriptErrorsShowInTheDom) {
+  const std::string binary = find_chromium();
+  if (binary.empty()) GTEST_SKIP() << "no chromium on the PATH (scripts/setup installs it; or set KLOOP_CHROMIUM)";
+  // Broken data must be reported by the page, or "no script errors" above proves nothing.
+  const fs::path page = write_page();
+  std::string html = read(page);
+  const std::string open = "<script id=\"report-data\" type=\"application/json\">";
+  html.insert(html.find(open) + open.size(), "{");
+  RunStore::write_text(page.string(), html);
+  const std::string dom = chromium(binary, page, "--dump-dom");
+  EXPECT_NE(start_tag(dom, "html").find("data-errors=\""), std::string::npos) << dom.substr(0, 2000);
+  EXPECT_EQ(start_tag(dom, "body").find("data-rendered"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kloop::report

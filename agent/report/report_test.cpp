@@ -1,0 +1,198 @@
+// Reports and exports of a synthetic run store (tests/support/synthetic_run.h):
+// the selection is the denominator, text and Markdown show one-shot against
+// iterative, a rescored protocol sits beside the run's own, and the kloop
+// binary writes every format.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "agent/report/metrics.h"
+#include "agent/report/report_export.h"
+#include "agent/report/report_text.h"
+#include "agent/report/run_view.h"
+#include "evaluator/problem/registry.h"
+#include "tests/support/synthetic_run.h"
+
+namespace kloop::report {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+class ReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    runs_ = fs::temp_directory_path() / ("kloop-report-" + std::to_string(getpid()));
+    fs::remove_all(runs_);
+    run_ = testing::write_synthetic_run(runs_.string(), "synth");
+  }
+  void TearDown() override { fs::remove_all(runs_); }
+
+  RunView view(const std::string& protocol = "") { return load_run_view(run_, protocol, &registry_); }
+  static RunMetrics metrics_of(const RunView& v) {
+    MetricOptions o;
+    o.bootstrap_resamples = 200;
+    return compute_metrics(v.problems, v.attempts, v.turns, v.samples, o);
+  }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  // Runs the kloop binary; returns its exit code and puts stdout and stderr in `out`.
+  static int kloop(const std::string& args, std::string* out) {
+    FILE* pipe = popen((std::string(KLOOP_TEST_BINARY) + " " + args + " 2>&1").c_str(), "r");
+    if (!pipe) return -1;
+    char buf[4096];
+    std::size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out->append(buf, n);
+    const int status = pclose(pipe);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  ProblemRegistry registry_{ProblemRegistry::default_root()};
+  fs::path runs_;
+  std::string run_;
+};
+
+TEST_F(ReportTest, SelectionFromConfigIsTheDenominator) {
+  const RunView v = view();
+  EXPECT_EQ(v.label(), "synth [strict]");
+  ASSERT_EQ(v.problems.size(), 4u);  // 21_Sigmoid has no record but is selected
+  EXPECT_EQ(v.problems[1].name, "21_Sigmoid");
+  EXPECT_EQ(v.problems[1].level, 1);
+  EXPECT_EQ(v.problems[3].level, 2);
+  EXPECT_EQ(v.attempts.size(), 9u);
+  EXPECT_EQ(v.attempts[0].code_file, "attempts/19_ReLU/sample0/turn1/candidate.cpp");
+  EXPECT_EQ(v.attempts[0].failure_kind, "output_aliases_input");
+  EXPECT_EQ(v.attempts[3].failure_kind, "hidden_shape");
+
+  const RunMetrics m = metrics_of(v);
+  ASSERT_EQ(m.groups.size(), 3u);  // level 1, level 2, all
+  const GroupMetrics& all = m.groups.back();
+  EXPECT_EQ(all.problems, 4);
+  EXPECT_EQ(all.problems_with_results, 3);
+  EXPECT_DOUBLE_EQ(all.by_turn[0].correctness.value, 0.0);
+  EXPECT_DOUBLE_EQ(all.by_turn[0].compile_rate.value, 0.5);
+  EXPECT_DOUBLE_EQ(all.by_turn[1].fast_p[3].value, 0.25);
+  EXPECT_DOUBLE_EQ(all.by_turn[2].fast_p[3].value, 0.75);
+  EXPECT_DOUBLE_EQ(all.by_turn[2].fast_p[5].value, 0.25);
+  EXPECT_NEAR(all.by_turn[2].geomean_speedup.value, std::cbrt(1.6 * 1.2 * 2.5), 1e-9);
+  EXPECT_NEAR(m.groups[0].by_turn[2].correctness.value, 2.0 / 3, 1e-12);  // level 1: Sigmoid missing
+  EXPECT_EQ(m.cost.input_tokens, 9000);
+}
+
+TEST_F(ReportTest, TasksTheProtocolExcludesLeaveTheDenominator) {
+  // A problems folder where 19_ReLU is a degenerate task that strict skips.
+  const fs::path suite = runs_ / "problems" / "kernelbench" / "level1";
+  fs::create_directories(suite);
+  const fs::path source = fs::path(ProblemRegistry::default_root()) / "kernelbench" / "level1";
+  fs::copy_file(source / "19_ReLU.cpp", suite / "19_ReLU.cpp");
+  std::ofstream(suite / "19_ReLU.yaml") << read(source / "19_ReLU.yaml") << "\nexcluded_from: [verified, strict]\n";
+  const ProblemRegistry registry((runs_ / "problems").string());
+  const RunView v = load_run_view(run_, "", &registry);
+  EXPECT_EQ(v.excluded, (std::vector<std::string>{"19_ReLU"}));
+  ASSERT_EQ(v.problems.size(), 3u);
+  const RunMetrics m = metrics_of(v);
+  EXPECT_EQ(m.groups.back().problems, 3);
+  EXPECT_EQ(m.records_outside_selection, 3);  // ReLU's attempts no longer count
+  const std::string text = render_text_report({v}, {m}, TextFormat::kTerminal);
+  EXPECT_NE(text.find("1 excluded by strict as degenerate (19_ReLU)"), std::string::npos) << text;
+}
+
+TEST_F(ReportTest, TerminalAndMarkdownShowOneShotAgainstIterative) {
+  const RunView v = view();
+  const std::vector<RunView> views = {v};
+  const std::vector<RunMetrics> metrics = {metrics_of(v)};
+  const std::string text = render_text_report(views, metrics, TextFormat::kTerminal);
+  EXPECT_NE(text.find("synth [strict]"), std::string::npos) << text;
+  EXPECT_NE(text.find("one-shot (turn 1)"), std::string::npos) << text;
+  EXPECT_NE(text.find("final (turn 3)"), std::string::npos) << text;
+  EXPECT_NE(text.find("+75.0 pt"), std::string::npos) << text;  // fast_1: 0% -> 75%
+  EXPECT_NE(text.find("level 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("hidden_shape"), std::string::npos) << text;
+  EXPECT_NE(text.find("output_aliases_input"), std::string::npos) << text;
+  EXPECT_NE(text.find("$0.0900"), std::string::npos) << text;
+  EXPECT_EQ(text.find("| metric"), std::string::npos) << text;
+
+  const std::string md = render_text_report(views, metrics, TextFormat::kMarkdown);
+  EXPECT_EQ(md.rfind("# kloop report", 0), 0u) << md;
+  EXPECT_NE(md.find("| metric | one-shot (turn 1) | final (turn 3) | diff |"), std::string::npos) << md;
+  EXPECT_NE(md.find("|---|--:|"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fast_1 | 0.0% [0.0, 0.0] | 75.0% ["), std::string::npos) << md;
+}
+
+TEST_F(ReportTest, RescoredProtocolSitsBesideTheRunsOwn) {
+  EXPECT_THROW(view("kernelbench"), std::runtime_error);  // not rescored yet: the error names kloop rescore
+  testing::write_synthetic_rescore(run_);
+  EXPECT_EQ(run_protocols(run_), (std::vector<std::string>{"strict", "kernelbench"}));
+  const std::vector<RunView> views = {view("strict"), view("kernelbench")};
+  EXPECT_TRUE(views[1].rescored);
+  EXPECT_EQ(views[1].results_file, "rescore-kernelbench.jsonl");
+  const std::vector<RunMetrics> metrics = {metrics_of(views[0]), metrics_of(views[1])};
+  EXPECT_DOUBLE_EQ(metrics[1].groups.back().by_turn[0].correctness.value, 0.25);
+  const std::string text = render_text_report(views, metrics, TextFormat::kTerminal);
+  EXPECT_NE(text.find("side by side"), std::string::npos) << text;
+  EXPECT_NE(text.find("synth [kernelbench]"), std::string::npos) << text;
+  EXPECT_NE(text.find("(rescored)"), std::string::npos) << text;
+}
+
+TEST_F(ReportTest, JsonSummaryAndCsv) {
+  const std::vector<RunView> views = {view()};
+  const std::vector<RunMetrics> metrics = {metrics_of(views[0])};
+  const json s = summary_json(views, metrics);
+  const json& all = s["views"][0]["groups"].back();
+  EXPECT_EQ(all["name"], "all");
+  EXPECT_EQ(all["problems"], 4);
+  EXPECT_DOUBLE_EQ(all["by_turn"][2]["fast_p"][3]["value"].get<double>(), 0.75);
+  EXPECT_EQ(all["by_turn"][2]["fast_p"][3]["p"], 1.0);
+  EXPECT_TRUE(all["by_turn"][0]["geomean_speedup"].is_null());
+  EXPECT_EQ(s["views"][0]["failures"]["incorrect_by_kind"]["hidden_shape"], 1);
+
+  const std::string csv = attempts_csv(views);
+  std::istringstream lines(csv);
+  std::string header, line;
+  std::getline(lines, header);
+  EXPECT_EQ(header.rfind("run,protocol,rescored,model,device,problem,level,sample,turn,verdict,failure_kind", 0), 0u);
+  int rows = 0;
+  while (std::getline(lines, line)) ++rows;
+  EXPECT_EQ(rows, 9);
+  // A message with a comma and quotes is one quoted field.
+  EXPECT_NE(csv.find("\"8 of 24 test calls failed; first: seed 9, inputs x1, shape variant 'odd': output0 differs\""),
+            std::string::npos);
+}
+
+TEST_F(ReportTest, CommandWritesEveryFormat) {
+  testing::write_synthetic_rescore(run_);
+  const fs::path out = runs_ / "out";
+  std::string output;
+  const int rc = kloop("report " + run_ + " --format markdown --bootstrap 100 --html " + (out / "r.html").string() +
+                           " --json " + (out / "r.json").string() + " --csv " + (out / "r.csv").string() +
+                           " --markdown " + (out / "r.md").string(),
+                       &output);
+  ASSERT_EQ(rc, 0) << output;
+  EXPECT_NE(output.find("# kloop report"), std::string::npos) << output;
+  EXPECT_NE(output.find("synth [kernelbench]"), std::string::npos) << output;
+  EXPECT_NE(read(out / "r.html").find("<script id=\"report-data\""), std::string::npos);
+  EXPECT_EQ(json::parse(read(out / "r.json"))["views"].size(), 2u);
+  EXPECT_NE(read(out / "r.csv").find("kernelbench"), std::string::npos);
+  EXPECT_NE(read(out / "r.md").find("## synth [strict]"), std::string::npos);
+}
+
+TEST_F(ReportTest, CommandErrorsNameTheFileAndTheFix) {
+  std::string output;
+  EXPECT_EQ(kloop("report " + runs_.string(), &output), 2);
+  EXPECT_NE(output.find("not a run folder (no config.json)"), std::string::npos) << output;
+  output.clear();
+  EXPECT_EQ(kloop("report " + run_ + " --protocol verified", &output), 2);
+  EXPECT_NE(output.find("rescore-verified.jsonl: not found; run 'kloop rescore"), std::string::npos) << output;
+}
+
+}  // namespace
+}  // namespace kloop::report

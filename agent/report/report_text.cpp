@@ -1,0 +1,295 @@
+// Terminal and Markdown reports: the same tables, two layouts.
+#include "agent/report/report_text.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace kloop::report {
+namespace {
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::size_t text_columns = 1;  // leading columns of names, left-aligned; figures after them right-aligned
+};
+
+std::string render_table(const Table& t, TextFormat f) {
+  std::ostringstream out;
+  if (f == TextFormat::kMarkdown) {
+    auto row = [&](const std::vector<std::string>& cells) {
+      out << "|";
+      for (const auto& c : cells) out << " " << c << " |";
+      out << "\n";
+    };
+    row(t.header);
+    out << "|";
+    for (std::size_t i = 0; i < t.header.size(); ++i) out << (i < t.text_columns ? "---|" : "--:|");
+    out << "\n";
+    for (const auto& r : t.rows) row(r);
+    return out.str();
+  }
+  std::vector<std::size_t> width(t.header.size(), 0);
+  for (std::size_t i = 0; i < t.header.size(); ++i) width[i] = t.header[i].size();
+  for (const auto& r : t.rows) {
+    for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  auto row = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const std::string pad(width[i] - cells[i].size(), ' ');
+      line += (i ? "  " : "") + (i < t.text_columns ? cells[i] + pad : pad + cells[i]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << "  " << line << "\n";
+  };
+  row(t.header);
+  std::size_t total = 0;
+  for (auto w : width) total += w;
+  out << "  " << std::string(total + 2 * (width.size() - 1), '-') << "\n";
+  for (const auto& r : t.rows) row(r);
+  return out.str();
+}
+
+std::string heading(const std::string& text, int level, TextFormat f) {
+  if (f == TextFormat::kMarkdown) return std::string(static_cast<std::size_t>(level), '#') + " " + text + "\n\n";
+  if (level <= 2) return text + "\n" + std::string(text.size(), level == 1 ? '=' : '-') + "\n";
+  return text + "\n";
+}
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+
+std::string p_name(double p) { return "fast_" + fmt("%g", p); }
+
+std::string percent(const Estimate& e, bool interval) {
+  if (!e.defined) return "-";
+  std::string s = fmt("%.1f%%", 100 * e.value);
+  if (interval) s += " [" + fmt("%.1f", 100 * e.lo) + ", " + fmt("%.1f", 100 * e.hi) + "]";
+  return s;
+}
+
+std::string speedup(const Estimate& e, bool interval) {
+  if (!e.defined) return "-";
+  std::string s = fmt("%.2fx", e.value);
+  if (interval) s += " [" + fmt("%.2f", e.lo) + ", " + fmt("%.2f", e.hi) + "]";
+  return s;
+}
+
+std::string percent_points(const Estimate& a, const Estimate& b) {
+  if (!a.defined || !b.defined) return "-";
+  return fmt("%+.1f pt", 100 * (b.value - a.value));
+}
+
+std::string speedup_change(const Estimate& a, const Estimate& b) {
+  if (!a.defined || !b.defined) return "-";
+  return fmt("%+.2fx", b.value - a.value);
+}
+
+std::string duration(double s) {
+  if (s < 60) return fmt("%.1fs", s);
+  char buf[64];
+  const long long t = static_cast<long long>(s + 0.5);
+  if (t < 3600) {
+    std::snprintf(buf, sizeof(buf), "%lldm %02llds", t / 60, t % 60);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lldh %02lldm", t / 3600, (t % 3600) / 60);
+  }
+  return buf;
+}
+
+// The groups worth a section: every level, and "all" only when it differs.
+std::vector<const GroupMetrics*> shown_groups(const RunMetrics& m) {
+  std::vector<const GroupMetrics*> out;
+  for (const auto& g : m.groups) out.push_back(&g);
+  if (out.size() == 2) out.pop_back();  // one level: "all" repeats it
+  return out;
+}
+
+const GroupMetrics* overall(const RunMetrics& m) { return m.groups.empty() ? nullptr : &m.groups.back(); }
+
+std::string one_shot_vs_final(const GroupMetrics& g, const RunMetrics& m, TextFormat f) {
+  const bool ci = m.bootstrap_resamples > 0;
+  const TurnMetrics& a = g.by_turn.front();
+  const TurnMetrics& b = g.by_turn.back();
+  const bool iterative = g.by_turn.size() > 1;
+  Table t;
+  t.header = {"metric", "one-shot (turn 1)"};
+  if (iterative) t.header.insert(t.header.end(), {"final (turn " + std::to_string(b.turn) + ")", "diff"});
+  auto add = [&](const std::string& name, const Estimate& x, const Estimate& y, bool is_speedup) {
+    std::vector<std::string> row = {name, is_speedup ? speedup(x, ci) : percent(x, ci)};
+    if (iterative) {
+      row.push_back(is_speedup ? speedup(y, ci) : percent(y, ci));
+      row.push_back(is_speedup ? speedup_change(x, y) : percent_points(x, y));
+    }
+    t.rows.push_back(row);
+  };
+  add("compile rate", a.compile_rate, b.compile_rate, false);
+  add("correct (fast_0)", a.correctness, b.correctness, false);
+  for (std::size_t i = 0; i < m.ps.size(); ++i) {
+    if (m.ps[i] > 0) add(p_name(m.ps[i]), a.fast_p[i], b.fast_p[i], false);
+  }
+  add("geomean speedup (correct)", a.geomean_speedup, b.geomean_speedup, true);
+  std::string title = g.name + ": one-shot" + (iterative ? " vs iterative" : "") + " (" + std::to_string(g.problems) +
+                      " problems, " + std::to_string(g.problems_with_results) + " with results";
+  if (g.samples > 1) title += "; best of " + std::to_string(g.samples) + " samples";
+  title += ")";
+  return heading(title, 3, f) + render_table(t, f);
+}
+
+std::string by_turn_table(const GroupMetrics& g, const RunMetrics& m, TextFormat f) {
+  Table t;
+  t.header = {"turn", "compile", "correct"};
+  for (double p : m.ps) {
+    if (p > 0) t.header.push_back(p_name(p));
+  }
+  t.header.push_back("geomean");
+  for (const auto& tm : g.by_turn) {
+    std::vector<std::string> row = {std::to_string(tm.turn), percent(tm.compile_rate, false),
+                                    percent(tm.correctness, false)};
+    for (std::size_t i = 0; i < m.ps.size(); ++i) {
+      if (m.ps[i] > 0) row.push_back(percent(tm.fast_p[i], false));
+    }
+    row.push_back(speedup(tm.geomean_speedup, false));
+    t.rows.push_back(row);
+  }
+  return heading(g.name + ": best so far by turn (over turns <= t and samples)", 3, f) + render_table(t, f);
+}
+
+std::string samples_table(const GroupMetrics& g, const RunMetrics& m, TextFormat f) {
+  const bool ci = m.bootstrap_resamples > 0;
+  Table pass;
+  pass.header = {"k", "pass@k (correct)"};
+  for (const auto& p : g.pass_at_k) pass.rows.push_back({std::to_string(p.k), percent(p.value, ci)});
+  Table fast;
+  fast.header = {"p", "one sample (mean over k)", "best of " + std::to_string(g.samples)};
+  for (std::size_t i = 0; i < m.ps.size(); ++i) {
+    fast.rows.push_back(
+        {p_name(m.ps[i]), percent(g.fast_p_one_sample[i], ci), percent(g.by_turn.back().fast_p[i], ci)});
+  }
+  return heading(g.name + ": " + std::to_string(g.samples) + " samples per problem, final turn", 3, f) +
+         render_table(pass, f) + "\n" + render_table(fast, f);
+}
+
+std::string failures_table(const FailureTaxonomy& ft, TextFormat f) {
+  const std::vector<std::string> order = {"no_code", "compile_error", "load_error",          "runtime_error",
+                                          "timeout", "incorrect",     "integrity_violation", "correct"};
+  std::vector<std::string> verdicts = order;
+  for (const auto& [v, n] : ft.by_verdict) {
+    if (std::find(order.begin(), order.end(), v) == order.end()) verdicts.push_back(v);
+  }
+  auto share = [&](int n) { return ft.attempts ? fmt("%.1f%%", 100.0 * n / ft.attempts) : std::string("-"); };
+  Table t;
+  t.header = {"verdict", "kind", "attempts", "share"};
+  t.text_columns = 2;
+  for (const auto& v : verdicts) {
+    auto it = ft.by_verdict.find(v);
+    if (it == ft.by_verdict.end()) continue;
+    t.rows.push_back({v, "", std::to_string(it->second), share(it->second)});
+    const auto* kinds = v == "incorrect"             ? &ft.incorrect_by_kind
+                        : v == "integrity_violation" ? &ft.integrity_by_check
+                                                     : nullptr;
+    if (!kinds) continue;
+    for (const auto& [kind, n] : *kinds) t.rows.push_back({"", kind, std::to_string(n), share(n)});
+  }
+  return heading("failures (" + std::to_string(ft.attempts) + " attempts)", 3, f) + render_table(t, f);
+}
+
+std::string cost_table(const CostSummary& c, TextFormat f) {
+  Table t;
+  t.header = {"attempts", "input tokens", "output tokens", "reasoning tokens",
+              "cost",     "LLM time",     "eval time",     "wall time"};
+  t.rows.push_back({std::to_string(c.attempts), std::to_string(c.input_tokens), std::to_string(c.output_tokens),
+                    std::to_string(c.reasoning_tokens), fmt("$%.4f", c.cost_usd), duration(c.llm_seconds),
+                    duration(c.eval_seconds), duration(c.wall_seconds)});
+  return heading("cost", 3, f) + render_table(t, f) + (f == TextFormat::kMarkdown ? "\n" : "") +
+         "  (LLM and eval times are summed over attempts; wall time runs from the first attempt's start to the last "
+         "one's end)\n";
+}
+
+std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
+  std::ostringstream out;
+  out << heading(v.label(), 2, f);
+  out << "model " << v.model << "; scaffold " << v.scaffold << "; device " << v.device << "; protocol " << v.protocol
+      << (v.rescored ? " (rescored)" : "") << "\n";
+  const GroupMetrics* all = overall(m);
+  out << (all ? all->problems : 0) << " problems selected, " << (all ? all->problems_with_results : 0)
+      << " with results; " << m.failures.attempts << " attempts from " << v.results_file;
+  if (!v.excluded.empty()) {
+    out << "; " << v.excluded.size() << " excluded by " << v.protocol << " as degenerate (";
+    for (std::size_t i = 0; i < v.excluded.size(); ++i) out << (i ? ", " : "") << v.excluded[i];
+    out << ")";
+  }
+  if (m.duplicate_records) out << "; " << m.duplicate_records << " duplicate records ignored";
+  if (m.records_outside_selection)
+    out << "; " << m.records_outside_selection << " records outside the selection ignored";
+  out << "\n";
+  if (m.bootstrap_resamples > 0) {
+    out << "[lo, hi]: " << fmt("%g", 100 * m.confidence) << "% bootstrap interval over problems ("
+        << m.bootstrap_resamples << " resamples)\n";
+  }
+  out << "\n";
+  for (const GroupMetrics* g : shown_groups(m)) {
+    out << one_shot_vs_final(*g, m, f) << "\n";
+    if (g->by_turn.size() > 2) out << by_turn_table(*g, m, f) << "\n";
+    if (g->samples > 1) out << samples_table(*g, m, f) << "\n";
+  }
+  out << failures_table(m.failures, f) << "\n" << cost_table(m.cost, f);
+  if (v.rescored) {
+    out << "  (rescored: tokens, cost and LLM time are those of the run's generations; eval and wall time are the "
+           "rescore's)\n";
+  }
+  out << "\n";
+  return out.str();
+}
+
+// One row per view: the overall group at one turn (1, or each view's final).
+std::string comparison_table(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics, bool final_turn,
+                             TextFormat f) {
+  Table t;
+  t.header = {"run [protocol]", "model", "scaffold", "problems", "compile", "correct"};
+  t.text_columns = 3;
+  for (double p : metrics.front().ps) {
+    if (p > 0) t.header.push_back(p_name(p));
+  }
+  t.header.push_back("geomean");
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const GroupMetrics* g = overall(metrics[i]);
+    if (!g) continue;
+    const TurnMetrics& tm = final_turn ? g->by_turn.back() : g->by_turn.front();
+    std::vector<std::string> row = {views[i].label(),
+                                    views[i].model,
+                                    views[i].scaffold,
+                                    std::to_string(g->problems),
+                                    percent(tm.compile_rate, false),
+                                    percent(tm.correctness, false)};
+    for (std::size_t k = 0; k < metrics[i].ps.size(); ++k) {
+      if (metrics[i].ps[k] > 0) row.push_back(percent(tm.fast_p[k], false));
+    }
+    row.push_back(speedup(tm.geomean_speedup, false));
+    t.rows.push_back(row);
+  }
+  return heading(final_turn ? "final turn (iterative), all problems" : "one-shot (turn 1), all problems", 3, f) +
+         render_table(t, f);
+}
+
+}  // namespace
+
+std::string render_text_report(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics,
+                               TextFormat format) {
+  std::ostringstream out;
+  out << heading("kloop report", 1, format);
+  if (format == TextFormat::kTerminal) out << "\n";
+  if (views.size() > 1) {
+    out << heading("side by side", 2, format);
+    out << comparison_table(views, metrics, false, format) << "\n"
+        << comparison_table(views, metrics, true, format) << "\n";
+  }
+  for (std::size_t i = 0; i < views.size(); ++i) out << view_section(views[i], metrics[i], format);
+  return out.str();
+}
+
+}  // namespace kloop::report

@@ -1,0 +1,195 @@
+// Loading a run folder for a report.
+#include "agent/report/run_view.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "agent/report/failure_kind.h"
+#include "evaluator/protocol.h"
+
+namespace kloop::report {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string scaffold_text(const json& s) {
+  const int samples = s.value("samples", 1);
+  const int turns = s.value("turns", 1);
+  return s.value("kind", std::string("?")) + ", " + std::to_string(samples) + (samples == 1 ? " sample" : " samples") +
+         " x " + std::to_string(turns) + (turns == 1 ? " turn" : " turns");
+}
+
+// The first file of `names` present in `dir`, relative to `run_dir`; "" if none.
+std::string present_file(const fs::path& run_dir, const std::string& dir, const std::vector<std::string>& names) {
+  for (const auto& n : names) {
+    const fs::path rel = fs::path(dir) / n;
+    if (fs::exists(run_dir / rel)) return rel.string();
+  }
+  return "";
+}
+
+// The verdict.json of an attempt, when it has one that parses.
+std::optional<json> read_verdict(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  try {
+    return json::parse(in);
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+Attempt attempt_of(const AttemptRecord& r, const fs::path& run_dir, const std::string& verdict_root) {
+  Attempt a;
+  a.record = r;
+  if (r.attempt_dir.empty()) return a;
+  a.code_file = present_file(run_dir, r.attempt_dir, {"candidate.cu", "candidate.cpp"});
+  if (a.code_file.empty()) a.code_file = present_file(run_dir, r.attempt_dir, {"response.txt"});
+  a.feedback_file = present_file(run_dir, r.attempt_dir, {"feedback.txt"});
+  const std::string verdict_dir =
+      verdict_root.empty() ? r.attempt_dir : (fs::path(verdict_root) / r.attempt_dir).string();
+  a.verdict_file = present_file(run_dir, verdict_dir, {"verdict.json"});
+  if (r.verdict == "incorrect" || r.verdict == "integrity_violation") {
+    std::optional<json> v = a.verdict_file.empty() ? std::nullopt : read_verdict(run_dir / a.verdict_file);
+    a.failure_kind = failure_kind(r.verdict, r.message, v ? &*v : nullptr);
+  }
+  return a;
+}
+
+// Moves the problems the view's protocol excludes out of the denominator.
+void drop_excluded(RunView& v, const ProblemRegistry& registry) {
+  std::vector<SelectedProblem> kept;
+  for (const auto& p : v.problems) {
+    bool excluded = false;
+    try {
+      excluded = excluded_by_protocol(registry.load(p.name), v.protocol);
+    } catch (const std::exception&) {
+      // A spec removed or broken since the run: keep the problem counted.
+    }
+    if (excluded) {
+      v.excluded.push_back(p.name);
+    } else {
+      kept.push_back(p);
+    }
+  }
+  v.problems = std::move(kept);
+}
+
+}  // namespace
+
+bool excluded_by_protocol(const ProblemSpec& spec, const std::string& protocol) {
+  return protocol_by_name(protocol).exclude_degenerate &&
+         std::find(spec.excluded_from.begin(), spec.excluded_from.end(), protocol) != spec.excluded_from.end();
+}
+
+std::string RunView::label() const { return run_name + " [" + protocol + "]"; }
+
+std::string rescore_results_file(const std::string& protocol) { return "rescore-" + protocol + ".jsonl"; }
+std::string rescore_verdict_root(const std::string& protocol) { return "rescore-" + protocol; }
+
+json load_run_config_json(const std::string& run_dir) {
+  const fs::path p = fs::path(run_dir) / "config.json";
+  std::ifstream in(p);
+  if (!in) {
+    throw std::runtime_error(p.string() + ": not found; '" + run_dir +
+                             "' is not a run folder (kloop run CONFIG writes runs/NAME/config.json)");
+  }
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(p.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+std::vector<SelectedProblem> selected_problems(const json& config, const ProblemRegistry* registry,
+                                               const std::vector<AttemptRecord>& records, const std::string& where) {
+  const json sel = config.value("problems", json::object());
+  std::map<std::string, int> record_levels;
+  for (const auto& r : records) record_levels[r.problem] = r.level;
+  std::vector<SelectedProblem> out;
+  const std::vector<std::string> names = sel.value("names", std::vector<std::string>{});
+  if (!names.empty()) {
+    for (const auto& n : names) {
+      SelectedProblem p{fs::path(n).filename().string(), 0};  // "level1/19_ReLU" is recorded as "19_ReLU"
+      if (auto it = record_levels.find(p.name); it != record_levels.end()) p.level = it->second;
+      if (registry) {
+        try {
+          ProblemEntry e = registry->find(n);
+          p = {e.name, e.level};
+        } catch (const std::exception&) {
+          // A problem removed since the run: still in the denominator.
+        }
+      }
+      out.push_back(p);
+    }
+    return out;
+  }
+  if (!registry) {
+    throw std::runtime_error(where +
+                             ": field 'problems' selects by suite and level; the problems folder is needed "
+                             "to count them (give --problems DIR)");
+  }
+  std::optional<int> level;
+  if (sel.contains("level") && sel["level"].is_number_integer()) level = sel["level"].get<int>();
+  for (const auto& e : registry->list(sel.value("suite", std::string()), level)) out.push_back({e.name, e.level});
+  return out;
+}
+
+std::vector<std::string> run_protocols(const std::string& run_dir) {
+  std::vector<std::string> out = {load_run_config_json(run_dir).value("protocol", std::string("strict"))};
+  std::vector<std::string> rescored;
+  for (const auto& entry : fs::directory_iterator(run_dir)) {
+    const std::string f = entry.path().filename().string();
+    const std::string prefix = "rescore-", suffix = ".jsonl";
+    if (f.size() > prefix.size() + suffix.size() && f.rfind(prefix, 0) == 0 &&
+        f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      std::string p = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
+      if (p != out.front()) rescored.push_back(p);
+    }
+  }
+  std::sort(rescored.begin(), rescored.end());
+  out.insert(out.end(), rescored.begin(), rescored.end());
+  return out;
+}
+
+RunView load_run_view(const std::string& run_dir, const std::string& protocol, const ProblemRegistry* registry) {
+  const json config = load_run_config_json(run_dir);
+  // The absolute folder without a trailing '/', so that "runs/demo/" and "."
+  // name their folder.
+  fs::path folder = fs::absolute(run_dir).lexically_normal();
+  if (folder.filename().empty()) folder = folder.parent_path();
+  RunView v;
+  v.run_dir = run_dir;
+  v.run_name = config.value("name", folder.filename().string());
+  const std::string own = config.value("protocol", std::string("strict"));
+  v.protocol = protocol.empty() ? own : protocol;
+  v.rescored = v.protocol != own;
+  v.results_file = v.rescored ? rescore_results_file(v.protocol) : RunStore::kResultsFile;
+  v.verdict_root = v.rescored ? rescore_verdict_root(v.protocol) : "";
+  const fs::path results = fs::path(run_dir) / v.results_file;
+  if (!fs::exists(results)) {
+    throw std::runtime_error(results.string() + ": not found; " +
+                             (v.rescored ? "run 'kloop rescore " + run_dir + " --protocol " + v.protocol + "' first"
+                                         : "the run has no finished attempt yet (kloop run CONFIG resumes it)"));
+  }
+  const json provider = config.value("provider", json::object());
+  v.model = provider.value("kind", std::string("?")) + ":" + provider.value("model", std::string("?"));
+  const json scaffold = config.value("scaffold", json::object());
+  v.scaffold = scaffold_text(scaffold);
+  v.turns = scaffold.value("turns", 1);
+  v.samples = scaffold.value("samples", 1);
+  v.device = config.value("device", std::string("?"));
+
+  const RunStore store(folder.parent_path().string(), folder.filename().string());
+  const std::vector<AttemptRecord> records = store.load_results(v.results_file);
+  v.problems = selected_problems(config, registry, records, (fs::path(run_dir) / "config.json").string());
+  if (registry && protocol_by_name(v.protocol).exclude_degenerate) drop_excluded(v, *registry);
+  for (const auto& r : records) v.attempts.push_back(attempt_of(r, run_dir, v.verdict_root));
+  return v;
+}
+
+}  // namespace kloop::report

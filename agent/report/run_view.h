@@ -1,0 +1,62 @@
+// RunView: one run under one protocol, loaded from its folder for a report.
+// The selection in config.json is the denominator; the records come from
+// results.jsonl (the run's own protocol) or rescore-<protocol>.jsonl
+// (written by `kloop rescore`); each attempt carries its files' paths.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "agent/report/metrics.h"
+#include "evaluator/problem/registry.h"
+
+namespace kloop::report {
+
+struct RunView {
+  std::string run_name;
+  std::string run_dir;
+  std::string protocol;
+  std::string results_file;  // relative to run_dir
+  std::string verdict_root;  // where this view's verdict.json files are, relative to run_dir ("" = the attempt folders)
+  bool rescored = false;     // results of `kloop rescore`, not of the run itself
+  std::string model;         // "openai:gpt-5"
+  std::string scaffold;      // "iterative, 1 sample x 3 turns"
+  std::string device;
+  int turns = 1;
+  int samples = 1;
+  std::vector<SelectedProblem> problems;  // the denominator
+  std::vector<std::string> excluded;      // selected, but degenerate tasks this protocol skips (spec's excluded_from)
+  std::vector<Attempt> attempts;
+
+  std::string label() const;  // "demo [strict]"
+};
+
+// Where `kloop rescore --protocol P` writes: records, and verdicts under
+// rescore-<P>/attempts/... mirroring the attempt folders.
+std::string rescore_results_file(const std::string& protocol);
+std::string rescore_verdict_root(const std::string& protocol);
+
+// The run's config.json; throws std::runtime_error naming the file and the
+// fix when `run_dir` is not a run folder.
+nlohmann::json load_run_config_json(const std::string& run_dir);
+
+// The problems a run config selects (config.json's `problems`), levels from
+// the registry. Without a registry (null) a selection by names takes levels
+// from the records; a selection by suite and level needs the registry and
+// throws naming `where` otherwise.
+std::vector<SelectedProblem> selected_problems(const nlohmann::json& config, const ProblemRegistry* registry,
+                                               const std::vector<AttemptRecord>& records, const std::string& where);
+
+// The protocols a run has results for: its own first, then each rescore.
+std::vector<std::string> run_protocols(const std::string& run_dir);
+
+// True when `spec` is a degenerate task that `protocol` leaves out.
+bool excluded_by_protocol(const ProblemSpec& spec, const std::string& protocol);
+
+// Loads a run under `protocol` ("" = the run's own). Problems the protocol
+// excludes leave the denominator (needs the registry). Throws
+// std::runtime_error naming the missing file and the command that writes it.
+RunView load_run_view(const std::string& run_dir, const std::string& protocol, const ProblemRegistry* registry);
+
+}  // namespace kloop::report

@@ -1,0 +1,156 @@
+// kloop rescore on a tiny run store whose attempts are real CPU candidates
+// (tests/fixtures/relu): a kernel 0.5% off is incorrect under strict and
+// correct under kernelbench's looser tolerance. The rescore goes through the
+// Evaluator, writes its own records and verdicts, resumes, and leaves
+// results.jsonl alone.
+#include "agent/report/rescore.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "agent/report/metrics.h"
+#include "agent/report/run_view.h"
+#include "agent/store/run_store.h"
+#include "evaluator/problem/registry.h"
+
+namespace kloop::report {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+class RescoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    runs_ = fs::temp_directory_path() / ("kloop-rescore-" + std::to_string(getpid()));
+    fs::remove_all(runs_);
+    RunStore store(runs_.string(), "tiny");
+    run_ = store.path();
+    const json config = {{"name", "tiny"},
+                         {"problems", {{"suite", "kernelbench"}, {"names", {"19_ReLU"}}}},
+                         {"device", "cpu"},
+                         {"protocol", "strict"},
+                         {"seed", 1},
+                         {"provider", {{"kind", "replay"}, {"model", "fixtures"}}},
+                         {"scaffold", {{"kind", "iterative"}, {"samples", 1}, {"turns", 3}}},
+                         {"evaluation", {{"timeout_s", 60}, {"max_timing_seconds", 0.05}, {"threads", 2}}}};
+    RunStore::write_text(run_ + "/config.json", config.dump(2));
+    add(store, 1, "slightly_off.cpp", "incorrect", std::nullopt);
+    add(store, 2, "", "no_code", std::nullopt);
+    add(store, 3, "correct.cpp", "correct", 1.0);
+  }
+  void TearDown() override { fs::remove_all(runs_); }
+
+  // An attempt as kloop run stores it: the fixture as candidate.cpp and a record.
+  static void add(RunStore& store, int turn, const std::string& fixture, const std::string& verdict,
+                  std::optional<double> speedup) {
+    const std::string dir = store.attempt_dir("19_ReLU", 0, turn);
+    if (!fixture.empty()) fs::copy_file(std::string(KLOOP_TEST_FIXTURES) + "/relu/" + fixture, dir + "/candidate.cpp");
+    AttemptRecord r;
+    r.run = "tiny";
+    r.problem = "19_ReLU";
+    r.level = 1;
+    r.turn = turn;
+    r.verdict = verdict;
+    r.speedup = speedup;
+    r.protocol = "strict";
+    r.device = "cpu";
+    r.input_tokens = 100;
+    r.attempt_dir = store.relative_attempt_dir("19_ReLU", 0, turn);
+    store.append(r);
+  }
+
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  RescoreOptions options(const std::string& protocol) const {
+    RescoreOptions o;
+    o.protocol = protocol;
+    o.problems_dir = ProblemRegistry::default_root();
+    o.worker_path = KLOOP_TEST_WORKER;
+    return o;
+  }
+
+  fs::path runs_;
+  std::string run_;
+};
+
+TEST_F(RescoreTest, ReevaluatesStoredCandidatesUnderAnotherProtocol) {
+  const std::string before = read(fs::path(run_) / "results.jsonl");
+  std::ostringstream progress;
+  const RescoreSummary s = rescore_run(run_, options("kernelbench"), progress);
+  EXPECT_TRUE(s.errors.empty()) << progress.str();
+  EXPECT_EQ(s.rescored, 2);
+  EXPECT_EQ(s.copied, 1);
+  EXPECT_EQ(read(fs::path(run_) / "results.jsonl"), before);
+
+  RunStore store(runs_.string(), "tiny");
+  const auto records = store.load_results("rescore-kernelbench.jsonl");
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].protocol, "kernelbench");
+  EXPECT_EQ(records[0].verdict, "correct") << records[0].message;  // 0.5% off passes 1e-2
+  EXPECT_TRUE(records[0].speedup.has_value());
+  EXPECT_EQ(records[1].verdict, "no_code");
+  EXPECT_EQ(records[2].verdict, "correct") << records[2].message;
+  EXPECT_EQ(records[0].input_tokens, 100);  // the generation's cost stays with its attempt
+  EXPECT_EQ((s.transitions.at({"incorrect", "correct"})), 1);
+
+  const json verdict =
+      json::parse(read(fs::path(run_) / "rescore-kernelbench/attempts/19_ReLU/sample0/turn1/verdict.json"));
+  EXPECT_EQ(verdict["protocol"]["name"], "kernelbench");
+  EXPECT_FALSE(fs::exists(fs::path(run_) / "attempts/19_ReLU/sample0/turn1/verdict.json"));
+  EXPECT_NE(progress.str().find("[1/3] 19_ReLU sample 0 turn 1: incorrect -> correct"), std::string::npos)
+      << progress.str();
+
+  // The report reads the rescore: one-shot correct under kernelbench, not under strict.
+  const RunView kb = load_run_view(run_, "kernelbench", nullptr);
+  const RunView strict = load_run_view(run_, "", nullptr);
+  MetricOptions o;
+  o.bootstrap_resamples = 0;
+  EXPECT_DOUBLE_EQ(compute_metrics(kb.problems, kb.attempts, 3, 1, o).groups.back().by_turn[0].correctness.value, 1);
+  EXPECT_DOUBLE_EQ(
+      compute_metrics(strict.problems, strict.attempts, 3, 1, o).groups.back().by_turn[0].correctness.value, 0);
+
+  // Run again through the command: everything resumes, nothing is evaluated.
+  std::string out;
+  FILE* pipe =
+      popen((std::string(KLOOP_TEST_BINARY) + " rescore " + run_ + " --protocol kernelbench 2>&1").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("0 attempt(s) evaluated now, 3 resumed"), std::string::npos) << out;
+  EXPECT_NE(out.find("incorrect -> correct: 1  (changed)"), std::string::npos) << out;
+}
+
+TEST_F(RescoreTest, RefusesTheRunsOwnProtocolAndUnknownOnes) {
+  std::ostringstream progress;
+  EXPECT_THROW(rescore_run(run_, options("strict"), progress), std::invalid_argument);
+  EXPECT_THROW(rescore_run(run_, options("loose"), progress), std::invalid_argument);
+  EXPECT_FALSE(fs::exists(fs::path(run_) / "rescore-strict.jsonl"));
+}
+
+TEST_F(RescoreTest, LostCodeIsAnErrorForThatAttemptOnly) {
+  fs::remove(fs::path(run_) / "attempts/19_ReLU/sample0/turn1/candidate.cpp");
+  fs::remove(fs::path(run_) / "attempts/19_ReLU/sample0/turn3/candidate.cpp");
+  std::ostringstream progress;
+  const RescoreSummary s = rescore_run(run_, options("kernelbench"), progress);
+  ASSERT_EQ(s.errors.size(), 2u);
+  EXPECT_NE(s.errors[0].find("no candidate.cpp or candidate.cu"), std::string::npos) << s.errors[0];
+  EXPECT_EQ(s.copied, 1);
+}
+
+}  // namespace
+}  // namespace kloop::report
