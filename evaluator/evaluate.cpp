@@ -17,7 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "evaluator/build/build_config.h"
+#include "evaluator/check/activity_audit.h"
+#include "profiler/digest.h"
 #include "evaluator/isolation/subprocess.h"
+#include "evaluator/timing/device_figures.h"
 #include "evaluator/runtime/host_tensor.h"
 
 namespace kloop {
@@ -208,7 +212,130 @@ VerdictClass class_from_name(const std::string& name) {
   return VerdictClass::kRuntimeError;
 }
 
+
+// The profile digest of one model from the worker's `profile` reply.
+std::string digest_of(const json& prof, const std::string& role, double median_seconds, const ProblemSpec& spec,
+                      const DimValues& dims, const std::optional<Calibration>& cal) {
+  profiler::ActivityTrace trace;
+  if (prof.contains("trace")) {
+    trace = profiler::activity_trace_from_json(prof["trace"]);
+  } else {
+    trace.unavailable = prof.value("trace_unavailable", "no trace");
+  }
+  profiler::MetricsReport metrics;
+  if (prof.contains("metrics")) {
+    metrics = profiler::metrics_report_from_json(prof["metrics"]);
+  } else {
+    metrics.unavailable = "hardware counters were not requested";
+  }
+  profiler::DigestInputs in;
+  in.role = role;
+  in.forward_median_us = median_seconds * 1e6;
+  in.problem_flops = spec.flop_count(dims);
+  in.problem_bytes = spec.byte_count(dims);
+  in.forwards = static_cast<int>(prof.value("stream_done_ns", json::array()).size());
+  if (in.forwards < 1) in.forwards = 1;
+  if (cal) {
+    in.rates = profiler::DeviceRates{cal->device.value("name", ""), cal->dram_bytes_per_s, cal->fp32_flops_per_s,
+                                     cal->tf32_flops_per_s, cal->bf16_flops_per_s, cal->device.value("sms", 0), 64};
+  }
+  return profiler::make_digest(trace, metrics, in, 1500);
+}
+
+// The activity audit of one model from the worker's `profile` reply.
+ActivityAudit activity_of(const json& prof) {
+  if (!prof.contains("trace")) {
+    ActivityAudit a;
+    a.unavailable = prof.value("trace_unavailable", "no trace");
+    return a;
+  }
+  return audit_activity(profiler::activity_trace_from_json(prof["trace"]),
+                        prof.value("stream_done_ns", std::vector<uint64_t>{}));
+}
+
+// The candidate's activity audit (and, when asked, its counters and the two
+// digests), after its timing. What it finds becomes integrity findings: no
+// kernel where the reference launches some, kernels on other streams, work
+// still running after kloop's stream finished, library kernels where the
+// protocol wants custom ones, and event times far below the kernel time.
+void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, WorkerSession& cand,
+                              const std::string& dir, const json& run_case, const json& reference_profile,
+                              const json& device_info, const TimingRules& rules, const Protocol& protocol,
+                              const EvalOptions& options, const std::string& cache_dir, Verdict& v) {
+  auto reply = cand.call({{"op", "profile"}, {"dir", dir}, {"case", run_case}, {"counters", options.profile}},
+                         options.run_timeout);
+  if (!reply || !reply->value("ok", false)) {
+    v.activity = {{"unavailable", reply ? reply->value("message", "profile failed") : cand.failure()}};
+    return;
+  }
+  const ActivityAudit a = activity_of(*reply);
+  if (!a.unavailable.empty()) {
+    v.activity = {{"unavailable", a.unavailable}};
+    return;
+  }
+  v.activity = {{"calls", a.calls},
+                {"kernels_per_call", a.kernels_per_call},
+                {"gpu_us_per_call", a.gpu_us_per_call},
+                {"span_us_per_call", a.span_us_per_call},
+                {"other_stream_kernels", a.other_stream_kernels},
+                {"late_kernels", a.late_kernels}};
+  v.vendor_libraries = a.libraries;
+  if (!reference_profile.is_null()) {
+    const ActivityAudit ra = activity_of(reference_profile);
+    if (ra.unavailable.empty()) v.reference_kernels_per_call = ra.kernels_per_call;
+  }
+  auto join = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (std::size_t i = 0; i < names.size() && i < 3; ++i) out += (i ? ", " : "") + names[i];
+    return out;
+  };
+  if (a.kernels_per_call == 0 && v.reference_kernels_per_call > 0) {
+    v.integrity.push_back({"no_kernel_launched", "the forward launched no kernel while the reference launches " +
+                                                     std::to_string(v.reference_kernels_per_call) +
+                                                     " per call: the result did not come from GPU work in the call"});
+  }
+  if (a.other_stream_kernels > 0) {
+    v.integrity.push_back({"side_stream_work", std::to_string(a.other_stream_kernels) +
+                                                   " kernel(s) ran on a stream other than the current one (" +
+                                                   join(a.other_stream_names) +
+                                                   "); launch on at::cuda::getCurrentCUDAStream()"});
+  }
+  if (a.late_kernels > 0) {
+    v.integrity.push_back({"work_after_sync", std::to_string(a.late_kernels) + " kernel(s) (" + join(a.late_names) +
+                                                  ") were still running after the current stream had finished"});
+  }
+  if (!a.libraries.empty() && protocol.require_custom_kernels) {
+    v.integrity.push_back({"library_kernels", "the forward runs library kernels (" + join(a.libraries) + ") where the " +
+                                                  protocol.name + " protocol wants the candidate's own kernels"});
+  }
+  const double event_us = v.candidate_time ? v.candidate_time->headline(rules.statistic) * 1e6 : 0;
+  if (event_us > 0 && a.gpu_us_per_call > 2.0 * event_us + 20) {
+    v.integrity.push_back({"timer_mismatch", "the timed events saw " + std::to_string(event_us) +
+                                                 " us per call but the kernels ran for " +
+                                                 std::to_string(a.gpu_us_per_call) + " us"});
+  }
+  if (options.profile) {
+    const auto cal = load_calibration(cache_dir, device_info);
+    v.profile_digest = digest_of(*reply, "candidate", event_us * 1e-6, spec, dims, cal);
+    if (!reference_profile.is_null() && v.reference_time) {
+      v.reference_digest =
+          digest_of(reference_profile, "reference", v.reference_time->headline(rules.statistic), spec, dims, cal);
+    }
+  }
+}
+
+
 }  // namespace
+
+// The protocol's timing rules for the device, capped by --max-timing.
+static TimingRules timing_rules(const Protocol& protocol, bool cpu, const EvalOptions& options) {
+  TimingRules rules = cpu ? protocol.cpu_timing : protocol.gpu_timing;
+  if (options.max_timing_seconds) {
+    rules.max_seconds = std::min(rules.max_seconds, *options.max_timing_seconds);
+    rules.min_seconds = std::min(rules.min_seconds, rules.max_seconds);
+  }
+  return rules;
+}
 
 std::string find_worker_executable() {
   if (const char* env = std::getenv("KLOOP_WORKER"); env && *env) return env;
@@ -257,11 +384,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   v.protocol_name = protocol.name;
   v.protocol = protocol.to_json();
   v.candidate_path = candidate_path;
-  TimingRules rules = cpu ? protocol.cpu_timing : protocol.gpu_timing;
-  if (options_.max_timing_seconds) {
-    rules.max_seconds = std::min(rules.max_seconds, *options_.max_timing_seconds);
-    rules.min_seconds = std::min(rules.min_seconds, rules.max_seconds);
-  }
+  const TimingRules rules = timing_rules(protocol, cpu, options_);
   v.timing_statistic = rules.statistic;
   auto finish = [&](VerdictClass cls, std::string message) {
     v.verdict = cls;
@@ -323,6 +446,8 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
 
   // 3. Reference worker: weights, inputs, expected outputs, baseline.
   const auto ref_start = Clock::now();
+  json device_info = json::object();
+  json reference_profile;  // GPU: the reference's trace (and counters)
   std::map<std::pair<int, int>, std::vector<HostTensor>> expected;
   {
     ProcessLimits limits;
@@ -333,19 +458,39 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
     if (!reply) fail(ref.failure());
     if (!reply->value("ok", false)) fail(reply->value("message", "load failed"));
+    device_info = reply->value("device", json::object());
     reply = ref.call({{"op", "generate"}, {"dir", work.path()}, {"cases", gen_cases}}, options_.run_timeout);
     if (!reply) fail(ref.failure());
     if (!reply->value("ok", false)) fail(reply->value("message", "generate failed"));
+    if (!cpu && options_.measure_time && options_.activity_audit) {
+      reply = ref.call({{"op", "profile"}, {"dir", work.path()}, {"case", run_cases[0]}, {"counters", options_.profile}},
+                       options_.run_timeout);
+      if (!reply) fail(ref.failure());
+      if (reply->value("ok", false)) reference_profile = *reply;
+    }
     if (options_.measure_time) {
       // On the GPU the baseline is measured with TF32 off and on; the
-      // protocol picks which one the speedup is against.
+      // protocol picks which one the speedup is against. A GPU baseline
+      // measured before under the same key is reused.
+      const BaselineKey key{spec.name, rb.key, json(tests[0].dims), device_info, KLOOP_TORCH_VERSION, to_json(rules)};
+      std::optional<Baseline> cached = cpu ? std::nullopt : load_baseline(builder_.config().cache_dir, key);
+      if (cached) {
+        v.reference_time_fp32 = cached->fp32;
+        v.reference_time_tf32 = cached->tf32;
+        v.baseline_cached = true;
+      }
       for (bool tf32 : cpu ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
+        if (cached) break;
         reply = ref.call({{"op", "time"}, {"dir", work.path()}, {"case", run_cases[0]}, {"rules", to_json(rules)},
                           {"tf32", tf32}},
                          options_.run_timeout);
         if (!reply) fail(ref.failure());
         if (!reply->value("ok", false)) fail(reply->value("message", "timing failed"));
         (tf32 ? v.reference_time_tf32 : v.reference_time_fp32) = summary_from_json(reply->at("timing"));
+      }
+      if (!cpu && !cached) {
+        store_baseline(builder_.config().cache_dir, key,
+                       Baseline{*v.reference_time_fp32, v.reference_time_tf32, utc_now()});
       }
       const bool use_tf32 = !cpu && protocol.tf32_baseline;
       v.baseline = use_tf32 ? "tf32" : "fp32";
@@ -498,8 +643,24 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                       options_.run_timeout);
     if (auto bad = worker_failed(reply)) return *bad;
     v.candidate_time = summary_from_json(reply->at("timing"));
+    v.throttled_samples_discarded = reply->value("throttled_discarded", 0);
     v.phases.candidate += since(time_start);
     if (!cpu) {
+      if (auto cal = load_calibration(builder_.config().cache_dir, device_info)) {
+        const DimValues& d = tests[0].dims;
+        const SpeedOfLight sol = speed_of_light(spec.flop_count(d), spec.byte_count(d), *cal);
+        const double t = v.candidate_time->headline(rules.statistic);
+        v.sol_floor_seconds = sol.floor_seconds;
+        v.sol_bound = sol.bound;
+        if (t > 0) v.sol_percent = 100.0 * sol.floor_seconds / t;
+        if (protocol.speed_of_light_floor && t < kBelowFloorFraction * sol.floor_seconds) {
+          v.integrity.push_back({"below_speed_of_light",
+                                 "the candidate took " + std::to_string(t * 1e6) + " us, below the " + sol.bound +
+                                     "-bound floor of " + std::to_string(sol.floor_seconds * 1e6) +
+                                     " us for this problem's FLOPs and bytes on this GPU: it cannot have done "
+                                     "the work"});
+        }
+      }
       v.candidate_wall = summary_from_json(reply->at("wall"));
       // Work the events on kloop's stream did not see (another stream, a
       // thread) still has to finish before the device sync returns.
@@ -509,6 +670,10 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                                                        " us per call but the device was busy for " +
                                                        std::to_string(wall * 1e6) +
                                                        " us: work ran outside the current stream"});
+      }
+      if (options_.activity_audit) {
+        audit_candidate_activity(spec, tests[0].dims, cand, work.path(), run_cases[0], reference_profile, device_info,
+                                 rules, protocol, options_, builder_.config().cache_dir, v);
       }
       if (reply->value("persisting_l2_limit", 0LL) != 0) {
         v.integrity.push_back({"persisting_l2", "the module set a persisting-L2 carve-out, which survives the flush"});
@@ -625,14 +790,21 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   }
   const DimValues dims = spec.resolve_dims(small);
   // Case 0: seed s. Case 1: both seeds changed. Case 2: inputs changed only.
-  // Case 3: weights changed only.
+  // Case 3: weights changed only (against case 4).
   const uint64_t s0 = options_.seed, s1 = options_.seed + 1000;
   const std::pair<uint64_t, uint64_t> seeds[] = {{s0, s0}, {s1, s1}, {s0, s1}, {s1, s0}};  // {weights, inputs}
   json cases = json::array();
+  // Weights as upstream initialises them (identity-valued norms kept), even
+  // under strict: a task degenerate with upstream's init is degenerate for
+  // everyone who runs it that way, and strict's randomisation would hide it.
+  // Case 3, the weight-only change, randomises them (and case 4 is its
+  // same-seed partner): identity values are the same under every seed, so
+  // they could not show whether the output depends on the weights.
   for (int id = 0; id < 4; ++id) {
     cases.push_back(generate_case(spec, dims, id, seeds[id].second, seeds[id].first, 1.0, 1,
-                                  protocol.randomize_identity_params));
+                                  /*randomize_identity_params=*/id == 3));
   }
+  cases.push_back(generate_case(spec, dims, 4, s0, s0, 1.0, 1, /*randomize_identity_params=*/true));
   WorkDir work(options_.work_root, options_.keep_work_dir);
   WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
   auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
@@ -646,7 +818,7 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   r.has_weights = reply->at("cases").at(0).value("parameters", 0) > 0;
   ref.finish();
   std::vector<std::vector<HostTensor>> out;
-  for (int id = 0; id < 4; ++id) {
+  for (int id = 0; id < 5; ++id) {
     out.push_back(read_tensor_file(work.path() + "/case" + std::to_string(id) + ".call0.expected.kt"));
   }
   auto identical = [&](int a, int b) {
@@ -680,10 +852,123 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   if (constant && elements > 1 && !zeros_pass) r.flags.push_back({"constant_output", std::string("every element equals ") + buf});
   if (identical(0, 1)) r.flags.push_back({"seed_invariant", "new weights and new inputs give bitwise the same output"});
   if (identical(0, 2)) r.flags.push_back({"input_independent", "new inputs with the same weights give the same output"});
-  if (r.has_weights && identical(0, 3)) {
+  if (r.has_weights && identical(4, 3)) {
     r.flags.push_back({"weight_independent", "new weights with the same inputs give the same output"});
   }
   return r;
+}
+
+}  // namespace kloop
+
+namespace kloop {
+
+BaselineReport Evaluator::measure_baseline(const ProblemSpec& spec, bool use_cache) {
+  const auto start = Clock::now();
+  BaselineReport r;
+  r.problem = spec.name;
+  const Protocol protocol = protocol_by_name(options_.protocol);
+  const bool cpu = options_.device == "cpu";
+  const TimingRules rules = timing_rules(protocol, cpu, options_);
+  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  if (!rb.ok) {
+    r.error = "the reference does not build: " + summarize_diagnostics(rb.diagnostics, 3);
+    return r;
+  }
+  // The case evaluate() times, so the cache entry serves both.
+  const TestCase t = plan_tests(spec, protocol, cpu || options_.small_dims, options_.seed).front();
+  const json c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
+                               protocol.randomize_identity_params);
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
+  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
+  if (!reply || !reply->value("ok", false)) {
+    r.error = reply ? reply->value("message", "load failed") : ref.failure();
+    return r;
+  }
+  const BaselineKey key{spec.name, rb.key, json(t.dims), reply->value("device", json::object()), KLOOP_TORCH_VERSION,
+                        to_json(rules)};
+  if (use_cache && !cpu) {
+    if (auto cached = load_baseline(builder_.config().cache_dir, key)) {
+      r.cached = true;
+      r.fp32 = cached->fp32;
+      r.tf32 = cached->tf32;
+      r.seconds = since(start);
+      return r;
+    }
+  }
+  reply = ref.call({{"op", "baseline"}, {"case", c}, {"rules", to_json(rules)}}, options_.run_timeout);
+  if (!reply || !reply->value("ok", false)) {
+    r.error = reply ? reply->value("message", "baseline failed") : ref.failure() + "\n" + last_lines(ref.log_tail(), 5);
+    return r;
+  }
+  ref.finish();
+  r.fp32 = summary_from_json(reply->at("fp32").at("timing"));
+  r.throttled_discarded = reply->at("fp32").value("throttled_discarded", 0);
+  if (reply->contains("tf32")) {
+    r.tf32 = summary_from_json(reply->at("tf32").at("timing"));
+    r.throttled_discarded += reply->at("tf32").value("throttled_discarded", 0);
+  }
+  r.input_bytes = reply->value("input_bytes", 0.0);
+  if (!cpu) store_baseline(builder_.config().cache_dir, key, Baseline{*r.fp32, r.tf32, utc_now()});
+  r.seconds = since(start);
+  return r;
+}
+
+Calibration Evaluator::calibrate() {
+  if (options_.device == "cpu") throw EvaluationError("kloop calibrate measures a GPU; pass --device cuda[:N]");
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  WorkerSession w(options_.worker_path, "calibrate", work.path(), ProcessLimits{});
+  auto reply = w.call({{"op", "calibrate"}, {"device", options_.device}}, options_.run_timeout);
+  if (!reply || !reply->value("ok", false)) {
+    throw EvaluationError("calibration failed: " + (reply ? reply->value("message", "?") : w.failure()));
+  }
+  w.finish();
+  Calibration c = Calibration::from_json(*reply);
+  c.measured_at = utc_now();
+  store_calibration(builder_.config().cache_dir, c);
+  return c;
+}
+
+std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec& spec, const std::string& candidate_path,
+                                                             int n) {
+  const Protocol protocol = protocol_by_name(options_.protocol);
+  const bool cpu = options_.device == "cpu";
+  const BuildTarget target = cpu ? BuildTarget::kCpu : BuildTarget::kCuda;
+  const TimingRules rules = timing_rules(protocol, cpu, options_);
+  BuildResult cb = builder_.build(candidate_path, ModuleRole::kCandidate, target);
+  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, target);
+  if (!cb.ok || !rb.ok) throw EvaluationError("repeat timing: the " + std::string(cb.ok ? "reference" : "candidate") + " does not build");
+  const TestCase t = plan_tests(spec, protocol, cpu || options_.small_dims, options_.seed).front();
+  const json c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
+                               protocol.randomize_identity_params);
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  {
+    WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
+    auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
+    if (reply && reply->value("ok", false)) {
+      reply = ref.call({{"op", "generate"}, {"dir", work.path()}, {"cases", json::array({c})}}, options_.run_timeout);
+    }
+    if (!reply || !reply->value("ok", false)) {
+      throw EvaluationError("repeat timing: the reference failed: " + (reply ? reply->value("message", "?") : ref.failure()));
+    }
+    ref.finish();
+  }
+  const json run_case = {{"id", t.id}, {"args", c["args"]}, {"calls", protocol.calls_per_case}};
+  std::vector<TimingSummary> out;
+  for (int i = 0; i < n; ++i) {
+    WorkerSession cand(options_.worker_path, "candidate", work.path(), ProcessLimits{});
+    auto reply = cand.call(load_command(cb.library_path, "candidate", spec, options_), options_.load_timeout);
+    if (reply && reply->value("ok", false)) {
+      reply = cand.call({{"op", "time"}, {"dir", work.path()}, {"case", run_case}, {"rules", to_json(rules)}},
+                        options_.run_timeout);
+    }
+    if (!reply || !reply->value("ok", false)) {
+      throw EvaluationError("repeat timing: the candidate failed: " + (reply ? reply->value("message", "?") : cand.failure()));
+    }
+    out.push_back(summary_from_json(reply->at("timing")));
+    cand.finish();
+  }
+  return out;
 }
 
 }  // namespace kloop

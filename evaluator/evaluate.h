@@ -14,6 +14,7 @@
 #include "evaluator/build/builder.h"
 #include "evaluator/problem/spec.h"
 #include "evaluator/protocol.h"
+#include "evaluator/timing/device_figures.h"
 #include "evaluator/verdict.h"
 
 namespace kloop {
@@ -39,6 +40,8 @@ struct EvalOptions {
   bool keep_work_dir = false;
   std::string worker_path;  // "" = kloop-worker beside this executable, or $KLOOP_WORKER
   bool small_dims = false;  // GPU: run at the spec's small cpu dims (tests, quick looks)
+  bool activity_audit = true;  // GPU: trace the candidate's kernels (streams, late work, libraries)
+  bool profile = false;        // GPU: hardware counters and the profile digests (slower)
 };
 
 // What running a problem's reference alone shows (for spec authors and CI).
@@ -70,6 +73,19 @@ struct AuditReport {
   std::vector<AuditFlag> flags;
 };
 
+// The reference's baselines at the run's dims, measured without files
+// (inputs drawn in the worker), for `kloop baseline` and the baseline cache.
+struct BaselineReport {
+  std::string problem;
+  std::string error;
+  bool cached = false;
+  std::optional<TimingSummary> fp32;
+  std::optional<TimingSummary> tf32;
+  double input_bytes = 0;
+  int throttled_discarded = 0;
+  double seconds = 0;  // wall time of the whole measurement
+};
+
 class Evaluator {
  public:
   Evaluator(Builder& builder, EvalOptions options);
@@ -79,6 +95,15 @@ class Evaluator {
   // Runs the reference over several seeds, with weights and inputs varied
   // separately, and flags degenerate outputs under the protocol's tolerance.
   AuditReport audit_reference(const ProblemSpec& spec);
+  // Times the reference with TF32 off and on at the run's dims, reusing and
+  // filling the baseline cache that evaluate() uses (same key).
+  BaselineReport measure_baseline(const ProblemSpec& spec, bool use_cache = true);
+  // Measures this GPU's copy bandwidth and GEMM rates and stores them as the
+  // calibration the speed-of-light floor comes from.
+  Calibration calibrate();
+  // The candidate's timing repeated `n` times, each in a fresh worker process
+  // on the same weights and inputs: how repeatable kloop's figure is.
+  std::vector<TimingSummary> repeat_candidate_timing(const ProblemSpec& spec, const std::string& candidate_path, int n);
   const EvalOptions& options() const { return options_; }
 
  private:

@@ -61,6 +61,8 @@ nlohmann::json Protocol::to_json() const {
           {"tf32_baseline", tf32_baseline},
           {"integrity_checks", integrity_checks},
           {"exclude_degenerate", exclude_degenerate},
+          {"require_custom_kernels", require_custom_kernels},
+          {"speed_of_light_floor", speed_of_light_floor},
           {"calls_per_case", calls_per_case},
           {"cpu_timing", kloop::to_json(cpu_timing)},
           {"gpu_timing", kloop::to_json(gpu_timing)}};
@@ -90,9 +92,13 @@ Protocol protocol_by_name(const std::string& name) {
     if (name == "verified") {
       p.description = "KernelBench-Verified: atol=rtol=1e-3, inputs x1/x3/x0.01/x-1, TF32 baseline";
     } else {
-      p.description = "verified + hidden shapes, randomised non-identity parameters, all integrity checks";
+      p.description =
+          "verified + hidden shapes, randomised non-identity parameters, all integrity checks, custom kernels only, "
+          "speed-of-light floor";
       p.hidden_shapes = true;
       p.randomize_identity_params = true;
+      p.require_custom_kernels = true;
+      p.speed_of_light_floor = true;
     }
     return p;
   }

@@ -31,6 +31,8 @@ struct Protocol {
   bool tf32_baseline = false;                // GPU: baseline with TF32 on
   bool integrity_checks = true;              // input mutation, aliasing, stale output
   bool exclude_degenerate = false;           // skip tasks whose spec excludes this protocol
+  bool require_custom_kernels = false;       // GPU: cuBLAS/cuDNN/CUTLASS/ATen kernels in the candidate violate
+  bool speed_of_light_floor = false;         // GPU: a time below the physical floor violates
   int calls_per_case = 2;                    // forward calls per model instance
   TimingRules cpu_timing;
   TimingRules gpu_timing;

@@ -119,9 +119,22 @@ json Verdict::to_json() const {
     if (reference_time_tf32) timing["reference_tf32"] = kloop::to_json(*reference_time_tf32);
     if (candidate_wall) timing["candidate_wall"] = kloop::to_json(*candidate_wall);
     timing["baseline"] = baseline;
+    timing["baseline_cached"] = baseline_cached;
     if (speedup) timing["speedup"] = *speedup;
+    if (sol_floor_seconds) {
+      timing["speed_of_light"] = {{"floor_seconds", *sol_floor_seconds}, {"bound", sol_bound}};
+      if (sol_percent) timing["speed_of_light"]["percent"] = *sol_percent;
+    }
+    timing["throttled_samples_discarded"] = throttled_samples_discarded;
     j["timing"] = timing;
   }
+  if (!activity.is_null()) {
+    j["activity"] = activity;
+    j["activity"]["reference_kernels_per_call"] = reference_kernels_per_call;
+    j["activity"]["vendor_libraries"] = vendor_libraries;
+  }
+  if (!profile_digest.empty()) j["profile_digest"] = profile_digest;
+  if (!reference_digest.empty()) j["reference_digest"] = reference_digest;
   if (!log_tail.empty()) j["log_tail"] = log_tail;
   return j;
 }
@@ -177,8 +190,27 @@ std::string Verdict::to_text() const {
         << ")  speedup " << fmt_number(*speedup) << "x\n";
     if (reference_time_fp32 && reference_time_tf32) {
       out << "  baselines: FP32 " << fmt_time(reference_time_fp32->headline(st)) << ", TF32 "
-          << fmt_time(reference_time_tf32->headline(st)) << "\n";
+          << fmt_time(reference_time_tf32->headline(st)) << (baseline_cached ? " (from the baseline cache)" : "")
+          << "\n";
     }
+    if (sol_floor_seconds && sol_percent) {
+      out << "  speed of light: " << sol_bound << "-bound floor " << fmt_time(*sol_floor_seconds) << "; candidate at "
+          << fmt_number(*sol_percent) << "% of it\n";
+    }
+  }
+  if (!activity.is_null() && activity.contains("kernels_per_call")) {
+    out << "  activity: " << fmt_number(activity["kernels_per_call"].get<double>()) << " kernels per call ("
+        << fmt_number(activity["gpu_us_per_call"].get<double>()) << " us of kernel time)";
+    if (reference_kernels_per_call >= 0) out << "; the reference launches " << fmt_number(reference_kernels_per_call);
+    if (!vendor_libraries.empty()) {
+      out << "; library kernels:";
+      for (const auto& l : vendor_libraries) out << " " << l;
+    }
+    out << "\n";
+  }
+  if (!profile_digest.empty()) out << "  profile:\n" << profile_digest << (profile_digest.back() == '\n' ? "" : "\n");
+  if (!reference_digest.empty()) {
+    out << "  reference profile:\n" << reference_digest << (reference_digest.back() == '\n' ? "" : "\n");
   }
   if (!log_tail.empty() && verdict != VerdictClass::kCorrect && verdict != VerdictClass::kIncorrect) {
     out << "  candidate process output (last lines):\n";

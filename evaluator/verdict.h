@@ -83,6 +83,20 @@ struct Verdict {
   std::optional<TimingSummary> candidate_wall;       // GPU: host view (launch to completion)
   std::string timing_statistic = "median";
   std::optional<double> speedup;
+  bool baseline_cached = false;  // the reference times came from the baseline cache
+  // GPU with a calibration: the speed-of-light floor of the problem's
+  // FLOPs and bytes, and the candidate's share of it (100% = at the floor).
+  std::optional<double> sol_floor_seconds;
+  std::optional<double> sol_percent;
+  std::string sol_bound;  // memory or compute
+  int throttled_samples_discarded = 0;
+  // GPU: what the candidate's forward launched (the activity audit), the
+  // reference's kernel count, and the profile digests when asked for.
+  nlohmann::json activity;          // null when no audit ran
+  double reference_kernels_per_call = -1;
+  std::vector<std::string> vendor_libraries;
+  std::string profile_digest;
+  std::string reference_digest;
   PhaseTimes phases;
   std::string log_tail;  // the candidate process's output, for crashes
 

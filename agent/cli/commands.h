@@ -31,6 +31,7 @@ struct EvalCliOptions {
   double memory_limit_gb = 8;
   int threads = 0;
   bool no_timing = false;
+  bool profile = false;
   double max_timing_s = 0;
   bool keep_work_dir = false;
   std::string dims = "full";  // GPU: full (upstream sizes) or small (the cpu dims)
@@ -45,5 +46,9 @@ Runner add_eval_command(CLI::App& app, const GlobalOptions& global);
 Runner add_demo_command(CLI::App& app, const GlobalOptions& global);
 Runner add_run_command(CLI::App& app, const GlobalOptions& global);
 Runner add_audit_command(CLI::App& app, const GlobalOptions& global);
+Runner add_calibrate_command(CLI::App& app, const GlobalOptions& global);
+Runner add_baseline_command(CLI::App& app, const GlobalOptions& global);
+Runner add_report_command(CLI::App& app, const GlobalOptions& global);
+Runner add_rescore_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace kloop::cli

@@ -1,4 +1,5 @@
 // kloop eval: one candidate file against one problem, printed as text or JSON.
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -17,6 +18,7 @@ void add_eval_options(CLI::App& app, EvalCliOptions& o) {
   app.add_option("--threads", o.threads, "intra-op CPU threads for both models (0: LibTorch default)")
       ->capture_default_str();
   app.add_flag("--no-timing", o.no_timing, "check correctness only");
+  app.add_flag("--profile", o.profile, "GPU: collect hardware counters and print the profile digests");
   app.add_option("--max-timing-seconds", o.max_timing_s, "cap the timing budget per model (0: the protocol's)")
       ->capture_default_str();
   app.add_flag("--keep-work-dir", o.keep_work_dir, "keep the scratch folder (weights, inputs, logs)");
@@ -43,11 +45,48 @@ EvalOptions make_eval_options(const EvalCliOptions& o) {
   e.memory_limit_bytes = static_cast<uint64_t>(o.memory_limit_gb * (1ull << 30));
   e.threads = o.threads;
   e.measure_time = !o.no_timing;
+  e.profile = o.profile;
   if (o.max_timing_s > 0) e.max_timing_seconds = o.max_timing_s;
   e.keep_work_dir = o.keep_work_dir;
   e.small_dims = o.dims == "small";
   return e;
 }
+
+namespace {
+
+// --set-dim NAME=VALUE: the dim at every size the run may use (full and cpu).
+void apply_dim_override(ProblemSpec& spec, const std::string& kv) {
+  const auto eq = kv.find('=');
+  if (eq == std::string::npos) throw std::invalid_argument("--set-dim " + kv + ": expected NAME=VALUE");
+  const std::string name = kv.substr(0, eq);
+  if (!spec.dims.count(name)) {
+    std::string known;
+    for (const auto& [k, v] : spec.dims) known += (known.empty() ? "" : ", ") + k;
+    throw std::invalid_argument("--set-dim " + kv + ": " + spec.name + " has no dim '" + name + "' (it has " + known + ")");
+  }
+  long long value = 0;
+  try {
+    value = std::stoll(kv.substr(eq + 1));
+  } catch (const std::exception&) {
+    throw std::invalid_argument("--set-dim " + kv + ": the value must be a whole number");
+  }
+  spec.dims[name] = value;
+  if (spec.cpu_dims) (*spec.cpu_dims)[name] = value;
+}
+
+// Each repeat's median, and their coefficient of variation.
+void print_repeats(Evaluator& evaluator, const ProblemSpec& spec, const std::string& candidate, int n) {
+  std::vector<TimingSummary> runs = evaluator.repeat_candidate_timing(spec, candidate, n);
+  std::vector<double> medians;
+  for (const auto& r : runs) medians.push_back(r.median);
+  TimingSummary s = summarize(medians);
+  std::fprintf(stderr, "repeat timing (%d fresh processes): medians", n);
+  for (double m : medians) std::fprintf(stderr, " %.2f", m * 1e6);
+  std::fprintf(stderr, " us\nrepeat timing: mean of medians %.3f us, CV %.3f%%, min %.3f us, max %.3f us\n",
+               s.mean * 1e6, s.mean > 0 ? 100 * s.stdev / s.mean : 0, s.min * 1e6, s.max * 1e6);
+}
+
+}  // namespace
 
 Runner add_eval_command(CLI::App& app, const GlobalOptions& global) {
   struct State {
@@ -55,6 +94,8 @@ Runner add_eval_command(CLI::App& app, const GlobalOptions& global) {
     std::string candidate;
     bool json = false;
     EvalCliOptions eval;
+    std::vector<std::string> set_dims;
+    int repeat_timing = 0;
   };
   auto st = std::make_shared<State>();
   app.add_option("--problem,-p", st->problem, "problem name, e.g. 19_ReLU")->required();
@@ -62,10 +103,14 @@ Runner add_eval_command(CLI::App& app, const GlobalOptions& global) {
       ->required()
       ->check(CLI::ExistingFile);
   app.add_flag("--json", st->json, "print the verdict as JSON");
+  app.add_option("--set-dim", st->set_dims, "override one of the problem's dims, NAME=VALUE (repeatable)");
+  app.add_option("--repeat-timing", st->repeat_timing,
+                 "after a correct verdict, time the candidate N more times in fresh processes and print the spread");
   add_eval_options(app, st->eval);
   return [st, &global]() {
     ProblemRegistry reg(global.problems_dir);
     ProblemSpec spec = reg.load(st->problem);
+    for (const auto& kv : st->set_dims) apply_dim_override(spec, kv);
     Builder builder(BuilderConfig::from_environment());
     Evaluator evaluator(builder, make_eval_options(st->eval));
     if (!st->json) std::cerr << "kloop: evaluating " << st->candidate << " on " << spec.name << " ...\n";
@@ -75,6 +120,7 @@ Runner add_eval_command(CLI::App& app, const GlobalOptions& global) {
     } else {
       std::cout << v.to_text();
     }
+    if (st->repeat_timing > 0 && v.verdict == VerdictClass::kCorrect) print_repeats(evaluator, spec, st->candidate, st->repeat_timing);
     return 0;
   };
 }

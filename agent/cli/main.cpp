@@ -26,6 +26,14 @@ int main(int argc, char** argv) {
   add("run", "run an experiment config: LLM -> candidate -> verdict -> feedback, resumable", kloop::cli::add_run_command);
   add("audit", "flag degenerate tasks (zeros pass, constant, seed/input/weight-invariant outputs)",
       kloop::cli::add_audit_command);
+  add("calibrate", "measure this GPU's copy bandwidth and GEMM rates (the speed-of-light floor)",
+      kloop::cli::add_calibrate_command);
+  add("baseline", "time references with TF32 off and on at upstream sizes; fills the baseline cache",
+      kloop::cli::add_baseline_command);
+  add("report", "metrics of finished runs: fast_p, one-shot vs iterative, failures, cost; Markdown, HTML, JSON, CSV",
+      kloop::cli::add_report_command);
+  add("rescore", "re-evaluate a run's stored candidates under another protocol (no LLM calls)",
+      kloop::cli::add_rescore_command);
 
   try {
     app.parse(argc, argv);

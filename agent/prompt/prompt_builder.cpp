@@ -180,6 +180,7 @@ std::string PromptBuilder::feedback(const Verdict& v) const {
   const bool compiler = kinds.count(FeedbackKind::kCompiler) > 0;
   const bool correctness = kinds.count(FeedbackKind::kCorrectness) > 0;
   const bool timing = kinds.count(FeedbackKind::kTiming) > 0;
+  const bool profiler = kinds.count(FeedbackKind::kProfiler) > 0;
   const std::size_t cap = settings_.max_feedback_chars;
   switch (v.verdict) {
     case VerdictClass::kCompileError: {
@@ -213,7 +214,13 @@ std::string PromptBuilder::feedback(const Verdict& v) const {
             std::to_string(v.candidate_time->n) + " runs); reference: " + fmt_time(v.reference_time->headline(st)) +
             "; speedup " + fmt("%.3f", *v.speedup) + "x" + (*v.speedup < 1 ? " (slower than the reference)." : ".");
       }
-      return render("feedback_correct.txt", {{"timing", t}, {"profile", ""}});
+      // The digests come from the GPU profiling phase; a CPU run has none.
+      std::string profile;
+      if (profiler && !v.profile_digest.empty()) {
+        profile = v.profile_digest;
+        if (!v.reference_digest.empty()) profile += "\nWhat the reference runs:\n" + v.reference_digest;
+      }
+      return render("feedback_correct.txt", {{"timing", t}, {"profile", cap_text(profile, cap)}});
     }
   }
   return "";

@@ -133,6 +133,8 @@ LoopSummary TurnLoop::run() {
   eval_opts.run_timeout = std::chrono::milliseconds(static_cast<long long>(config_.eval_timeout_s * 1000));
   eval_opts.threads = config_.threads;
   if (config_.max_timing_seconds > 0) eval_opts.max_timing_seconds = config_.max_timing_seconds;
+  // Counters cost a replay phase per candidate: only when the model sees them.
+  eval_opts.profile = config_.scaffold.feedback.count(FeedbackKind::kProfiler) > 0 && config_.device != "cpu";
   Builder eval_builder(BuilderConfig::from_environment());
   Evaluator evaluator(eval_builder, eval_opts);
   std::mutex eval_mutex;      // one evaluation at a time on the device

@@ -2,6 +2,8 @@
 // runtime is called from here, no kernels are defined.
 #include "evaluator/isolation/device_session.h"
 
+#include <dlfcn.h>
+
 #include <stdexcept>
 
 #ifdef KLOOP_WITH_CUDA
@@ -22,6 +24,54 @@ void check(cudaError_t e, const char* what) {
   }
 }
 
+// NVML through dlopen: the driver ships libnvidia-ml.so.1, and kloop needs
+// three of its C functions, so no header or link-time dependency.
+class ClockMonitor {
+ public:
+  explicit ClockMonitor(int cuda_index) {
+    char bus[32] = {0};
+    if (cudaDeviceGetPCIBusId(bus, sizeof(bus), cuda_index) != cudaSuccess) {
+      status_ = "unavailable: no PCI bus id for the device";
+      return;
+    }
+    lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib_) {
+      status_ = "unavailable: libnvidia-ml.so.1 not found";
+      return;
+    }
+    using Init = int (*)();
+    using ByPci = int (*)(const char*, void**);
+    auto init = reinterpret_cast<Init>(dlsym(lib_, "nvmlInit_v2"));
+    auto by_pci = reinterpret_cast<ByPci>(dlsym(lib_, "nvmlDeviceGetHandleByPciBusId_v2"));
+    reasons_ = reinterpret_cast<Reasons>(dlsym(lib_, "nvmlDeviceGetCurrentClocksEventReasons"));
+    if (!reasons_) reasons_ = reinterpret_cast<Reasons>(dlsym(lib_, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+    if (!init || !by_pci || !reasons_) {
+      status_ = "unavailable: libnvidia-ml.so.1 lacks the clock-reason functions";
+      reasons_ = nullptr;
+    } else if (init() != 0 || by_pci(bus, &device_) != 0) {
+      status_ = std::string("unavailable: NVML cannot open device ") + bus;
+      reasons_ = nullptr;
+    } else {
+      status_ = "nvml";
+    }
+  }
+  // Software power cap, hardware slowdown, software and hardware thermal
+  // slowdown, power brake: each lowers the SM clock (NVML's reason bits).
+  bool throttled() const {
+    constexpr unsigned long long kSlowdowns = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+    unsigned long long r = 0;
+    return reasons_ && reasons_(device_, &r) == 0 && (r & kSlowdowns) != 0;
+  }
+  const std::string& status() const { return status_; }
+
+ private:
+  using Reasons = int (*)(void*, unsigned long long*);
+  void* lib_ = nullptr;
+  void* device_ = nullptr;
+  Reasons reasons_ = nullptr;
+  std::string status_;
+};
+
 }  // namespace
 
 struct DeviceSession::Cuda {
@@ -32,6 +82,7 @@ struct DeviceSession::Cuda {
   std::size_t l2_bytes = 0;
   unsigned char fill = 0;
   cudaDeviceProp props{};
+  std::unique_ptr<ClockMonitor> clocks;
 };
 #else
 struct DeviceSession::Cuda {};
@@ -54,6 +105,7 @@ DeviceSession::DeviceSession(const std::string& device) {
   gpu_->l2_bytes = static_cast<std::size_t>(gpu_->props.l2CacheSize);
   check(cudaMalloc(&gpu_->flush, gpu_->l2_bytes), "allocating the L2 flush buffer");
   reset_persisting_l2();
+  gpu_->clocks = std::make_unique<ClockMonitor>(index_);
   set_tf32(false);  // expected outputs are computed in full FP32
   set_deterministic(false);
 #else
@@ -81,6 +133,24 @@ void DeviceSession::synchronize() {
 #endif
 }
 
+void DeviceSession::synchronize_stream() {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) {
+    check(cudaEventRecord(gpu_->stop, gpu_->stream), "cudaEventRecord");
+    check(cudaEventSynchronize(gpu_->stop), "the module's kernels");
+  }
+#endif
+}
+
+void DeviceSession::mark_legacy_stream() {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) {
+    check(cudaMemsetAsync(gpu_->flush, 0, 4, cudaStreamLegacy), "the legacy-stream marker");
+    check(cudaStreamSynchronize(cudaStreamLegacy), "the legacy-stream marker");
+  }
+#endif
+}
+
 void DeviceSession::set_tf32(bool on) {
 #ifdef KLOOP_WITH_CUDA
 #pragma GCC diagnostic push
@@ -100,6 +170,7 @@ void DeviceSession::begin_sample(bool flush_l2) {
       // A different byte each time, so the memset cannot be elided or cached.
       check(cudaMemsetAsync(gpu_->flush, ++gpu_->fill, gpu_->l2_bytes, gpu_->stream), "the L2 flush");
     }
+    throttled_at_begin_ = gpu_->clocks->throttled();
     check(cudaEventRecord(gpu_->start, gpu_->stream), "cudaEventRecord");
   }
 #else
@@ -114,6 +185,7 @@ double DeviceSession::end_sample() {
     check(cudaEventRecord(gpu_->stop, gpu_->stream), "cudaEventRecord");
     synchronize();
     last_wall_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
+    last_throttled_ = throttled_at_begin_ || gpu_->clocks->throttled();
     float ms = 0;
     check(cudaEventElapsedTime(&ms, gpu_->start, gpu_->stop), "cudaEventElapsedTime");
     return ms * 1e-3;
@@ -152,6 +224,13 @@ void DeviceSession::set_deterministic(bool on) {
 #else
   (void)on;
 #endif
+}
+
+std::string DeviceSession::clock_monitor() const {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) return gpu_->clocks->status();
+#endif
+  return "unavailable: CPU";
 }
 
 nlohmann::json DeviceSession::info() const {

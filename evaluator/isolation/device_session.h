@@ -24,6 +24,14 @@ class DeviceSession {
   // Waits for all work on the device; throws std::runtime_error with the
   // CUDA error string when a kernel failed (illegal address, ...).
   void synchronize();
+  // Records the end event on kloop's stream and waits for it: the moment
+  // the timer considers a call complete (legacy default-stream work is
+  // ordered before it, other streams are not). The activity audit looks for
+  // work that outlives it.
+  void synchronize_stream();
+  // A 4-byte memset on the legacy default stream, so a trace can tell that
+  // stream (where a plain <<<grid, block>>> launch goes) from side streams.
+  void mark_legacy_stream();
   // TF32 in cuBLAS and cuDNN (the baseline is measured with both settings).
   void set_tf32(bool on);
   // Deterministic algorithms (expected outputs must not depend on atomics'
@@ -38,6 +46,11 @@ class DeviceSession {
   void begin_sample(bool flush_l2);
   double end_sample();
   double last_wall_seconds() const { return last_wall_; }
+  // True when NVML reported a power or thermal slowdown of the clocks at the
+  // start or the end of the last sample (such samples are discarded).
+  bool last_sample_throttled() const { return last_throttled_; }
+  // "nvml" when clock slowdowns are watched, else why not.
+  std::string clock_monitor() const;
 
   // The persisting-L2 carve-out, which kloop keeps at 0 so nothing survives a flush.
   long long persisting_l2_limit() const;
@@ -50,6 +63,8 @@ class DeviceSession {
   int index_ = 0;
   struct Cuda;
   std::unique_ptr<Cuda> gpu_;
+  bool throttled_at_begin_ = false;
+  bool last_throttled_ = false;
   std::chrono::steady_clock::time_point wall_start_;
   double last_wall_ = 0;
 };

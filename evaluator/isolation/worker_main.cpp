@@ -4,10 +4,13 @@
 // expected outputs when it runs a candidate: the driver compares.
 //
 // Commands: load, generate (reference: weights, inputs, expected outputs),
-// run (candidate: outputs for given weights and inputs), time, exit.
+// run (candidate: outputs for given weights and inputs), time, baseline
+// (reference: timed on inputs drawn in place, nothing written), calibrate
+// (the device's copy bandwidth and GEMM rates; needs no module), exit.
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
@@ -27,6 +30,13 @@
 #include "evaluator/runtime/generator.h"
 #include "evaluator/runtime/host_tensor.h"
 #include "evaluator/timing/sample_stats.h"
+
+#ifdef KLOOP_WITH_CUPTI
+#include <cupti.h>
+
+#include "profiler/activity_tracer.h"
+#include "profiler/range_profiler.h"
+#endif
 
 namespace kloop {
 namespace {
@@ -158,10 +168,13 @@ class Worker {
 
   json dispatch(const std::string& op, const json& cmd) {
     if (op == "load") return load(cmd);
+    if (op == "calibrate") return calibrate(cmd);
     if (!create_) throw WorkerError{"runtime_error", "kloop-worker: '" + op + "' before 'load'"};
     if (op == "generate") return generate(cmd);
     if (op == "run") return run(cmd);
     if (op == "time") return time(cmd);
+    if (op == "baseline") return baseline(cmd);
+    if (op == "profile") return profile(cmd);
     throw WorkerError{"runtime_error", "kloop-worker: unknown op '" + op + "'"};
   }
 
@@ -232,6 +245,58 @@ class Worker {
     return out;
   }
 
+  // Draws every parameter of a freshly constructed module from kloop's
+  // generator (the audit varies weights and inputs separately; otherwise
+  // one seed drives both) and returns them with the buffers, for the file.
+  std::vector<HostTensor> draw_weights(ModuleRunner& module, const json& c) {
+    const uint64_t weight_seed = c.value("weight_seed", c.at("seed").get<uint64_t>());
+    // A misspelt name in the spec's `weights:` would otherwise fall back to
+    // the default draw without a word.
+    const auto params = module.parameters();  // once: a network has hundreds
+    if (c.contains("weight_overrides")) {
+      for (const auto& [name, unused] : c["weight_overrides"].items()) {
+        bool found = false;
+        std::string known;
+        for (const auto& [n, t] : params) {
+          found = found || n == name;
+          known += (known.empty() ? "" : ", ") + n;
+        }
+        if (!found) {
+          throw WorkerError{"runtime_error", "the spec's weights: names '" + name +
+                                                 "', which is not a parameter of the reference (it has: " +
+                                                 (known.empty() ? "none" : known) + ")"};
+        }
+      }
+    }
+    std::vector<HostTensor> weights;
+    for (const auto& [name, p] : params) {
+      DrawSpec draw = weight_draw(name, p, params, c);
+      HostTensor h = generate_tensor(name, dtype_of(p), shape_of(p), draw, stream_seed(weight_seed, "weights"));
+      p.copy_(to_device(host_to_tensor(h), device_));
+      weights.push_back(std::move(h));
+    }
+    for (auto& [name, b] : module.buffers()) weights.push_back(tensor_to_host(b, name));
+    return weights;
+  }
+
+  // The inputs of one call of a case, on the host and on the device.
+  std::pair<std::vector<HostTensor>, std::vector<at::Tensor>> draw_inputs(const json& c, int call) {
+    std::vector<HostTensor> inputs;
+    std::vector<at::Tensor> args;
+    for (const auto& in : c.at("inputs")) {
+      DrawSpec draw;
+      draw.kind = in.at("dist").at("kind");
+      for (const auto& [k, v] : in.at("dist").at("params").items()) draw.params[k] = v.get<double>();
+      draw.scale = c.value("scale", 1.0);
+      auto dtype = parse_dtype(in.at("dtype"));
+      HostTensor h = generate_tensor(in.at("name"), *dtype, in.at("shape").get<std::vector<int64_t>>(), draw,
+                                     stream_seed(c.at("seed").get<uint64_t>(), "call" + std::to_string(call)));
+      args.push_back(to_device(host_to_tensor(h), device_));
+      inputs.push_back(std::move(h));
+    }
+    return {std::move(inputs), std::move(args)};
+  }
+
   // Reference only: draws weights and inputs, computes expected outputs.
   json generate(const json& cmd) {
     if (role_ != "reference") throw WorkerError{"runtime_error", "generate is for references"};
@@ -240,37 +305,14 @@ class Worker {
     json cases = json::array();
     for (const auto& c : cmd.at("cases")) {
       const int id = c.at("id");
-      const uint64_t seed = c.at("seed");
       const std::string label = "case " + std::to_string(id);
       auto module = construct({}, c.at("args"), label);
-      std::vector<HostTensor> weights;
-      for (auto& [name, p] : module->parameters()) {
-        DrawSpec draw = weight_draw(name, p, module->parameters(), c);
-        // The audit varies weights and inputs separately; otherwise one seed drives both.
-        const uint64_t weight_seed = c.value("weight_seed", seed);
-        HostTensor h = generate_tensor(name, dtype_of(p), shape_of(p), draw, stream_seed(weight_seed, "weights"));
-        p.copy_(to_device(host_to_tensor(h), device_));
-        weights.push_back(std::move(h));
-      }
-      for (auto& [name, b] : module->buffers()) weights.push_back(tensor_to_host(b, name));
-      write_tensor_file(file(cmd, "case" + std::to_string(id) + ".weights.kt"), weights);
+      write_tensor_file(file(cmd, "case" + std::to_string(id) + ".weights.kt"), draw_weights(*module, c));
 
       const int calls = c.value("calls", 1);
       json outputs = json::array();
       for (int call = 0; call < calls; ++call) {
-        std::vector<HostTensor> inputs;
-        std::vector<at::Tensor> args;
-        for (const auto& in : c.at("inputs")) {
-          DrawSpec draw;
-          draw.kind = in.at("dist").at("kind");
-          for (const auto& [k, v] : in.at("dist").at("params").items()) draw.params[k] = v.get<double>();
-          draw.scale = c.value("scale", 1.0);
-          auto dtype = parse_dtype(in.at("dtype"));
-          HostTensor h = generate_tensor(in.at("name"), *dtype, in.at("shape").get<std::vector<int64_t>>(), draw,
-                                         stream_seed(seed, "call" + std::to_string(call)));
-          args.push_back(to_device(host_to_tensor(h), device_));
-          inputs.push_back(std::move(h));
-        }
+        auto [inputs, args] = draw_inputs(c, call);
         const std::string stem = "case" + std::to_string(id) + ".call" + std::to_string(call);
         write_tensor_file(file(cmd, stem + ".inputs.kt"), inputs);
         set_phase("reference forward, " + label + " call " + std::to_string(call));
@@ -289,6 +331,33 @@ class Worker {
     }
     session_->set_deterministic(false);
     return {{"cases", cases}};
+  }
+
+  // Reference only: the baseline at any size without files. Weights and the
+  // case's input sets are drawn on the host and moved to the device, then
+  // the module is timed with TF32 off and (on CUDA) on.
+  json baseline(const json& cmd) {
+    if (role_ != "reference") throw WorkerError{"runtime_error", "baseline is for references"};
+    at::AutoGradMode no_grad(false);
+    const json& c = cmd.at("case");
+    const std::string label = "case " + std::to_string(c.value("id", 0));
+    auto module = construct({}, c.at("args"), label);
+    set_phase("drawing weights for " + label);
+    draw_weights(*module, c);
+    std::vector<std::vector<at::Tensor>> sets;
+    double input_bytes = 0;
+    for (int call = 0; call < c.value("calls", 1); ++call) {
+      set_phase("drawing inputs for " + label + " call " + std::to_string(call));
+      auto drawn = draw_inputs(c, call);
+      for (const auto& t : drawn.second) input_bytes += static_cast<double>(t.numel() * t.element_size());
+      sets.push_back(std::move(drawn.second));
+    }
+    const TimingRules rules = rules_from_json(cmd.at("rules"));
+    json answer = {{"parameters", module->parameters().size()}, {"input_bytes", input_bytes},
+                   {"device", session_->info()}};
+    answer["fp32"] = time_loop(*module, sets, rules, false, label);
+    if (session_->cuda()) answer["tf32"] = time_loop(*module, sets, rules, true, label);
+    return answer;
   }
 
   // PyTorch's default initialisation drawn from kloop's generator; the spec's
@@ -385,9 +454,52 @@ class Worker {
     return {{"calls", calls_info}};
   }
 
-  // Repeated forward calls rotating over the case's input sets, until the
-  // stopping rule says the median is stable. The candidate then runs once
-  // more on the first input set so the driver can check it is still correct.
+  // Repeated forward calls rotating over the input sets until the stopping
+  // rule says the median is stable. Samples taken while the SM clock was
+  // held down (power or thermal slowdown) are discarded, up to a bound, so
+  // a throttled card cannot stall the measurement forever.
+  json time_loop(ModuleRunner& module, const std::vector<std::vector<at::Tensor>>& sets, const TimingRules& rules,
+                 bool tf32, const std::string& label) {
+    session_->set_tf32(tf32);
+    session_->reset_persisting_l2();
+    set_phase(std::string("timing warm-up") + (tf32 ? " (TF32)" : "") + ", " + label);
+    std::size_t k = 0;
+    auto warm_start = Clock::now();
+    for (int i = 0; i < rules.warmup_calls ||
+                    std::chrono::duration<double>(Clock::now() - warm_start).count() < rules.warmup_seconds;
+         ++i) {
+      module.forward(sets[k++ % sets.size()]);
+      synchronize();
+      if (i > 10000) break;
+    }
+    set_phase(std::string("timing") + (tf32 ? " (TF32)" : "") + ", " + label);
+    constexpr int kMaxDiscarded = 200;
+    StoppingRule rule(rules);
+    std::vector<double> wall;
+    int discarded = 0;
+    do {
+      const auto& in = sets[k++ % sets.size()];
+      session_->begin_sample(rules.l2_flush);
+      auto out = module.forward(in);
+      const double seconds = session_->end_sample();
+      if (session_->last_sample_throttled() && discarded < kMaxDiscarded) {
+        ++discarded;
+        continue;
+      }
+      rule.add(seconds);
+      wall.push_back(session_->last_wall_seconds());
+    } while (!rule.done());
+    session_->set_tf32(false);
+    return {{"timing", to_json(rule.summary())},
+            {"wall", to_json(summarize(wall))},
+            {"throttled_discarded", discarded},
+            {"clock_monitor", session_->clock_monitor()},
+            {"persisting_l2_limit", session_->persisting_l2_limit()}};
+  }
+
+  // Times the case's module on the input sets from the files; afterwards
+  // the candidate runs once more on the first set so the driver can check it
+  // is still correct.
   json time(const json& cmd) {
     at::AutoGradMode no_grad(false);
     const json& c = cmd.at("case");
@@ -400,35 +512,7 @@ class Worker {
       sets.push_back(read_inputs(file(cmd, "case" + std::to_string(id) + ".call" + std::to_string(call) + ".inputs.kt")));
     }
     const TimingRules rules = rules_from_json(cmd.at("rules"));
-    const bool flush_l2 = rules.l2_flush;
-    if (cmd.contains("tf32")) session_->set_tf32(cmd["tf32"].get<bool>());
-    session_->reset_persisting_l2();
-
-    set_phase("timing warm-up, " + label);
-    std::size_t k = 0;
-    auto warm_start = Clock::now();
-    for (int i = 0; i < rules.warmup_calls ||
-                    std::chrono::duration<double>(Clock::now() - warm_start).count() < rules.warmup_seconds;
-         ++i) {
-      module->forward(sets[k++ % sets.size()]);
-      synchronize();
-      if (i > 10000) break;
-    }
-    set_phase("timing, " + label);
-    StoppingRule rule(rules);
-    std::vector<double> wall;
-    do {
-      const auto& in = sets[k++ % sets.size()];
-      session_->begin_sample(flush_l2);
-      auto out = module->forward(in);
-      rule.add(session_->end_sample());
-      wall.push_back(session_->last_wall_seconds());
-    } while (!rule.done());
-    TimingSummary s = rule.summary();
-    json answer = {{"timing", to_json(s)},
-                   {"wall", to_json(summarize(wall))},
-                   {"persisting_l2_limit", session_->persisting_l2_limit()}};
-    session_->set_tf32(false);
+    json answer = time_loop(*module, sets, rules, cmd.value("tf32", false), label);
     if (cmd.value("post_check", false)) {
       set_phase("post-timing check, " + label);
       auto out = module->forward(read_inputs(file(cmd, "case" + std::to_string(id) + ".call0.inputs.kt")));
@@ -438,6 +522,117 @@ class Worker {
       write_tensor_file(file(cmd, "case" + std::to_string(id) + ".post.actual.kt"), actual);
     }
     return answer;
+  }
+
+  // The activity audit and, when asked, the hardware counters: in a phase of
+  // their own, since tracing slows the calls it watches. Each traced call
+  // starts with the L2 flush on kloop's stream (its memset record marks the
+  // stream and the call's start) and notes the CUPTI time at which kloop's
+  // stream had finished, so the driver can find work that ran elsewhere or
+  // later. The counters use kernel replay, which restores memory between
+  // passes, so in-place kernels are measured right.
+  json profile(const json& cmd) {
+    at::AutoGradMode no_grad(false);
+    const json& c = cmd.at("case");
+    const int id = c.at("id");
+    const std::string label = "case " + std::to_string(id);
+    if (!session_->cuda()) return {{"trace_unavailable", "profiling needs a CUDA device"}};
+    auto module = construct(read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt")), c.at("args"), label);
+    auto inputs = read_inputs(file(cmd, "case" + std::to_string(id) + ".call0.inputs.kt"));
+    set_phase("profiling warm-up, " + label);
+    module->forward(inputs);
+    synchronize();
+    json answer = json::object();
+#ifdef KLOOP_WITH_CUPTI
+    {
+      set_phase("activity audit, " + label);
+      profiler::ActivityTracer tracer;
+      std::string why;
+      if (tracer.start(&why)) {
+        session_->mark_legacy_stream();  // the trace's first memset
+        json stream_done = json::array();
+        for (int i = 0; i < cmd.value("calls", 3); ++i) {
+          session_->begin_sample(true);
+          module->forward(inputs);
+          session_->synchronize_stream();
+          uint64_t now = 0;
+          cuptiGetTimestamp(&now);
+          stream_done.push_back(now);
+          synchronize();
+        }
+        answer["trace"] = profiler::to_json(tracer.stop());
+        answer["stream_done_ns"] = stream_done;
+      } else {
+        answer["trace_unavailable"] = why;
+      }
+    }
+    if (cmd.value("counters", false)) {
+      set_phase("hardware counters, " + label);
+      profiler::RangeProfiler counters;
+      answer["metrics"] = profiler::to_json(counters.profile([&] {
+        module->forward(inputs);
+        synchronize();
+      }));
+    }
+#else
+    answer["trace_unavailable"] = "this kloop-worker was built without CUPTI";
+#endif
+    return answer;
+  }
+
+  // Median seconds of `samples` timed calls of fn, after three warm-ups.
+  template <typename F>
+  double median_seconds(F&& fn, int samples) {
+    for (int i = 0; i < 3; ++i) fn();
+    synchronize();
+    std::vector<double> t;
+    for (int i = 0; i < samples; ++i) {
+      session_->begin_sample(false);
+      fn();
+      t.push_back(session_->end_sample());
+    }
+    return summarize(t).median;
+  }
+
+  // What this device achieves: copy bandwidth (read + write) and dense GEMM
+  // rates in FP32, TF32 and BF16. The speed-of-light floor is built from them.
+  json calibrate(const json& cmd) {
+    if (!session_) {
+      device_ = cmd.value("device", "cuda:0");
+      session_ = std::make_unique<DeviceSession>(device_);
+    }
+    if (!session_->cuda()) throw WorkerError{"runtime_error", "calibrate needs a CUDA device, not " + device_};
+    at::AutoGradMode no_grad(false);
+    const auto opts = at::TensorOptions().device(at::Device(device_)).dtype(at::kFloat);
+    set_phase("calibrating copy bandwidth");
+    const int64_t n = cmd.value("copy_bytes", int64_t{1} << 31) / 4;
+    at::Tensor src = at::rand({n}, opts), dst = at::empty_like(src);
+    const double copy_s = median_seconds([&] { dst.copy_(src); }, 30);
+    src.reset();
+    dst.reset();
+    set_phase("calibrating GEMM rates");
+    const int64_t m = cmd.value("gemm_size", 8192);
+    at::Tensor a = at::randn({m, m}, opts), b = at::randn({m, m}, opts), out;
+    const double flops = 2.0 * static_cast<double>(m) * m * m;
+    session_->set_tf32(false);
+    const double fp32_s = median_seconds([&] { out = at::mm(a, b); }, 10);
+    session_->set_tf32(true);
+    const double tf32_s = median_seconds([&] { out = at::mm(a, b); }, 20);
+    session_->set_tf32(false);
+    at::Tensor ah = a.to(at::kBFloat16), bh = b.to(at::kBFloat16);
+    const double bf16_s = median_seconds([&] { out = at::mm(ah, bh); }, 30);
+    set_phase("calibrating the empty launch");
+    at::Tensor one = at::zeros({1}, opts);
+    const double launch_s = median_seconds([&] { one.add_(1); }, 200);
+    return {{"device", session_->info()},
+            {"copy_bytes", 2.0 * static_cast<double>(n) * 4},
+            {"copy_seconds", copy_s},
+            {"dram_bytes_per_s", 2.0 * static_cast<double>(n) * 4 / copy_s},
+            {"gemm_size", m},
+            {"fp32_flops_per_s", flops / fp32_s},
+            {"tf32_flops_per_s", flops / tf32_s},
+            {"bf16_flops_per_s", flops / bf16_s},
+            {"small_kernel_seconds", launch_s}};
   }
 
   void synchronize() { session_->synchronize(); }

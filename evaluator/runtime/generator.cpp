@@ -1,9 +1,12 @@
 // xoshiro256** streams seeded through SplitMix64; Box-Muller for normals.
 #include "evaluator/runtime/generator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 namespace kloop {
 namespace {
@@ -113,51 +116,101 @@ uint16_t float_to_bfloat16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+namespace {
+
+enum class Kind { kRand, kRandn, kUniform, kNormal, kRandint, kOnes, kZeros, kBernoulli };
+
+// The distribution resolved once per tensor, not per element.
+struct Resolved {
+  Kind kind;
+  double a = 0, b = 0;  // low/high, mean/std, or p
+};
+
+Resolved resolve(const DrawSpec& draw, const std::string& name) {
+  const std::string& k = draw.kind;
+  if (k == "rand") return {Kind::kRand};
+  if (k == "randn") return {Kind::kRandn};
+  if (k == "uniform") return {Kind::kUniform, param(draw, "low"), param(draw, "high")};
+  if (k == "normal") return {Kind::kNormal, param(draw, "mean"), param(draw, "std")};
+  if (k == "randint") {
+    Resolved r{Kind::kRandint, param(draw, "low"), param(draw, "high")};
+    if (static_cast<int64_t>(r.b) <= static_cast<int64_t>(r.a)) throw std::invalid_argument("randint needs high > low for '" + name + "'");
+    return r;
+  }
+  if (k == "ones") return {Kind::kOnes};
+  if (k == "zeros") return {Kind::kZeros};
+  if (k == "bernoulli") return {Kind::kBernoulli, param(draw, "p")};
+  throw std::invalid_argument("unknown distribution '" + k + "' for '" + name + "'");
+}
+
+double draw_one(const Resolved& d, Xoshiro& rng) {
+  switch (d.kind) {
+    case Kind::kRand: return rng.uniform();
+    case Kind::kRandn: return rng.normal();
+    case Kind::kUniform: return d.a + (d.b - d.a) * rng.uniform();
+    case Kind::kNormal: return d.a + d.b * rng.normal();
+    case Kind::kRandint: {
+      const auto lo = static_cast<int64_t>(d.a);
+      const auto span = static_cast<uint64_t>(static_cast<int64_t>(d.b) - lo);
+      return static_cast<double>(lo + static_cast<int64_t>(rng.next() % span));
+    }
+    case Kind::kOnes: return 1.0;
+    case Kind::kZeros: return 0.0;
+    case Kind::kBernoulli: return rng.uniform() < d.a ? 1.0 : 0.0;
+  }
+  return 0.0;
+}
+
+void store_as(std::vector<uint8_t>& bytes, std::size_t i, DType dtype, double v) {
+  switch (dtype) {
+    case DType::kFloat32: store(bytes, i, static_cast<float>(v)); break;
+    case DType::kFloat64: store(bytes, i, v); break;
+    case DType::kFloat16: store(bytes, i, float_to_half(static_cast<float>(v))); break;
+    case DType::kBFloat16: store(bytes, i, float_to_bfloat16(static_cast<float>(v))); break;
+    case DType::kInt64: store(bytes, i, static_cast<int64_t>(v)); break;
+    case DType::kInt32: store(bytes, i, static_cast<int32_t>(v)); break;
+    case DType::kInt16: store(bytes, i, static_cast<int16_t>(v)); break;
+    case DType::kInt8: store(bytes, i, static_cast<int8_t>(v)); break;
+    case DType::kUInt8: store(bytes, i, static_cast<uint8_t>(v)); break;
+    case DType::kBool: store(bytes, i, static_cast<uint8_t>(v != 0 ? 1 : 0)); break;
+  }
+}
+
+}  // namespace
+
+// Blocks of 2^20 elements, each its own stream, so large tensors (inputs of
+// several GB at upstream sizes) are drawn on all cores and the result does
+// not depend on how many there are. Block 0 keeps the tensor's stream, so a
+// small tensor is the same as before blocks existed.
 HostTensor generate_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
                            const DrawSpec& draw, uint64_t seed) {
+  constexpr std::size_t kBlock = std::size_t{1} << 20;
   HostTensor t;
   t.name = name;
   t.dtype = dtype;
   t.shape = shape;
   const auto n = static_cast<std::size_t>(t.numel());
   t.bytes.assign(n * dtype_size(dtype), 0);
-  Xoshiro rng(stream_seed(seed, name));
-  const bool floating = dtype_is_floating(dtype);
-  const double scale = floating ? draw.scale : 1.0;
-
-  auto draw_one = [&]() -> double {
-    const std::string& k = draw.kind;
-    if (k == "rand") return rng.uniform();
-    if (k == "randn") return rng.normal();
-    if (k == "uniform") return param(draw, "low") + (param(draw, "high") - param(draw, "low")) * rng.uniform();
-    if (k == "normal") return param(draw, "mean") + param(draw, "std") * rng.normal();
-    if (k == "randint") {
-      auto lo = static_cast<int64_t>(param(draw, "low"));
-      auto hi = static_cast<int64_t>(param(draw, "high"));
-      if (hi <= lo) throw std::invalid_argument("randint needs high > low for '" + name + "'");
-      return static_cast<double>(lo + static_cast<int64_t>(rng.next() % static_cast<uint64_t>(hi - lo)));
-    }
-    if (k == "ones") return 1.0;
-    if (k == "zeros") return 0.0;
-    if (k == "bernoulli") return rng.uniform() < param(draw, "p") ? 1.0 : 0.0;
-    throw std::invalid_argument("unknown distribution '" + k + "' for '" + name + "'");
+  const Resolved d = resolve(draw, name);
+  const double scale = dtype_is_floating(dtype) ? draw.scale : 1.0;
+  const std::size_t blocks = (n + kBlock - 1) / kBlock;
+  auto fill = [&](std::size_t b) {
+    Xoshiro rng(b == 0 ? stream_seed(seed, name) : stream_seed(seed, name + "#block" + std::to_string(b)));
+    const std::size_t end = std::min(n, (b + 1) * kBlock);
+    for (std::size_t i = b * kBlock; i < end; ++i) store_as(t.bytes, i, dtype, draw_one(d, rng) * scale);
   };
-
-  for (std::size_t i = 0; i < n; ++i) {
-    double v = draw_one() * scale;
-    switch (dtype) {
-      case DType::kFloat32: store(t.bytes, i, static_cast<float>(v)); break;
-      case DType::kFloat64: store(t.bytes, i, v); break;
-      case DType::kFloat16: store(t.bytes, i, float_to_half(static_cast<float>(v))); break;
-      case DType::kBFloat16: store(t.bytes, i, float_to_bfloat16(static_cast<float>(v))); break;
-      case DType::kInt64: store(t.bytes, i, static_cast<int64_t>(v)); break;
-      case DType::kInt32: store(t.bytes, i, static_cast<int32_t>(v)); break;
-      case DType::kInt16: store(t.bytes, i, static_cast<int16_t>(v)); break;
-      case DType::kInt8: store(t.bytes, i, static_cast<int8_t>(v)); break;
-      case DType::kUInt8: store(t.bytes, i, static_cast<uint8_t>(v)); break;
-      case DType::kBool: store(t.bytes, i, static_cast<uint8_t>(v != 0 ? 1 : 0)); break;
-    }
+  const std::size_t threads = std::min<std::size_t>(blocks, std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 1) {
+    for (std::size_t b = 0; b < blocks; ++b) fill(b);
+    return t;
   }
+  std::vector<std::thread> pool;
+  for (std::size_t k = 0; k < threads; ++k) {
+    pool.emplace_back([&, k] {
+      for (std::size_t b = k; b < blocks; b += threads) fill(b);
+    });
+  }
+  for (auto& th : pool) th.join();
   return t;
 }
 

@@ -18,9 +18,10 @@ class GpuEvalTest : public ::testing::Test {
     options_.run_timeout = std::chrono::seconds(20);
   }
   ProblemSpec relu() { return ProblemRegistry(ProblemRegistry::default_root()).load("19_ReLU"); }
-  Verdict eval(const std::string& fixture) {
+  Verdict eval(const std::string& fixture, const std::string& problem = "19_ReLU") {
     Evaluator ev(builder_, options_);
-    Verdict v = ev.evaluate(relu(), std::string(KLOOP_GPU_FIXTURES) + "/" + fixture);
+    Verdict v = ev.evaluate(ProblemRegistry(ProblemRegistry::default_root()).load(problem),
+                            std::string(KLOOP_GPU_FIXTURES) + "/" + fixture);
     std::cout << v.to_text();
     return v;
   }
@@ -43,6 +44,42 @@ TEST_F(GpuEvalTest, CorrectKernelIsTimedAgainstBothBaselines) {
   EXPECT_GT(v.candidate_time->median, 0);
   EXPECT_LT(v.candidate_time->median, 1e-3) << "a 64k-element ReLU takes microseconds";
   EXPECT_GE(v.candidate_wall->median, v.candidate_time->median);
+  // The activity audit: one kernel of its own per call, on kloop's stream.
+  ASSERT_TRUE(v.activity.contains("kernels_per_call")) << v.activity.dump();
+  EXPECT_DOUBLE_EQ(v.activity["kernels_per_call"].get<double>(), 1.0);
+  EXPECT_EQ(v.activity["other_stream_kernels"].get<int>(), 0);
+  EXPECT_EQ(v.activity["late_kernels"].get<int>(), 0);
+  EXPECT_TRUE(v.vendor_libraries.empty());
+  EXPECT_GE(v.reference_kernels_per_call, 1.0);
+}
+
+TEST_F(GpuEvalTest, CalibrationGivesTheSpeedOfLightAndTheProfileDigests) {
+  Evaluator ev(builder_, options_);
+  Calibration c = ev.calibrate();
+  std::cout << "calibration: copy " << c.dram_bytes_per_s / 1e9 << " GB/s, FP32 " << c.fp32_flops_per_s / 1e12
+            << " TFLOP/s, TF32 " << c.tf32_flops_per_s / 1e12 << ", BF16 " << c.bf16_flops_per_s / 1e12 << "\n";
+  EXPECT_GT(c.dram_bytes_per_s, 1e12);
+  EXPECT_GT(c.bf16_flops_per_s, c.fp32_flops_per_s);
+  options_.profile = true;
+  Verdict v = eval("relu_correct.cu");
+  ASSERT_EQ(v.verdict, VerdictClass::kCorrect) << v.message;
+  ASSERT_TRUE(v.sol_floor_seconds && v.sol_percent);
+  EXPECT_EQ(v.sol_bound, "memory");
+  EXPECT_GT(*v.sol_percent, 0);
+  EXPECT_LT(*v.sol_percent, 100);
+  EXPECT_NE(v.profile_digest.find("relu"), std::string::npos) << v.profile_digest;
+  EXPECT_FALSE(v.reference_digest.empty());
+}
+
+TEST_F(GpuEvalTest, CublasCallIsReportedAndViolatesStrict) {
+  Verdict strict = eval("matmul_cublas.cu", "1_Square_matrix_multiplication_");
+  EXPECT_EQ(strict.verdict, VerdictClass::kIntegrityViolation) << strict.message;
+  EXPECT_TRUE(has_check(strict, "library_kernels")) << strict.message;
+  options_.protocol = "verified";
+  Verdict verified = eval("matmul_cublas.cu", "1_Square_matrix_multiplication_");
+  EXPECT_EQ(verified.verdict, VerdictClass::kCorrect) << verified.message;
+  ASSERT_FALSE(verified.vendor_libraries.empty());
+  EXPECT_EQ(verified.vendor_libraries[0], "cublas");
 }
 
 TEST_F(GpuEvalTest, DefaultStreamLaunchIsOrderedWithTheTimer) {
@@ -62,6 +99,7 @@ TEST_F(GpuEvalTest, SideStreamWorkIsCaught) {
   Verdict v = eval("relu_side_stream.cu");
   EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
   EXPECT_TRUE(has_check(v, "unaccounted_work")) << v.message;
+  EXPECT_TRUE(has_check(v, "side_stream_work") || has_check(v, "work_after_sync")) << v.message;
 }
 
 TEST_F(GpuEvalTest, CachedResultIsCaught) {

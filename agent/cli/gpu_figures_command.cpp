@@ -1,0 +1,127 @@
+// kloop calibrate: this GPU's copy bandwidth and GEMM rates, measured once
+// and cached for the speed-of-light floor. kloop baseline: the references'
+// FP32 and TF32 times at their upstream sizes, as a table and in the
+// baseline cache that evaluations reuse.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/cli/commands.h"
+#include "evaluator/problem/registry.h"
+
+namespace kloop::cli {
+
+Runner add_calibrate_command(CLI::App& app, const GlobalOptions& global) {
+  struct State {
+    std::string device = "cuda:0";
+  };
+  auto st = std::make_shared<State>();
+  app.add_option("--device", st->device, "the GPU to measure")->capture_default_str();
+  return [st, &global]() {
+    (void)global;
+    Builder builder(BuilderConfig::from_environment());
+    EvalOptions opts;
+    opts.device = st->device == "cuda" ? "cuda:0" : st->device;
+    Evaluator evaluator(builder, opts);
+    Calibration c = evaluator.calibrate();
+    std::printf("%s (driver %d, %d SMs)\n", c.device.value("name", "?").c_str(), c.device.value("cuda_driver", 0),
+                c.device.value("sms", 0));
+    std::printf("  copy bandwidth (read + write)  %8.0f GB/s\n", c.dram_bytes_per_s / 1e9);
+    std::printf("  FP32 GEMM                      %8.1f TFLOP/s\n", c.fp32_flops_per_s / 1e12);
+    std::printf("  TF32 GEMM                      %8.1f TFLOP/s\n", c.tf32_flops_per_s / 1e12);
+    std::printf("  BF16 GEMM                      %8.1f TFLOP/s\n", c.bf16_flops_per_s / 1e12);
+    std::printf("  one tiny kernel (events)       %8.2f us\n", c.small_kernel_seconds * 1e6);
+    std::printf("stored in %s\n", calibration_path(builder.config().cache_dir, c.device).c_str());
+    return 0;
+  };
+}
+
+Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
+  struct State {
+    std::vector<std::string> names;
+    std::string suite;
+    int level = 0;
+    std::string device = "cuda:0";
+    std::string protocol = "strict";
+    std::string dims = "full";
+    double max_timing_s = 0;
+    bool remeasure = false;
+    std::string json_out;
+    double timeout_s = 300;
+  };
+  auto st = std::make_shared<State>();
+  app.add_option("names", st->names, "problems (default: all selected)");
+  app.add_option("--suite", st->suite, "only this suite");
+  app.add_option("--level", st->level, "only this level");
+  app.add_option("--device", st->device, "cpu or cuda[:N]")->capture_default_str();
+  app.add_option("--protocol", st->protocol, "whose timing rules")->capture_default_str();
+  app.add_option("--dims", st->dims, "full (upstream sizes) or small (the cpu dims)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"full", "small"}));
+  app.add_option("--max-timing", st->max_timing_s, "cap on timing seconds per setting (0: the protocol's)");
+  app.add_flag("--remeasure", st->remeasure, "ignore the baseline cache (the new figures replace it)");
+  app.add_option("--json", st->json_out, "also write the table as JSON to this file");
+  app.add_option("--timeout", st->timeout_s, "seconds per reference before it counts as failed")->capture_default_str();
+  return [st, &global]() {
+    ProblemRegistry reg(global.problems_dir);
+    std::vector<ProblemEntry> entries;
+    if (st->names.empty()) {
+      entries = reg.list(st->suite, st->level > 0 ? std::optional<int>(st->level) : std::nullopt);
+    } else {
+      for (const auto& n : st->names) entries.push_back(reg.find(n));
+    }
+    Builder builder(BuilderConfig::from_environment());
+    EvalOptions opts;
+    opts.device = st->device == "cuda" ? "cuda:0" : st->device;
+    opts.protocol = st->protocol;
+    opts.small_dims = st->dims == "small";
+    if (st->max_timing_s > 0) opts.max_timing_seconds = st->max_timing_s;
+    opts.run_timeout = std::chrono::milliseconds(static_cast<long long>(st->timeout_s * 1000));
+    protocol_by_name(opts.protocol);
+    Evaluator evaluator(builder, opts);
+    std::vector<std::string> sources;
+    for (const auto& e : entries) sources.push_back(reg.load(e).reference_path);
+    std::fprintf(stderr, "kloop: building %zu reference(s)...\n", sources.size());
+    build_many(builder.config(), sources, ModuleRole::kReference,
+               opts.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+    nlohmann::json rows = nlohmann::json::array();
+    int failed = 0;
+    std::printf("%-62s %10s %10s %6s %6s %9s %s\n", "task", "FP32 ms", "TF32 ms", "n", "rsd%", "inputs", "note");
+    for (const auto& e : entries) {
+      ProblemSpec spec = reg.load(e);
+      BaselineReport r = evaluator.measure_baseline(spec, !st->remeasure);
+      nlohmann::json row = {{"task", spec.name}, {"level", spec.level}, {"cached", r.cached}};
+      if (!r.error.empty()) {
+        ++failed;
+        std::string first = r.error.substr(0, r.error.find('\n'));
+        std::printf("%-62s %10s %10s %6s %6s %9s FAILED: %s\n", spec.name.c_str(), "-", "-", "-", "-", "-",
+                    first.substr(0, 160).c_str());
+        row["error"] = r.error;
+      } else {
+        const double tf = r.tf32 ? r.tf32->median * 1e3 : 0;
+        char tf_s[32];
+        std::snprintf(tf_s, sizeof(tf_s), r.tf32 ? "%.4f" : "-", tf);
+        std::printf("%-62s %10.4f %10s %6d %6.2f %8.2fG %s\n", spec.name.c_str(), r.fp32->median * 1e3, tf_s,
+                    r.fp32->n, r.fp32->rel_stdev * 100, r.input_bytes / 1e9,
+                    r.cached ? "cached" : (r.throttled_discarded ? "throttled samples discarded" : ""));
+        row["fp32_ms"] = r.fp32->median * 1e3;
+        if (r.tf32) row["tf32_ms"] = r.tf32->median * 1e3;
+        row["fp32"] = to_json(*r.fp32);
+        if (r.tf32) row["tf32"] = to_json(*r.tf32);
+        row["input_bytes"] = r.input_bytes;
+        row["seconds"] = r.seconds;
+      }
+      rows.push_back(row);
+      std::fflush(stdout);
+      if (!st->json_out.empty()) std::ofstream(st->json_out) << rows.dump(2) << "\n";  // kept current
+    }
+    std::printf("%zu references measured on %s (%s timing rules): %d failed\n", entries.size(), opts.device.c_str(),
+                opts.protocol.c_str(), failed);
+    return failed ? 1 : 0;
+  };
+}
+
+}  // namespace kloop::cli

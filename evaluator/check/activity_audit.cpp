@@ -1,0 +1,66 @@
+#include "evaluator/check/activity_audit.h"
+
+#include <algorithm>
+#include <set>
+
+namespace kloop {
+
+ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::vector<uint64_t>& stream_done_ns) {
+  ActivityAudit a;
+  if (!trace.unavailable.empty()) {
+    a.unavailable = trace.unavailable;
+    return a;
+  }
+  // The first memset marks the legacy default stream; the flush memsets
+  // after it open the calls and sit on kloop's stream.
+  std::vector<const profiler::MemoryRecord*> opens;
+  for (const auto& m : trace.memory) {
+    if (m.kind == "memset") opens.push_back(&m);
+  }
+  if (opens.size() < 2 || opens.size() - 1 != stream_done_ns.size()) {
+    a.unavailable = "the trace lacks the memsets that mark the streams and calls (" + std::to_string(opens.size()) +
+                    " memsets for " + std::to_string(stream_done_ns.size()) + " calls)";
+    return a;
+  }
+  const uint32_t legacy_stream = opens.front()->stream_id;
+  opens.erase(opens.begin());
+  const uint32_t kloop_stream = opens.front()->stream_id;
+  a.calls = static_cast<int>(opens.size());
+  std::set<std::string> libraries, other, late;
+  std::vector<uint64_t> first(opens.size(), UINT64_MAX), last(opens.size(), 0);
+  int kernels = 0;
+  double busy_us = 0;
+  for (const auto& k : trace.kernels) {
+    // The call whose memset most recently started before this kernel.
+    std::size_t call = 0;
+    while (call + 1 < opens.size() && opens[call + 1]->start_ns <= k.start_ns) ++call;
+    if (k.start_ns < opens[0]->start_ns) continue;  // before the audit's first call
+    ++kernels;
+    busy_us += k.duration_us();
+    first[call] = std::min(first[call], k.start_ns);
+    last[call] = std::max(last[call], k.end_ns);
+    if (k.stream_id != kloop_stream && k.stream_id != legacy_stream) {
+      ++a.other_stream_kernels;
+      other.insert(k.name);
+    }
+    if (k.end_ns > stream_done_ns[call]) {
+      ++a.late_kernels;
+      late.insert(k.name);
+    }
+    const std::string lib = profiler::kernel_library(k.name);
+    if (lib != "custom") libraries.insert(lib);
+  }
+  double span_us = 0;
+  for (std::size_t i = 0; i < opens.size(); ++i) {
+    if (last[i] > first[i]) span_us += (last[i] - first[i]) * 1e-3;
+  }
+  a.kernels_per_call = static_cast<double>(kernels) / a.calls;
+  a.gpu_us_per_call = busy_us / a.calls;
+  a.span_us_per_call = span_us / a.calls;
+  a.libraries.assign(libraries.begin(), libraries.end());
+  a.other_stream_names.assign(other.begin(), other.end());
+  a.late_names.assign(late.begin(), late.end());
+  return a;
+}
+
+}  // namespace kloop

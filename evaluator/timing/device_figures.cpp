@@ -1,0 +1,134 @@
+#include "evaluator/timing/device_figures.h"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "evaluator/build/content_hash.h"
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::optional<json> read_json(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return std::nullopt;
+  try {
+    return json::parse(in);
+  } catch (const json::exception&) {
+    return std::nullopt;  // a torn or foreign file: measure again
+  }
+}
+
+// Written next to its final name and renamed, so readers never see half a file.
+void write_json_atomically(const fs::path& p, const json& j) {
+  fs::create_directories(p.parent_path());
+  const fs::path tmp = p.string() + ".tmp-" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, p);
+}
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+}  // namespace
+
+json Calibration::to_json() const {
+  return {{"device", device},
+          {"dram_bytes_per_s", dram_bytes_per_s},
+          {"fp32_flops_per_s", fp32_flops_per_s},
+          {"tf32_flops_per_s", tf32_flops_per_s},
+          {"bf16_flops_per_s", bf16_flops_per_s},
+          {"small_kernel_seconds", small_kernel_seconds},
+          {"measured_at", measured_at}};
+}
+
+Calibration Calibration::from_json(const json& j) {
+  Calibration c;
+  c.device = j.value("device", json::object());
+  c.dram_bytes_per_s = j.value("dram_bytes_per_s", 0.0);
+  c.fp32_flops_per_s = j.value("fp32_flops_per_s", 0.0);
+  c.tf32_flops_per_s = j.value("tf32_flops_per_s", 0.0);
+  c.bf16_flops_per_s = j.value("bf16_flops_per_s", 0.0);
+  c.small_kernel_seconds = j.value("small_kernel_seconds", 0.0);
+  c.measured_at = j.value("measured_at", "");
+  return c;
+}
+
+std::string calibration_path(const std::string& cache_dir, const json& device) {
+  const std::string name = device.value("name", "unknown");
+  const std::string driver = std::to_string(device.value("cuda_driver", 0));
+  return (fs::path(cache_dir) / "calibration" / (slug(name) + "-driver" + driver + ".json")).string();
+}
+
+std::optional<Calibration> load_calibration(const std::string& cache_dir, const json& device) {
+  auto j = read_json(calibration_path(cache_dir, device));
+  if (!j) return std::nullopt;
+  Calibration c = Calibration::from_json(*j);
+  if (c.dram_bytes_per_s <= 0 || c.bf16_flops_per_s <= 0) return std::nullopt;
+  return c;
+}
+
+void store_calibration(const std::string& cache_dir, const Calibration& c) {
+  write_json_atomically(calibration_path(cache_dir, c.device), c.to_json());
+}
+
+SpeedOfLight speed_of_light(double flops, double bytes, const Calibration& c) {
+  SpeedOfLight s;
+  const double fastest = std::max({c.fp32_flops_per_s, c.tf32_flops_per_s, c.bf16_flops_per_s});
+  s.memory_seconds = c.dram_bytes_per_s > 0 ? bytes / c.dram_bytes_per_s : 0;
+  s.compute_seconds = fastest > 0 ? flops / fastest : 0;
+  s.floor_seconds = std::max(s.memory_seconds, s.compute_seconds);
+  s.bound = s.memory_seconds >= s.compute_seconds ? "memory" : "compute";
+  return s;
+}
+
+std::string BaselineKey::hash() const {
+  ContentHash h;
+  h.add("kloop-baseline-v1").add(problem).add(reference_build).add(dims.dump());
+  h.add(device.value("name", "")).add(std::to_string(device.value("cuda_driver", 0)));
+  h.add(torch_version).add(rules.dump());
+  return h.hex();
+}
+
+std::optional<Baseline> load_baseline(const std::string& cache_dir, const BaselineKey& key) {
+  auto j = read_json(fs::path(cache_dir) / "baselines" / (key.hash() + ".json"));
+  if (!j || !j->contains("fp32")) return std::nullopt;
+  Baseline b;
+  b.fp32 = summary_from_json(j->at("fp32"));
+  if (j->contains("tf32")) b.tf32 = summary_from_json(j->at("tf32"));
+  b.measured_at = j->value("measured_at", "");
+  return b;
+}
+
+void store_baseline(const std::string& cache_dir, const BaselineKey& key, const Baseline& b) {
+  json j = {{"problem", key.problem}, {"dims", key.dims}, {"device", key.device},
+            {"torch_version", key.torch_version}, {"rules", key.rules}, {"fp32", to_json(b.fp32)},
+            {"measured_at", b.measured_at}};
+  if (b.tf32) j["tf32"] = to_json(*b.tf32);
+  write_json_atomically(fs::path(cache_dir) / "baselines" / (key.hash() + ".json"), j);
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace kloop

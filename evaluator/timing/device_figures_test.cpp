@@ -1,0 +1,81 @@
+#include "evaluator/timing/device_figures.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+
+Calibration h200_like() {
+  Calibration c;
+  c.device = {{"name", "NVIDIA H200"}, {"cuda_driver", 13000}};
+  c.dram_bytes_per_s = 4.0e12;
+  c.fp32_flops_per_s = 50e12;
+  c.tf32_flops_per_s = 400e12;
+  c.bf16_flops_per_s = 800e12;
+  return c;
+}
+
+TEST(SpeedOfLight, FloorIsTheSlowerOfMovingTheBytesAndDoingTheFlops) {
+  // A 1 GiB elementwise op: read once, write once, one FLOP per element.
+  const double n = 1 << 28;
+  SpeedOfLight copy = speed_of_light(n, 8 * n, h200_like());
+  EXPECT_EQ(copy.bound, "memory");
+  EXPECT_NEAR(copy.floor_seconds, 8 * n / 4.0e12, 1e-12);
+  // A 4096^3 GEMM: compute-bound, at the fastest (BF16) rate, never the FP32 one.
+  const double m = 4096;
+  SpeedOfLight gemm = speed_of_light(2 * m * m * m, 3 * 4 * m * m, h200_like());
+  EXPECT_EQ(gemm.bound, "compute");
+  EXPECT_NEAR(gemm.floor_seconds, 2 * m * m * m / 800e12, 1e-12);
+}
+
+class DeviceFiguresCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() / ("kloop-figures-" + std::to_string(getpid()))).string();
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(DeviceFiguresCache, CalibrationRoundTripsPerGpuAndDriver) {
+  EXPECT_FALSE(load_calibration(dir_, h200_like().device));
+  store_calibration(dir_, h200_like());
+  auto back = load_calibration(dir_, h200_like().device);
+  ASSERT_TRUE(back);
+  EXPECT_DOUBLE_EQ(back->bf16_flops_per_s, 800e12);
+  nlohmann::json other_driver = {{"name", "NVIDIA H200"}, {"cuda_driver", 13010}};
+  EXPECT_FALSE(load_calibration(dir_, other_driver)) << "a driver update measures again";
+}
+
+TEST_F(DeviceFiguresCache, BaselineIsReusedOnlyUnderTheSameKey) {
+  BaselineKey key{"19_ReLU", "buildkey", {{"batch_size", 16}}, {{"name", "NVIDIA H200"}, {"cuda_driver", 13000}},
+                  "2.11.0", {{"l2_flush", true}}};
+  Baseline b;
+  b.fp32 = summarize({1e-3, 1.1e-3, 0.9e-3});
+  b.tf32 = summarize({0.5e-3, 0.5e-3, 0.5e-3});
+  store_baseline(dir_, key, b);
+  auto back = load_baseline(dir_, key);
+  ASSERT_TRUE(back);
+  EXPECT_DOUBLE_EQ(back->fp32.median, 1e-3);
+  ASSERT_TRUE(back->tf32);
+  EXPECT_DOUBLE_EQ(back->tf32->median, 0.5e-3);
+
+  for (auto change : {+[](BaselineKey& k) { k.reference_build = "edited reference"; },
+                      +[](BaselineKey& k) { k.dims["batch_size"] = 32; },
+                      +[](BaselineKey& k) { k.device["cuda_driver"] = 13010; },
+                      +[](BaselineKey& k) { k.torch_version = "2.12.0"; },
+                      +[](BaselineKey& k) { k.rules["l2_flush"] = false; }}) {
+    BaselineKey changed = key;
+    change(changed);
+    EXPECT_FALSE(load_baseline(dir_, changed)) << changed.hash();
+  }
+}
+
+}  // namespace
+}  // namespace kloop
