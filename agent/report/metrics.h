@@ -28,6 +28,7 @@ struct Attempt {
   std::string failure_kind;  // incorrect: what kind; integrity_violation: the check; else ""
   std::string code_file;     // relative to the run folder; "" when there is none
   std::string feedback_file;
+  std::string profile_digest;  // the candidate's profile digest from verdict.json (GPU runs with profiling)
   std::string verdict_file;
 };
 

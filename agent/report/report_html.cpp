@@ -61,7 +61,8 @@ json grid_json(const RunView& v, const std::vector<Attempt>& attempts, int turns
                                              {"message", r.message},
                                              {"code", link(v, a.code_file, page_dir)},
                                              {"feedback", link(v, a.feedback_file, page_dir)},
-                                             {"verdict_file", link(v, a.verdict_file, page_dir)}};
+                                             {"verdict_file", link(v, a.verdict_file, page_dir)},
+                                             {"profile", a.profile_digest}};
   }
   return grid;
 }

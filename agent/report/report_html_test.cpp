@@ -122,6 +122,24 @@ TEST_F(ReportHtmlTest, PageIsSelfContainedWithRelativeLinks) {
   EXPECT_NE(html.find("\"synth/attempts/19_ReLU/sample0/turn1/feedback.txt\""), std::string::npos);
 }
 
+TEST_F(ReportHtmlTest, AttemptViewCarriesTheProfileDigest) {
+  RunStore store(runs_.string(), "synth");
+  bool placed = false;
+  for (const auto& r : store.load_results()) {
+    if (r.verdict != "correct" || r.attempt_dir.empty()) continue;
+    const fs::path verdict = fs::path(run_) / r.attempt_dir / "verdict.json";
+    nlohmann::json v = nlohmann::json::object();
+    if (std::ifstream in(verdict); in) v = nlohmann::json::parse(in);
+    v["profile_digest"] = "1. relu [custom]: 1.53 us per forward (100% of GPU time), 1 launch";
+    RunStore::write_text(verdict.string(), v.dump(2) + "\n");
+    placed = true;
+    break;
+  }
+  ASSERT_TRUE(placed) << "the synthetic run needs a correct attempt";
+  const std::string html = read(write_page());
+  EXPECT_NE(html.find("1. relu [custom]: 1.53 us per forward"), std::string::npos);
+}
+
 TEST_F(ReportHtmlTest, TextThatLooksLikeHtmlCannotEndTheDataScript) {
   // A model's message that closes the script tag must stay data.
   RunStore store(runs_.string(), "synth");

@@ -57,6 +57,10 @@ Attempt attempt_of(const AttemptRecord& r, const fs::path& run_dir, const std::s
     std::optional<json> v = a.verdict_file.empty() ? std::nullopt : read_verdict(run_dir / a.verdict_file);
     a.failure_kind = failure_kind(r.verdict, r.message, v ? &*v : nullptr);
   }
+  if (r.verdict == "correct" && !a.verdict_file.empty()) {
+    std::optional<json> v = read_verdict(run_dir / a.verdict_file);
+    if (v && v->contains("profile_digest")) a.profile_digest = v->value("profile_digest", "");
+  }
   return a;
 }
 
