@@ -77,8 +77,11 @@ TEST(AuditTest, FlagsTinyOutputsAndLeavesHealthyTasksAlone) {
   // Softmax over 4096 columns: every output is ~2.4e-4, so zeros pass at 1e-3.
   AuditReport softmax = ev.audit_reference(reg.load("23_Softmax"));
   ASSERT_TRUE(softmax.error.empty()) << softmax.error;
-  ASSERT_EQ(softmax.flags.size(), 1u);
-  EXPECT_EQ(softmax.flags[0].check, "zeros_pass");
+  // Every output is near 1/4096 whatever the input: zeros pass, and so does
+  // any answer that ignores the input (the checks compare within tolerance).
+  std::vector<std::string> checks;
+  for (const auto& f : softmax.flags) checks.push_back(f.check);
+  EXPECT_EQ(checks, (std::vector<std::string>{"zeros_pass", "seed_invariant", "input_independent"}));
   EXPECT_LT(softmax.max_abs_output, 1e-3);
   AuditReport relu = ev.audit_reference(reg.load("19_ReLU"));
   EXPECT_TRUE(relu.flags.empty()) << relu.flags[0].check;
