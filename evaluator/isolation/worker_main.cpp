@@ -365,13 +365,17 @@ class Worker {
   static DrawSpec weight_draw(const std::string& name, const at::Tensor& p,
                               const std::vector<std::pair<std::string, at::Tensor>>& all, const json& c) {
     DrawSpec d;
+    const bool randomize = c.value("randomize_identity_params", false);
     if (c.contains("weight_overrides") && c["weight_overrides"].contains(name)) {
       const json& o = c["weight_overrides"][name];
       d.kind = o.at("kind");
       for (const auto& [k, v] : o.at("params").items()) d.params[k] = v.get<double>();
+      // A declared identity value (upstream's torch.ones / zeros) is as
+      // exploitable as a default one: strict randomises it the same way.
+      if (randomize && d.kind == "ones") return {"uniform", {{"low", 0.5}, {"high", 1.5}}, 1.0};
+      if (randomize && d.kind == "zeros") return {"uniform", {{"low", -0.5}, {"high", 0.5}}, 1.0};
       return d;
     }
-    const bool randomize = c.value("randomize_identity_params", false);
     auto fan_in_bound = [](const at::Tensor& w) {
       int64_t fan_in = w.size(1);
       for (int64_t i = 2; i < w.dim(); ++i) fan_in *= w.size(i);

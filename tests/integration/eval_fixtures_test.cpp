@@ -119,6 +119,27 @@ TEST(EvalCliTest, IncorrectCarriesMismatchDetails) {
   EXPECT_TRUE(found);
 }
 
+// Upstream initialises 84's `scale` to ones and the spec declares that; a
+// candidate that skips the multiply passes kernelbench, but strict
+// randomises declared identity values like default ones and catches it.
+TEST(EvalCliTest, SkippingADeclaredIdentityParameterFailsStrict) {
+  auto verdict_of = [](const std::string& protocol) {
+    int status = 0;
+    std::string out = run(std::string(KLOOP_TEST_BINARY) +
+                              " eval --problem 84_Gemm_BatchNorm_Scaling_Softmax --device cpu --json --no-timing"
+                              " --protocol " + protocol + " --candidate " + KLOOP_TEST_FIXTURES +
+                              "/identity/84_skip_scale.cpp",
+                          &status);
+    try {
+      return json::parse(out).value("verdict", std::string("?"));
+    } catch (const json::exception&) {
+      return "unparsable: " + out;
+    }
+  };
+  EXPECT_EQ(verdict_of("kernelbench"), "correct");
+  EXPECT_EQ(verdict_of("strict"), "incorrect");
+}
+
 TEST(EvalCliTest, BadInputIsAClearErrorNotACrash) {
   int status = 0;
   std::string out = run(std::string(KLOOP_TEST_BINARY) + " eval --problem 19_Relu --candidate " +
