@@ -208,6 +208,9 @@ void FakeHttpServer::serve(int fd) {
     if (response.delay.count() > 0) {
       stop_signal_.wait_for(lock, response.delay, [this] { return stopping_.load(); });
     }
+    // Answered from here on: once the client reads the response it may send
+    // its next request, which must not find this one still counted.
+    --in_flight_;
   }
   if (!stopping_) {
     std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
@@ -215,10 +218,6 @@ void FakeHttpServer::serve(int fd) {
     out += "Content-Length: " + std::to_string(response.body.size()) + "\r\nConnection: close\r\n\r\n";
     out += response.body;
     send_all(fd, out);
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    --in_flight_;
   }
   close(fd);
 }
