@@ -30,12 +30,8 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::IsMember({"full", "small"}));
   return [st, &global]() {
     ProblemRegistry reg(global.problems_dir);
-    std::vector<ProblemEntry> entries;
-    if (st->names.empty()) {
-      entries = reg.list(st->suite, st->level > 0 ? std::optional<int>(st->level) : std::nullopt);
-    } else {
-      for (const auto& n : st->names) entries.push_back(reg.find(n));
-    }
+    const std::vector<ProblemEntry> entries =
+        reg.select(st->names, st->suite, st->level > 0 ? std::optional<int>(st->level) : std::nullopt);
     Builder builder(BuilderConfig::from_environment());
     EvalOptions opts;
     opts.device = st->device == "cuda" ? "cuda:0" : st->device;

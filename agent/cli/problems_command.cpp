@@ -119,12 +119,7 @@ int show(const GlobalOptions& g, const std::string& name, bool json_out) {
 int check(const GlobalOptions& g, const std::vector<std::string>& names, const std::string& suite,
           std::optional<int> level, const std::string& device) {
   ProblemRegistry reg(g.problems_dir);
-  std::vector<ProblemEntry> entries;
-  if (names.empty()) {
-    entries = reg.list(suite, level);
-  } else {
-    for (const auto& n : names) entries.push_back(reg.find(n));
-  }
+  const std::vector<ProblemEntry> entries = reg.select(names, suite, level);
   Builder builder(BuilderConfig::from_environment());
   EvalOptions opts;
   opts.measure_time = false;

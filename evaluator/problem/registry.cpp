@@ -95,4 +95,12 @@ ProblemSpec ProblemRegistry::load(const ProblemEntry& entry) const {
   return s;
 }
 
+std::vector<ProblemEntry> ProblemRegistry::select(const std::vector<std::string>& names, const std::string& suite,
+                                                  std::optional<int> level) const {
+  if (names.empty()) return list(suite, level);
+  std::vector<ProblemEntry> out;
+  for (const auto& n : names) out.push_back(find(n));
+  return out;
+}
+
 }  // namespace kloop

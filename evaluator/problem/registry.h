@@ -29,6 +29,10 @@ class ProblemRegistry {
   // Finds "19_ReLU", "level1/19_ReLU" or "kernelbench/level1/19_ReLU".
   // Throws SpecError naming close matches when there is no single match.
   ProblemEntry find(const std::string& name) const;
+  // What a command selects: the named problems when there are names, else
+  // list(suite, level).
+  std::vector<ProblemEntry> select(const std::vector<std::string>& names, const std::string& suite,
+                                   std::optional<int> level) const;
   ProblemSpec load(const ProblemEntry& entry) const;
   ProblemSpec load(const std::string& name) const { return load(find(name)); }
   const std::string& root() const { return root_; }
