@@ -3,9 +3,12 @@
 // FP32 and TF32 times at their upstream sizes, as a table and in the
 // baseline cache that evaluations reuse.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -50,6 +53,7 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
     double max_timing_s = 0;
     bool remeasure = false;
     std::string json_out;
+    std::string resume;
     double timeout_s = 300;
   };
   auto st = std::make_shared<State>();
@@ -65,10 +69,28 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
   app.add_flag("--remeasure", st->remeasure, "ignore the baseline cache (the new figures replace it)");
   app.add_option("--json", st->json_out, "also write the table as JSON to this file");
   app.add_option("--timeout", st->timeout_s, "seconds per reference before it counts as failed")->capture_default_str();
+  app.add_option("--resume", st->resume,
+                 "a --json table of an earlier run: its measured rows are kept, only the rest is measured");
   return [st, &global]() {
     ProblemRegistry reg(global.problems_dir);
     const std::vector<ProblemEntry> entries =
         reg.select(st->names, st->suite, st->level > 0 ? std::optional<int>(st->level) : std::nullopt);
+    // Rows measured before (a level cut short by a time limit): kept as
+    // they are, in the selection's order, and not measured again.
+    std::map<std::string, nlohmann::json> earlier;
+    if (!st->resume.empty() && std::filesystem::exists(st->resume)) {
+      nlohmann::json old;
+      try {
+        old = nlohmann::json::parse(std::ifstream(st->resume));
+      } catch (const std::exception& e) {
+        throw std::runtime_error(st->resume + ": not a baseline table written by --json (" + e.what() +
+                                 "); pass that file, or leave out --resume");
+      }
+      if (!old.is_array()) throw std::runtime_error(st->resume + ": not a baseline table written by --json");
+      for (const auto& row : old) {
+        if (row.contains("task") && row.contains("fp32_ms") && !row.contains("error")) earlier[row["task"]] = row;
+      }
+    }
     Builder builder(BuilderConfig::from_environment());
     EvalOptions opts;
     opts.device = st->device == "cuda" ? "cuda:0" : st->device;
@@ -79,7 +101,10 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
     protocol_by_name(opts.protocol);
     Evaluator evaluator(builder, opts);
     std::vector<std::string> sources;
-    for (const auto& e : entries) sources.push_back(reg.load(e).reference_path);
+    for (const auto& e : entries) {
+      ProblemSpec spec = reg.load(e);
+      if (!earlier.count(spec.name)) sources.push_back(spec.reference_path);
+    }
     std::fprintf(stderr, "kloop: building %zu reference(s)...\n", sources.size());
     build_many(builder.config(), sources, ModuleRole::kReference,
                opts.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
@@ -88,6 +113,17 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
     std::printf("%-62s %10s %10s %6s %6s %9s %s\n", "task", "FP32 ms", "TF32 ms", "n", "rsd%", "inputs", "note");
     for (const auto& e : entries) {
       ProblemSpec spec = reg.load(e);
+      if (auto it = earlier.find(spec.name); it != earlier.end()) {
+        nlohmann::json row = it->second;
+        row["resumed"] = true;
+        char tf_s[32] = "-";
+        if (row.contains("tf32_ms")) std::snprintf(tf_s, sizeof(tf_s), "%.4f", row["tf32_ms"].get<double>());
+        std::printf("%-62s %10.4f %10s %6s %6s %9s resumed from %s\n", spec.name.c_str(),
+                    row["fp32_ms"].get<double>(), tf_s, "", "", "", st->resume.c_str());
+        rows.push_back(row);
+        if (!st->json_out.empty()) std::ofstream(st->json_out) << rows.dump(2) << "\n";
+        continue;
+      }
       BaselineReport r = evaluator.measure_baseline(spec, !st->remeasure);
       nlohmann::json row = {{"task", spec.name}, {"level", spec.level}, {"cached", r.cached}};
       if (!r.error.empty()) {
@@ -114,8 +150,8 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
       std::fflush(stdout);
       if (!st->json_out.empty()) std::ofstream(st->json_out) << rows.dump(2) << "\n";  // kept current
     }
-    std::printf("%zu references measured on %s (%s timing rules): %d failed\n", entries.size(), opts.device.c_str(),
-                opts.protocol.c_str(), failed);
+    std::printf("%zu references measured on %s (%s timing rules), %zu resumed: %d failed\n", sources.size(),
+                opts.device.c_str(), opts.protocol.c_str(), entries.size() - sources.size(), failed);
     return failed ? 1 : 0;
   };
 }

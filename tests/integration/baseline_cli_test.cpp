@@ -1,0 +1,73 @@
+// kloop baseline --resume: rows an earlier (cut-short) run measured are kept
+// as they are and only the rest is measured; a table it cannot read is an
+// error that names the file.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::pair<int, std::string> run(const std::string& args) {
+  std::string out;
+  FILE* pipe = popen((std::string(KLOOP_TEST_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+class BaselineCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kloop-baseline-cli-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(BaselineCliTest, ResumeKeepsEarlierRowsAndMeasuresTheRest) {
+  const fs::path earlier = dir_ / "earlier.json", table = dir_ / "table.json";
+  // 19_ReLU was measured before (a figure no CPU run would give); the row
+  // with an error is measured again.
+  std::ofstream(earlier) << json::array({{{"task", "19_ReLU"}, {"level", 1}, {"fp32_ms", 123.5}, {"tf32_ms", 45.25}},
+                                         {{"task", "21_Sigmoid"}, {"level", 1}, {"error", "killed"}}})
+                                .dump();
+  auto [rc, out] = run("baseline 19_ReLU 21_Sigmoid --device cpu --dims small --max-timing 0.02 --resume " +
+                       earlier.string() + " --json " + table.string());
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("1 references measured on cpu (strict timing rules), 1 resumed: 0 failed"), std::string::npos)
+      << out;
+  const json rows = json::parse(std::ifstream(table));
+  ASSERT_EQ(rows.size(), 2u) << rows.dump(2);
+  EXPECT_EQ(rows[0]["task"], "19_ReLU");
+  EXPECT_DOUBLE_EQ(rows[0]["fp32_ms"].get<double>(), 123.5);
+  EXPECT_EQ(rows[0].value("resumed", false), true);
+  EXPECT_EQ(rows[1]["task"], "21_Sigmoid");
+  EXPECT_FALSE(rows[1].contains("error")) << rows[1].dump();
+  EXPECT_GT(rows[1]["fp32_ms"].get<double>(), 0);
+  EXPECT_FALSE(rows[1].value("resumed", false));
+}
+
+TEST_F(BaselineCliTest, UnreadableResumeTableNamesTheFile) {
+  const fs::path bad = dir_ / "bad.json";
+  std::ofstream(bad) << "{\"task\": ";
+  auto [rc, out] = run("baseline 19_ReLU --device cpu --dims small --resume " + bad.string());
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find(bad.string() + ": not a baseline table written by --json"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kloop
