@@ -147,8 +147,8 @@ int main(int argc, char** argv) {
       kloop::Verdict v = ev.evaluate(spec, cand);
       const auto& p = v.phases;
       if (r == 0) {
-        std::printf("| cold builds (%s) | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f |\n", kloop::verdict_name(v.verdict),
-                    p.build_candidate, p.build_reference, p.reference, p.candidate, p.compare, p.total);
+        std::printf("| cold builds (%s; exchange %s) | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f |\n", kloop::verdict_name(v.verdict),
+                    v.exchange.c_str(), p.build_candidate, p.build_reference, p.reference, p.candidate, p.compare, p.total);
         continue;
       }
       if (v.candidate_time) medians.push_back(v.candidate_time->median);

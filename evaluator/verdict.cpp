@@ -33,23 +33,6 @@ std::string fmt_index(const std::vector<int64_t>& idx) {
   return s + "]";
 }
 
-json comparison_json(const TensorComparison& c) {
-  json mism = json::array();
-  for (const auto& m : c.first_mismatches) {
-    mism.push_back({{"index", m.index}, {"expected", m.expected}, {"actual", m.actual}});
-  }
-  json j = {{"name", c.name},
-            {"passed", c.passed},
-            {"numel", c.numel},
-            {"mismatches", c.mismatches},
-            {"non_finite", c.non_finite},
-            {"max_abs_error", c.max_abs_error},
-            {"max_rel_error", c.max_rel_error},
-            {"max_abs_expected", c.max_abs_expected},
-            {"first_mismatches", mism}};
-  if (!c.problem.empty()) j["problem"] = c.problem;
-  return j;
-}
 
 }  // namespace
 
@@ -72,7 +55,7 @@ json Verdict::to_json() const {
   for (const auto& t : tests) {
     passed += t.passed ? 1 : 0;
     json outs = json::array();
-    for (const auto& c : t.outputs) outs.push_back(comparison_json(c));
+    for (const auto& c : t.outputs) outs.push_back(kloop::to_json(c));
     json tj = {{"case", t.case_id}, {"call", t.call}, {"label", t.label}, {"passed", t.passed}, {"outputs", outs}};
     if (!t.problem.empty()) tj["problem"] = t.problem;
     tests_json.push_back(tj);
@@ -111,6 +94,7 @@ json Verdict::to_json() const {
               {"candidate", phases.candidate},
               {"compare", phases.compare},
               {"total", phases.total}}}};
+  if (!exchange.empty()) j["exchange"] = exchange;
   if (candidate_time || reference_time) {
     json timing = {{"statistic", timing_statistic}};
     if (candidate_time) timing["candidate"] = kloop::to_json(*candidate_time);

@@ -98,6 +98,9 @@ struct Verdict {
   std::string profile_digest;
   std::string reference_digest;
   PhaseTimes phases;
+  // How the candidate's outputs reached the judge: "file", "cuda_ipc", or
+  // "file (cuda_ipc failed: ...)" when the fallback was taken.
+  std::string exchange;
   std::string log_tail;  // the candidate process's output, for crashes
 
   nlohmann::json to_json() const;

@@ -1,6 +1,7 @@
 // kloop eval: one candidate file against one problem, printed as text or JSON.
 #include <cstdio>
 #include <iostream>
+#include <stdexcept>
 #include <memory>
 
 #include "agent/cli/commands.h"
@@ -96,6 +97,7 @@ Runner add_eval_command(CLI::App& app, const GlobalOptions& global) {
     EvalCliOptions eval;
     std::vector<std::string> set_dims;
     int repeat_timing = 0;
+    bool timing_only = false;
   };
   auto st = std::make_shared<State>();
   app.add_option("--problem,-p", st->problem, "problem name, e.g. 19_ReLU")->required();
@@ -106,6 +108,9 @@ Runner add_eval_command(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--set-dim", st->set_dims, "override one of the problem's dims, NAME=VALUE (repeatable)");
   app.add_option("--repeat-timing", st->repeat_timing,
                  "after a correct verdict, time the candidate N more times in fresh processes and print the spread");
+  app.add_flag("--timing-only", st->timing_only,
+               "with --repeat-timing: skip the evaluation and only time the candidate (benchmarks of kloop's "
+               "timer, such as the floor of an empty forward; no verdict, nothing is checked)");
   add_eval_options(app, st->eval);
   return [st, &global]() {
     ProblemRegistry reg(global.problems_dir);
@@ -113,6 +118,11 @@ Runner add_eval_command(CLI::App& app, const GlobalOptions& global) {
     for (const auto& kv : st->set_dims) apply_dim_override(spec, kv);
     Builder builder(BuilderConfig::from_environment());
     Evaluator evaluator(builder, make_eval_options(st->eval));
+    if (st->timing_only) {
+      if (st->repeat_timing <= 0) throw std::invalid_argument("--timing-only needs --repeat-timing N");
+      print_repeats(evaluator, spec, st->candidate, st->repeat_timing);
+      return 0;
+    }
     if (!st->json) std::cerr << "kloop: evaluating " << st->candidate << " on " << spec.name << " ...\n";
     Verdict v = evaluator.evaluate(spec, st->candidate);
     if (st->json) {

@@ -61,6 +61,45 @@ TensorComparison compare_tensors(const HostTensor& expected, const HostTensor& a
   return c;
 }
 
+nlohmann::json to_json(const TensorComparison& c) {
+  nlohmann::json mism = nlohmann::json::array();
+  for (const auto& m : c.first_mismatches) {
+    mism.push_back({{"index", m.index}, {"expected", m.expected}, {"actual", m.actual}});
+  }
+  nlohmann::json j = {{"name", c.name},
+                      {"passed", c.passed},
+                      {"numel", c.numel},
+                      {"mismatches", c.mismatches},
+                      {"non_finite", c.non_finite},
+                      {"max_abs_error", c.max_abs_error},
+                      {"max_rel_error", c.max_rel_error},
+                      {"max_abs_expected", c.max_abs_expected},
+                      {"first_mismatches", mism}};
+  if (!c.problem.empty()) j["problem"] = c.problem;
+  return j;
+}
+
+TensorComparison comparison_from_json(const nlohmann::json& j) {
+  // null: a NaN or an infinity, which JSON cannot hold; the errors are
+  // infinite then, a value (expected, actual) is not a number.
+  auto number = [](const nlohmann::json& v, double if_null) { return v.is_null() ? if_null : v.get<double>(); };
+  TensorComparison c;
+  c.name = j.value("name", "");
+  c.passed = j.value("passed", false);
+  c.problem = j.value("problem", "");
+  c.numel = j.value("numel", int64_t{0});
+  c.mismatches = j.value("mismatches", int64_t{0});
+  c.non_finite = j.value("non_finite", int64_t{0});
+  c.max_abs_error = number(j.value("max_abs_error", nlohmann::json(0.0)), INFINITY);
+  c.max_rel_error = number(j.value("max_rel_error", nlohmann::json(0.0)), INFINITY);
+  c.max_abs_expected = number(j.value("max_abs_expected", nlohmann::json(0.0)), 0.0);
+  for (const auto& m : j.value("first_mismatches", nlohmann::json::array())) {
+    c.first_mismatches.push_back({m.at("index").get<std::vector<int64_t>>(), number(m.at("expected"), NAN),
+                                  number(m.at("actual"), NAN)});
+  }
+  return c;
+}
+
 bool tensors_identical(const HostTensor& a, const HostTensor& b) {
   return a.dtype == b.dtype && a.shape == b.shape && a.bytes.size() == b.bytes.size() &&
          (a.bytes.empty() || std::memcmp(a.bytes.data(), b.bytes.data(), a.bytes.size()) == 0);

@@ -2,6 +2,8 @@
 // diagnostics a model needs to fix its kernel (worst errors, where they are).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +39,12 @@ struct TensorComparison {
 
 TensorComparison compare_tensors(const HostTensor& expected, const HostTensor& actual,
                                  const Tolerance& tol, int max_listed = 5);
+
+// The comparison as the verdict stores it, and back (a worker that compares
+// on the device sends it to the driver this way; an infinite error, which
+// JSON cannot hold, travels as null).
+nlohmann::json to_json(const TensorComparison& c);
+TensorComparison comparison_from_json(const nlohmann::json& j);
 
 // Bitwise equality of dtype, shape and bytes (input-mutation and stale-output checks).
 bool tensors_identical(const HostTensor& a, const HostTensor& b);

@@ -8,9 +8,8 @@
 
 
 namespace kloop {
-namespace {
 
-at::ScalarType scalar_type(DType d) {
+at::ScalarType scalar_type_of(DType d) {
   switch (d) {
     case DType::kFloat32: return at::kFloat;
     case DType::kFloat64: return at::kDouble;
@@ -25,8 +24,6 @@ at::ScalarType scalar_type(DType d) {
   }
   return at::kFloat;
 }
-
-}  // namespace
 
 DType dtype_of(const at::Tensor& t) {
   switch (t.scalar_type()) {
@@ -49,7 +46,7 @@ DType dtype_of(const at::Tensor& t) {
 std::vector<int64_t> shape_of(const at::Tensor& t) { return t.sizes().vec(); }
 
 at::Tensor host_to_tensor(const HostTensor& host) {
-  at::Tensor t = at::empty(host.shape, at::TensorOptions().dtype(scalar_type(host.dtype)));
+  at::Tensor t = at::empty(host.shape, at::TensorOptions().dtype(scalar_type_of(host.dtype)));
   if (!host.bytes.empty()) std::memcpy(t.data_ptr(), host.bytes.data(), host.bytes.size());
   return t;
 }

@@ -1,12 +1,22 @@
 // kloop-worker: the process that runs model code (a reference or a
 // candidate) for the driver. It reads one JSON command per line on stdin and
-// answers one JSON line on fd 3; stdout and stderr are a log. It never holds
-// expected outputs when it runs a candidate: the driver compares.
+// answers one JSON line on fd 3; stdout and stderr are a log. A candidate's
+// process never holds expected outputs: the reference's process judges.
 //
-// Commands: load, generate (reference: weights, inputs, expected outputs),
-// run (candidate: outputs for given weights and inputs), time, baseline
-// (reference: timed on inputs drawn in place, nothing written), calibrate
-// (the device's copy bandwidth and GEMM rates; needs no module), exit.
+// Commands, test by test (the evaluation streams one call at a time, so
+// upstream sizes need memory for one call, not for the whole plan):
+//   prepare   reference: the case's module and weights (written for the
+//             candidate, the only tensor file on the GPU path);
+//   expect    reference: draws the call's inputs, computes and keeps the
+//             expected outputs where they live (the GPU);
+//   run       candidate: draws the same inputs (kloop's generator, same
+//             seed), calls forward, publishes outputs and inputs-after
+//             (tensor_exchange.h: CUDA IPC or files);
+//   judge     reference: imports what the candidate published and compares
+//             it with the expected outputs in place (tensor_compare.h);
+//   export    candidate: publishes the last call again with another transport.
+// Also: load, generate (reference: every case to files, for the reference
+// checks and the audit), time, baseline, profile, calibrate, exit.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -25,8 +35,10 @@
 #include <memory>
 #include <string>
 
+#include "evaluator/check/tensor_compare.h"
 #include "evaluator/isolation/device_session.h"
 #include "evaluator/isolation/tensor_bridge.h"
+#include "evaluator/isolation/tensor_exchange.h"
 #include "evaluator/runtime/generator.h"
 #include "evaluator/runtime/host_tensor.h"
 #include "evaluator/timing/sample_stats.h"
@@ -171,7 +183,11 @@ class Worker {
     if (op == "calibrate") return calibrate(cmd);
     if (!create_) throw WorkerError{"runtime_error", "kloop-worker: '" + op + "' before 'load'"};
     if (op == "generate") return generate(cmd);
+    if (op == "prepare") return prepare(cmd);
+    if (op == "expect") return expect(cmd);
+    if (op == "judge") return judge(cmd);
     if (op == "run") return run(cmd);
+    if (op == "export") return export_again(cmd);
     if (op == "time") return time(cmd);
     if (op == "baseline") return baseline(cmd);
     if (op == "profile") return profile(cmd);
@@ -236,12 +252,6 @@ class Worker {
   std::map<std::string, at::Tensor> read_weights(const std::string& path) {
     std::map<std::string, at::Tensor> out;
     for (auto& t : read_tensor_file(path)) out[t.name] = to_device(host_to_tensor(t), device_);
-    return out;
-  }
-
-  std::vector<at::Tensor> read_inputs(const std::string& path) {
-    std::vector<at::Tensor> out;
-    for (auto& t : read_tensor_file(path)) out.push_back(to_device(host_to_tensor(t), device_));
     return out;
   }
 
@@ -414,48 +424,146 @@ class Worker {
     return d;
   }
 
-  // Candidate: outputs (and inputs after the call) for the driver to check.
+  // Reference: the case's module with weights drawn from kloop's generator,
+  // written for the candidate (case<ID>.weights.kt).
+  json prepare(const json& cmd) {
+    if (role_ != "reference") throw WorkerError{"runtime_error", "prepare is for references"};
+    at::AutoGradMode no_grad(false);
+    const json& c = cmd.at("case");
+    const int id = c.at("id");
+    module_ = construct({}, c.at("args"), "case " + std::to_string(id));
+    set_phase("drawing weights for case " + std::to_string(id));
+    write_tensor_file(file(cmd, "case" + std::to_string(id) + ".weights.kt"), draw_weights(*module_, c));
+    module_case_ = id;
+    pristine_.clear();
+    expected_.clear();
+    previous_expected_.clear();
+    previous_actual_.clear();
+    return {{"parameters", module_->parameters().size()}};
+  }
+
+  // Reference: one call's inputs and expected outputs, kept in this process
+  // (on the device) for `judge`. `retain` keeps the outputs for the check
+  // after the candidate's timing.
+  json expect(const json& cmd) {
+    if (role_ != "reference" || !module_) throw WorkerError{"runtime_error", "expect needs a prepared reference"};
+    at::AutoGradMode no_grad(false);
+    const json& c = cmd.at("case");
+    const int call = cmd.at("call");
+    const std::string label = "case " + std::to_string(c.at("id").get<int>()) + " call " + std::to_string(call);
+    session_->set_deterministic(true);  // expected outputs: reproducible bit for bit
+    set_phase("drawing inputs, " + label);
+    auto args = draw_inputs(c, call).second;
+    pristine_.clear();
+    for (const auto& a : args) pristine_.push_back(a.clone());  // a reference may work in place
+    set_phase("reference forward, " + label);
+    auto out = module_->forward(args);
+    synchronize();
+    session_->set_deterministic(false);
+    previous_expected_ = std::move(expected_);
+    expected_.clear();
+    json shapes = json::array();
+    for (auto& o : out) {
+      expected_.push_back(o.contiguous());
+      shapes.push_back(o.sizes().vec());
+    }
+    if (cmd.value("retain", false)) retained_expected_ = expected_;
+    return {{"output_shapes", shapes}};
+  }
+
+  // Reference: compares what the candidate published for the last `expect`
+  // (or, with `post`, for the retained call) on this process's device.
+  json judge(const json& cmd) {
+    if (role_ != "reference") throw WorkerError{"runtime_error", "judge is for references"};
+    at::AutoGradMode no_grad(false);
+    Tolerance tol;
+    tol.atol = cmd.at("tolerance").at("atol");
+    tol.rtol = cmd.at("tolerance").at("rtol");
+    set_phase("importing the candidate's tensors");
+    ExchangeImport got(cmd.at("exchange"), device_);
+    set_phase("comparing on " + device_);
+    const bool post = cmd.value("post", false);
+    const auto& expected = post ? retained_expected_ : expected_;
+    const auto& actual = got.outputs();
+    json outputs = json::array();
+    for (std::size_t i = 0; i < expected.size() && i < actual.size(); ++i) {
+      outputs.push_back(to_json(compare_tensors(expected[i], actual[i], "output" + std::to_string(i), tol)));
+    }
+    json answer = {{"outputs", outputs}, {"output_count", actual.size()}, {"expected_count", expected.size()}};
+    if (post) return answer;
+    json mutated = json::array();
+    for (std::size_t k = 0; k < pristine_.size() && k < got.inputs().size(); ++k) {
+      if (!tensors_identical(pristine_[k], got.inputs()[k])) mutated.push_back(k);
+    }
+    answer["mutated_inputs"] = mutated;
+    // Results cached across calls: the same output for different inputs.
+    if (!previous_actual_.empty() && previous_actual_.size() == actual.size()) {
+      bool same_actual = true, same_expected = previous_expected_.size() == expected.size();
+      for (std::size_t i = 0; i < actual.size(); ++i) {
+        same_actual = same_actual && tensors_identical(previous_actual_[i], actual[i]);
+        same_expected = same_expected && tensors_identical(previous_expected_[i], expected[i]);
+      }
+      answer["same_as_previous_call"] = same_actual;
+      answer["expected_same_as_previous_call"] = same_expected;
+    }
+    previous_actual_.clear();
+    if (cmd.value("keep_for_next_call", false)) {
+      for (const auto& a : actual) previous_actual_.push_back(a.clone());  // the mapping closes on return
+    }
+    synchronize();
+    return answer;
+  }
+
+  // Candidate: one test call. The module is built from the case's weights
+  // file when the case changes; the inputs are drawn here with kloop's
+  // generator from the case's seed, as the reference drew them.
   json run(const json& cmd) {
     at::AutoGradMode no_grad(false);
-    json calls_info = json::array();
-    for (const auto& c : cmd.at("cases")) {
-      const int id = c.at("id");
-      const std::string label = "case " + std::to_string(id);
-      set_phase("reading weights for " + label);
+    const json& c = cmd.at("case");
+    const int id = c.at("id");
+    const int call = cmd.at("call");
+    const std::string label = "case " + std::to_string(id) + " call " + std::to_string(call);
+    exchange_.release();
+    last_outputs_.clear();
+    last_inputs_.clear();
+    if (!module_ || module_case_ != id) {
+      module_.reset();
+      set_phase("reading weights for case " + std::to_string(id));
       auto weights = read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt"));
-      auto module = construct(weights, c.at("args"), label);
-      const int calls = c.value("calls", 1);
-      for (int call = 0; call < calls; ++call) {
-        const std::string stem = "case" + std::to_string(id) + ".call" + std::to_string(call);
-        auto inputs = read_inputs(file(cmd, stem + ".inputs.kt"));
-        set_phase("forward, " + label + " call " + std::to_string(call));
-        auto t0 = Clock::now();
-        auto out = module->forward(inputs);
-        synchronize();
-        double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-        set_phase("collecting outputs of " + label + " call " + std::to_string(call));
-        json aliases = json::array();
-        json wrong_device = json::array();
-        std::vector<HostTensor> actual;
-        for (std::size_t i = 0; i < out.size(); ++i) {
-          if (!out[i].defined()) throw WorkerError{"runtime_error", "forward returned an undefined tensor as output " + std::to_string(i)};
-          for (std::size_t k = 0; k < inputs.size(); ++k) {
-            if (storage_overlaps(out[i], inputs[k])) aliases.push_back({{"output", i}, {"input", k}});
-          }
-          if (out[i].device().str() != at::Device(device_).str()) {
-            wrong_device.push_back({{"output", i}, {"device", out[i].device().str()}});
-          }
-          actual.push_back(tensor_to_host(out[i], "output" + std::to_string(i)));
-        }
-        std::vector<HostTensor> after;
-        for (std::size_t k = 0; k < inputs.size(); ++k) after.push_back(tensor_to_host(inputs[k], "input" + std::to_string(k)));
-        write_tensor_file(file(cmd, stem + ".actual.kt"), actual);
-        write_tensor_file(file(cmd, stem + ".inputs_after.kt"), after);
-        calls_info.push_back({{"case", id}, {"call", call}, {"seconds", seconds}, {"aliases", aliases},
-                              {"wrong_device", wrong_device}});
+      module_ = construct(weights, c.at("args"), "case " + std::to_string(id));
+      module_case_ = id;
+    }
+    set_phase("drawing inputs, " + label);
+    auto inputs = draw_inputs(c, call).second;
+    set_phase("forward, " + label);
+    auto t0 = Clock::now();
+    auto out = module_->forward(inputs);
+    synchronize();
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    set_phase("publishing outputs of " + label);
+    json aliases = json::array();
+    json wrong_device = json::array();
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (!out[i].defined()) throw WorkerError{"runtime_error", "forward returned an undefined tensor as output " + std::to_string(i)};
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        if (storage_overlaps(out[i], inputs[k])) aliases.push_back({{"output", i}, {"input", k}});
+      }
+      if (out[i].device().str() != at::Device(device_).str()) {
+        wrong_device.push_back({{"output", i}, {"device", out[i].device().str()}});
       }
     }
-    return {{"calls", calls_info}};
+    json answer = {{"seconds", seconds}, {"aliases", aliases}, {"wrong_device", wrong_device}};
+    last_outputs_ = std::move(out);
+    last_inputs_ = std::move(inputs);
+    last_stem_ = file(cmd, "case" + std::to_string(id) + ".call" + std::to_string(call));
+    if (wrong_device.empty()) answer["exchange"] = exchange_.publish(last_outputs_, last_inputs_, cmd.value("transport", "file"), last_stem_);
+    return answer;
+  }
+
+  // Candidate: the last call's tensors again, with another transport (the
+  // driver falls back to files when the judge cannot map CUDA IPC memory).
+  json export_again(const json& cmd) {
+    return {{"exchange", exchange_.publish(last_outputs_, last_inputs_, cmd.at("transport"), last_stem_)}};
   }
 
   // Repeated forward calls rotating over the input sets until the stopping
@@ -501,29 +609,38 @@ class Worker {
             {"persisting_l2_limit", session_->persisting_l2_limit()}};
   }
 
-  // Times the case's module on the input sets from the files; afterwards
-  // the candidate runs once more on the first set so the driver can check it
-  // is still correct.
+  // Times the case's module on its input sets, drawn here from the case's
+  // seed (the inputs of its calls); with `post_check` the candidate runs once
+  // more on the first set and publishes that output for the judge.
   json time(const json& cmd) {
     at::AutoGradMode no_grad(false);
     const json& c = cmd.at("case");
     const int id = c.at("id");
     const std::string label = "case " + std::to_string(id);
+    release_call_state();
     auto weights = read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt"));
     auto module = construct(weights, c.at("args"), label);
     std::vector<std::vector<at::Tensor>> sets;
     for (int call = 0; call < c.value("calls", 1); ++call) {
-      sets.push_back(read_inputs(file(cmd, "case" + std::to_string(id) + ".call" + std::to_string(call) + ".inputs.kt")));
+      set_phase("drawing inputs for " + label + " call " + std::to_string(call));
+      sets.push_back(draw_inputs(c, call).second);
     }
     const TimingRules rules = rules_from_json(cmd.at("rules"));
     json answer = time_loop(*module, sets, rules, cmd.value("tf32", false), label);
     if (cmd.value("post_check", false)) {
       set_phase("post-timing check, " + label);
-      auto out = module->forward(read_inputs(file(cmd, "case" + std::to_string(id) + ".call0.inputs.kt")));
+      sets.clear();  // memory for the fresh set
+      auto fresh = draw_inputs(c, 0).second;  // the timed calls may have left anything in the old ones
+      auto out = module->forward(fresh);
       synchronize();
-      std::vector<HostTensor> actual;
-      for (std::size_t i = 0; i < out.size(); ++i) actual.push_back(tensor_to_host(out[i], "output" + std::to_string(i)));
-      write_tensor_file(file(cmd, "case" + std::to_string(id) + ".post.actual.kt"), actual);
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (!out[i].defined() || out[i].device().str() != at::Device(device_).str()) {
+          throw WorkerError{"runtime_error", "after timing, forward returned output " + std::to_string(i) +
+                                                 " undefined or on another device"};
+        }
+      }
+      answer["exchange"] = exchange_.publish(out, {}, cmd.value("transport", "file"),
+                                             file(cmd, "case" + std::to_string(id) + ".post"));
     }
     return answer;
   }
@@ -541,8 +658,9 @@ class Worker {
     const int id = c.at("id");
     const std::string label = "case " + std::to_string(id);
     if (!session_->cuda()) return {{"trace_unavailable", "profiling needs a CUDA device"}};
+    release_call_state();
     auto module = construct(read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt")), c.at("args"), label);
-    auto inputs = read_inputs(file(cmd, "case" + std::to_string(id) + ".call0.inputs.kt"));
+    auto inputs = draw_inputs(c, 0).second;
     set_phase("profiling warm-up, " + label);
     module->forward(inputs);
     synchronize();
@@ -641,8 +759,32 @@ class Worker {
 
   void synchronize() { session_->synchronize(); }
 
+  // Frees what the streamed test calls held (the retained expected outputs
+  // stay for the check after the candidate's timing): timing and profiling
+  // at upstream sizes need the memory.
+  void release_call_state() {
+    exchange_.release();
+    last_outputs_.clear();
+    last_inputs_.clear();
+    module_.reset();
+    module_case_ = -1;
+    pristine_.clear();
+    expected_.clear();
+    previous_expected_.clear();
+    previous_actual_.clear();
+  }
+
   std::FILE* reply_;
   std::unique_ptr<DeviceSession> session_;
+  // Streamed evaluation: the current case's module; the reference's
+  // pristine inputs and expected outputs of the current call (and of the
+  // previous call and the retained one); the candidate's last call.
+  std::unique_ptr<ModuleRunner> module_;
+  int module_case_ = -1;
+  std::vector<at::Tensor> pristine_, expected_, previous_expected_, retained_expected_, previous_actual_;
+  std::vector<at::Tensor> last_outputs_, last_inputs_;
+  std::string last_stem_;
+  ExchangeExport exchange_;
   void* handle_ = nullptr;
   ModuleRunner* (*create_)(const ModuleInit&) = nullptr;
   std::string role_;

@@ -44,6 +44,7 @@ TEST_F(GpuEvalTest, CorrectKernelIsTimedAgainstBothBaselines) {
   EXPECT_GT(v.candidate_time->median, 0);
   EXPECT_LT(v.candidate_time->median, 1e-3) << "a 64k-element ReLU takes microseconds";
   EXPECT_GE(v.candidate_wall->median, v.candidate_time->median);
+  EXPECT_EQ(v.exchange, "cuda_ipc") << "outputs reach the judge through CUDA IPC, not files";
   // The activity audit: one kernel of its own per call, on kloop's stream.
   ASSERT_TRUE(v.activity.contains("kernels_per_call")) << v.activity.dump();
   EXPECT_DOUBLE_EQ(v.activity["kernels_per_call"].get<double>(), 1.0);
@@ -128,6 +129,25 @@ TEST_F(GpuEvalTest, SpinningKernelTimesOutAndTheGpuStaysUsable) {
   EXPECT_EQ(bad.verdict, VerdictClass::kTimeout) << bad.message;
   Verdict good = eval("relu_correct.cu");
   EXPECT_EQ(good.verdict, VerdictClass::kCorrect) << good.message;
+}
+
+// Upstream size: 4096 x 393216 floats (6.4 GB) in and out, every test call
+// streamed through one reference and one candidate process and judged on
+// the GPU; the phases show where the time goes.
+TEST_F(GpuEvalTest, UpstreamSizeIsJudgedOnTheGpu) {
+  options_.small_dims = false;
+  options_.run_timeout = std::chrono::seconds(300);
+  options_.max_timing_seconds = 0.3;
+  Verdict v = eval("relu_correct.cu");
+  ASSERT_EQ(v.verdict, VerdictClass::kCorrect) << v.message << v.log_tail;
+  EXPECT_EQ(v.exchange, "cuda_ipc");
+  EXPECT_GE(v.tests.size(), 4u);
+  std::cout << "upstream-size 19_ReLU: " << v.tests.size() << " test calls; phases: reference "
+            << v.phases.reference << " s, candidate " << v.phases.candidate << " s, judge " << v.phases.compare
+            << " s, total " << v.phases.total << " s; candidate median " << v.candidate_time->median * 1e3
+            << " ms vs TF32 baseline " << v.reference_time_tf32->median * 1e3 << " ms\n";
+  Verdict wrong = eval("relu_cached.cu");
+  EXPECT_NE(wrong.verdict, VerdictClass::kCorrect) << wrong.message;
 }
 
 TEST_F(GpuEvalTest, EveryLevel1ReferenceRunsOnTheGpuAtSmallDims) {

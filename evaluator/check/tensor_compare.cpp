@@ -1,0 +1,89 @@
+// Chunked elementwise comparison with ATen operations.
+#include "evaluator/check/tensor_compare.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "evaluator/isolation/tensor_bridge.h"
+
+namespace kloop {
+namespace {
+
+std::string shape_text(const at::Tensor& t) {
+  std::string s = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
+  return s + "]";
+}
+
+}  // namespace
+
+TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& actual, const std::string& name,
+                                 const Tolerance& tol, int max_listed, int64_t chunk) {
+  TensorComparison c;
+  c.name = name;
+  c.numel = expected.numel();
+  if (expected.sizes() != actual.sizes()) {
+    c.problem = "shape mismatch: expected " + shape_text(expected) + ", got " + shape_text(actual);
+    return c;
+  }
+  if (expected.scalar_type() != actual.scalar_type()) {
+    c.problem = std::string("dtype mismatch: expected ") + dtype_name(dtype_of(expected)) + ", got " +
+                dtype_name(dtype_of(actual));
+    return c;
+  }
+  const at::Tensor e_all = expected.contiguous().view({-1});
+  const at::Tensor a_all = actual.contiguous().view({-1});
+  const std::vector<int64_t> shape = expected.sizes().vec();
+  for (int64_t begin = 0; begin < c.numel; begin += chunk) {
+    const int64_t len = std::min(chunk, c.numel - begin);
+    const at::Tensor e = e_all.narrow(0, begin, len).to(at::kDouble);
+    const at::Tensor a = a_all.narrow(0, begin, len).to(at::kDouble);
+    const at::Tensor e_nan = e.isnan(), a_nan = a.isnan();
+    const at::Tensor e_fin = e.isfinite(), a_fin = a.isfinite();
+    const at::Tensor either_nan = e_nan.logical_or(a_nan);
+    const at::Tensor both_finite = e_fin.logical_and(a_fin);
+    const at::Tensor diff = (a - e).abs();
+    const at::Tensor within = diff.le(tol.atol + tol.rtol * e.abs());
+    // NaN matches only NaN; an infinity only the same infinity; finite
+    // values within atol + rtol * |expected|.
+    const at::Tensor ok = at::where(either_nan, e_nan.logical_and(a_nan), at::where(both_finite, within, e.eq(a)));
+    const at::Tensor abs_err = at::where(both_finite, diff, at::where(ok, at::zeros_like(diff), at::full_like(diff, INFINITY)));
+    c.max_abs_expected = std::max(c.max_abs_expected, at::where(e_fin, e.abs(), at::zeros_like(e)).max().item<double>());
+    c.non_finite += e_fin.logical_and(a_fin.logical_not()).sum().item<int64_t>();
+    c.max_abs_error = std::max(c.max_abs_error, abs_err.max().item<double>());
+    const at::Tensor has_rel = e.ne(0).logical_and(e_fin);
+    c.max_rel_error = std::max(
+        c.max_rel_error, at::where(has_rel, abs_err / at::where(has_rel, e.abs(), at::ones_like(e)), at::zeros_like(e))
+                             .max()
+                             .item<double>());
+    const at::Tensor bad = ok.logical_not();
+    const int64_t n_bad = bad.sum().item<int64_t>();
+    c.mismatches += n_bad;
+    // The first few mismatches, in index order, without listing them all
+    // (nonzero() of a wrong 6 GB output would be larger than the output).
+    int64_t from = 0;
+    while (n_bad > 0 && static_cast<int>(c.first_mismatches.size()) < max_listed && from < len) {
+      const at::Tensor rest = bad.narrow(0, from, len - from);
+      if (!rest.any().item<bool>()) break;
+      const int64_t at_rest = rest.to(at::kByte).argmax().item<int64_t>();
+      const int64_t i = from + at_rest;
+      c.first_mismatches.push_back(
+          {unravel_index(begin + i, shape), e[i].item<double>(), a[i].item<double>()});
+      from = i + 1;
+    }
+  }
+  c.passed = c.mismatches == 0;
+  return c;
+}
+
+bool tensors_identical(const at::Tensor& a, const at::Tensor& b) {
+  if (a.scalar_type() != b.scalar_type() || a.sizes() != b.sizes() || a.device() != b.device()) return false;
+  if (a.numel() == 0) return true;
+  const at::Tensor ab = a.contiguous().view({-1}).view(at::kByte);
+  const at::Tensor bb = b.contiguous().view({-1}).view(at::kByte);
+  return at::equal(ab, bb);
+}
+
+}  // namespace kloop

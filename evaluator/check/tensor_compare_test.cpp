@@ -1,0 +1,147 @@
+// The worker's ATen comparison must agree, field by field, with the host
+// comparison it replaced (compare.cpp), including NaN/Inf rules, relative
+// errors, the first mismatches across chunk boundaries, and its messages.
+#include "evaluator/check/tensor_compare.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "evaluator/isolation/tensor_bridge.h"
+#include "evaluator/isolation/tensor_exchange.h"
+
+namespace kloop {
+namespace {
+
+void expect_same(const TensorComparison& host, const TensorComparison& dev) {
+  EXPECT_EQ(host.passed, dev.passed);
+  EXPECT_EQ(host.problem, dev.problem);
+  EXPECT_EQ(host.numel, dev.numel);
+  EXPECT_EQ(host.mismatches, dev.mismatches);
+  EXPECT_EQ(host.non_finite, dev.non_finite);
+  EXPECT_DOUBLE_EQ(host.max_abs_error, dev.max_abs_error);
+  EXPECT_DOUBLE_EQ(host.max_rel_error, dev.max_rel_error);
+  EXPECT_DOUBLE_EQ(host.max_abs_expected, dev.max_abs_expected);
+  ASSERT_EQ(host.first_mismatches.size(), dev.first_mismatches.size());
+  for (std::size_t i = 0; i < host.first_mismatches.size(); ++i) {
+    EXPECT_EQ(host.first_mismatches[i].index, dev.first_mismatches[i].index);
+    const double he = host.first_mismatches[i].expected, de = dev.first_mismatches[i].expected;
+    const double ha = host.first_mismatches[i].actual, da = dev.first_mismatches[i].actual;
+    EXPECT_TRUE(he == de || (std::isnan(he) && std::isnan(de)));
+    EXPECT_TRUE(ha == da || (std::isnan(ha) && std::isnan(da)));
+  }
+}
+
+TensorComparison on_host(const at::Tensor& e, const at::Tensor& a, const Tolerance& tol) {
+  HostTensor he = tensor_to_host(e, "output0"), ha = tensor_to_host(a, "output0");
+  return compare_tensors(he, ha, tol);
+}
+
+TEST(TensorCompareTest, AgreesWithTheHostComparisonOnEveryRule) {
+  at::manual_seed(7);
+  at::Tensor e = at::randn({6, 9});
+  at::Tensor a = e + 1e-5 * at::randn({6, 9});
+  e[0][1] = 0.0;
+  a[0][1] = 2e-3;  // beyond atol where expected is 0
+  a[1][2] = e[1][2] * 1.01;
+  e[2][3] = NAN;
+  a[2][3] = NAN;  // NaN matches NaN
+  a[2][4] = NAN;  // NaN where a value was expected: non-finite
+  e[3][0] = INFINITY;
+  a[3][0] = INFINITY;
+  e[3][1] = INFINITY;
+  a[3][1] = -INFINITY;
+  a[5][8] = INFINITY;
+  const Tolerance tol{1e-3, 1e-3};
+  for (int64_t chunk : {int64_t{1} << 26, int64_t{7}, int64_t{1}}) {
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    TensorComparison dev = compare_tensors(e, a, "output0", tol, 5, chunk);
+    expect_same(on_host(e, a, tol), dev);
+    EXPECT_FALSE(dev.passed);
+    EXPECT_EQ(dev.mismatches, 5);
+    EXPECT_EQ(dev.non_finite, 2);
+    EXPECT_TRUE(std::isinf(dev.max_abs_error));
+  }
+  // Within tolerance everywhere: passes, with the same maximum errors.
+  at::Tensor close = at::randn({1000});
+  expect_same(on_host(close, close * (1 + 1e-6), tol), compare_tensors(close, close * (1 + 1e-6), "output0", tol));
+  EXPECT_TRUE(compare_tensors(close, close * (1 + 1e-6), "output0", tol).passed);
+}
+
+TEST(TensorCompareTest, ListsOnlyTheFirstMismatchesInIndexOrder) {
+  at::Tensor e = at::zeros({4, 50});
+  at::Tensor a = e.clone();
+  a.view({-1}).narrow(0, 13, 120).fill_(1.0);  // 120 mismatches from flat index 13
+  const Tolerance tol{1e-3, 1e-3};
+  TensorComparison dev = compare_tensors(e, a, "output0", tol, 5, 16);
+  expect_same(on_host(e, a, tol), dev);
+  ASSERT_EQ(dev.first_mismatches.size(), 5u);
+  EXPECT_EQ(dev.first_mismatches[0].index, (std::vector<int64_t>{0, 13}));
+  EXPECT_EQ(dev.first_mismatches[4].index, (std::vector<int64_t>{0, 17}));
+  EXPECT_EQ(dev.mismatches, 120);
+}
+
+TEST(TensorCompareTest, IntegerBoolAndScalarOutputs) {
+  const Tolerance tol{0, 0};
+  at::Tensor ei = at::arange(100, at::kLong), ai = ei.clone();
+  ai[42] = 7;
+  expect_same(on_host(ei, ai, tol), compare_tensors(ei, ai, "output0", tol));
+  at::Tensor eb = at::arange(10).gt(4), ab = eb.logical_not();
+  expect_same(on_host(eb, ab, tol), compare_tensors(eb, ab, "output0", tol));
+  at::Tensor es = at::scalar_tensor(2.5), as = at::scalar_tensor(2.5 + 1e-2);
+  expect_same(on_host(es, as, Tolerance{}), compare_tensors(es, as, "output0", Tolerance{}));
+}
+
+TEST(TensorCompareTest, ShapeAndDtypeMismatchesReadAsOnTheHost) {
+  at::Tensor e = at::zeros({2, 3});
+  expect_same(on_host(e, at::zeros({3, 2}), Tolerance{}), compare_tensors(e, at::zeros({3, 2}), "output0", Tolerance{}));
+  expect_same(on_host(e, at::zeros({2, 3}, at::kDouble), Tolerance{}),
+              compare_tensors(e, at::zeros({2, 3}, at::kDouble), "output0", Tolerance{}));
+  EXPECT_EQ(compare_tensors(e, at::zeros({3, 2}), "output0", Tolerance{}).problem,
+            "shape mismatch: expected [2, 3], got [3, 2]");
+}
+
+TEST(TensorCompareTest, IdenticalIsBitwise) {
+  at::Tensor a = at::tensor({0.0, 1.0, NAN});
+  at::Tensor b = at::tensor({-0.0, 1.0, NAN});
+  EXPECT_TRUE(tensors_identical(a, a.clone()));  // the same NaN bits
+  EXPECT_FALSE(tensors_identical(a, b));         // -0.0 is another bit pattern
+  EXPECT_FALSE(tensors_identical(a, a.to(at::kFloat)));
+  EXPECT_FALSE(tensors_identical(a, a.view({3, 1})));
+  EXPECT_TRUE(tensors_identical(at::arange(6).view({2, 3}).t(), at::arange(6).view({2, 3}).t().contiguous()));
+}
+
+TEST(TensorExchangeTest, FileTransportCarriesOutputsAndInputsBothWays) {
+  const std::string stem =
+      (std::filesystem::temp_directory_path() / ("kloop-exchange-" + std::to_string(::getpid()))).string();
+  at::Tensor out = at::randn({3, 5}), in0 = at::arange(4, at::kInt), in1 = at::randn({2}).to(at::kDouble);
+  ExchangeExport ex;
+  const auto desc = ex.publish({out.t()}, {in0, in1}, "file", stem);  // a non-contiguous output
+  EXPECT_EQ(desc.at("transport"), "file");
+  ExchangeImport got(desc, "cpu");
+  ASSERT_EQ(got.outputs().size(), 1u);
+  ASSERT_EQ(got.inputs().size(), 2u);
+  EXPECT_TRUE(tensors_identical(got.outputs()[0], out.t().contiguous()));
+  EXPECT_TRUE(tensors_identical(got.inputs()[0], in0));
+  EXPECT_TRUE(tensors_identical(got.inputs()[1], in1));
+  std::filesystem::remove(stem + ".actual.kt");
+  std::filesystem::remove(stem + ".inputs_after.kt");
+}
+
+TEST(TensorExchangeTest, UnknownTransportIsAnError) {
+  ExchangeExport ex;
+  EXPECT_THROW(ex.publish({at::zeros({1})}, {}, "pigeon", "/tmp/x"), std::invalid_argument);
+  if (!cuda_ipc_built()) {
+    try {
+      ex.publish({at::zeros({1})}, {}, "cuda_ipc", "/tmp/x");
+      ADD_FAILURE() << "cuda_ipc without CUDA must throw";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("built without CUDA"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kloop
