@@ -490,9 +490,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   // one call, so upstream sizes fit.
   v.exchange = cpu ? "file" : "cuda_ipc";
   const json tolerance = {{"atol", protocol.tolerance.atol}, {"rtol", protocol.tolerance.rtol}};
-  auto judge = [&](const json& exchange, bool post, bool keep) {
+  auto judge = [&](const json& exchange, bool post, bool keep, bool analyze = false) {
     json cmd = {{"op", "judge"}, {"exchange", exchange}, {"tolerance", tolerance}, {"post", post},
-                {"keep_for_next_call", keep}};
+                {"keep_for_next_call", keep}, {"error_analysis", analyze}};
     const auto t0 = Clock::now();
     auto answer = ref.call(cmd, options_.run_timeout);
     v.phases.compare += since(t0);
@@ -522,7 +522,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       o.case_id = t.id;
       o.call = call;
       o.label = t.label();
-      const json expected = ref_call({{"op", "expect"}, {"case", c}, {"call", call}, {"retain", ti == 0 && call == 0}},
+      const bool first = ti == 0 && call == 0;
+      const json expected = ref_call({{"op", "expect"}, {"case", c}, {"call", call}, {"retain", first},
+                                      {"fp64", first && options_.fp64_reference}},
                                      options_.run_timeout, v.phases.reference);
       const int expected_count = static_cast<int>(expected.at("output_shapes").size());
       if (expected_count != spec.outputs) {
@@ -545,7 +547,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
         o.problem = "output " + std::to_string(w.at("output").get<int>()) + " is on " +
                     w.at("device").get<std::string>() + ", expected " + options_.device;
       } else {
-        const json j = judge(info.at("exchange"), false, call + 1 < calls);
+        const json j = judge(info.at("exchange"), false, call + 1 < calls, first && options_.fp64_reference);
+        if (j.contains("error_analysis")) v.error_analysis = j["error_analysis"];
+        v.fp64_unavailable = j.value("fp64_unavailable", v.fp64_unavailable);
         const int got = j.at("output_count");
         if (got != expected_count) {
           o.problem = "forward returned " + std::to_string(got) + " output(s), expected " + std::to_string(expected_count);

@@ -42,6 +42,9 @@ struct EvalOptions {
   bool small_dims = false;  // GPU: run at the spec's small cpu dims (tests, quick looks)
   bool activity_audit = true;  // GPU: trace the candidate's kernels (streams, late work, libraries)
   bool profile = false;        // GPU: hardware counters and the profile digests (slower)
+  // Error analysis against an fp64 twin of the reference on the first test
+  // call: how far the candidate and the fp32 reference each are from it.
+  bool fp64_reference = false;
 };
 
 // What running a problem's reference alone shows (for spec authors and CI).

@@ -95,6 +95,8 @@ json Verdict::to_json() const {
               {"compare", phases.compare},
               {"total", phases.total}}}};
   if (!exchange.empty()) j["exchange"] = exchange;
+  if (!error_analysis.is_null()) j["error_analysis"] = error_analysis;
+  if (!fp64_unavailable.empty()) j["fp64_unavailable"] = fp64_unavailable;
   if (candidate_time || reference_time) {
     json timing = {{"statistic", timing_statistic}};
     if (candidate_time) timing["candidate"] = kloop::to_json(*candidate_time);
@@ -192,6 +194,17 @@ std::string Verdict::to_text() const {
     }
     out << "\n";
   }
+  for (const auto& e : error_analysis.is_array() ? error_analysis : json::array()) {
+    auto num = [](const json& v) { return v.is_number() ? v.get<double>() : NAN; };
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "  vs fp64 reference, output %d (max |value| %.3g): candidate max abs error %.3g (rms %.3g), "
+                  "fp32 reference %.3g (rms %.3g)\n",
+                  e.value("output", 0), num(e.value("max_abs_fp64", json())), num(e.value("candidate_max_abs_error", json())),
+                  num(e.value("candidate_rms_error", json())), num(e.value("reference_max_abs_error", json())), num(e.value("reference_rms_error", json())));
+    out << line;
+  }
+  if (!fp64_unavailable.empty()) out << "  fp64 reference: " << fp64_unavailable << "\n";
   if (!profile_digest.empty()) out << "  profile:\n" << profile_digest << (profile_digest.back() == '\n' ? "" : "\n");
   if (!reference_digest.empty()) {
     out << "  reference profile:\n" << reference_digest << (reference_digest.back() == '\n' ? "" : "\n");

@@ -101,6 +101,11 @@ struct Verdict {
   // How the candidate's outputs reached the judge: "file", "cuda_ipc", or
   // "file (cuda_ipc failed: ...)" when the fallback was taken.
   std::string exchange;
+  // With EvalOptions::fp64_reference: per output of the first test call,
+  // max_abs_fp64 and the candidate's and the fp32 reference's max and rms
+  // errors against the fp64 reference; or why there is none.
+  nlohmann::json error_analysis;
+  std::string fp64_unavailable;
   std::string log_tail;  // the candidate process's output, for crashes
 
   nlohmann::json to_json() const;

@@ -32,6 +32,7 @@ struct EvalCliOptions {
   int threads = 0;
   bool no_timing = false;
   bool profile = false;
+  bool fp64_reference = false;
   double max_timing_s = 0;
   bool keep_work_dir = false;
   std::string dims = "full";  // GPU: full (upstream sizes) or small (the cpu dims)

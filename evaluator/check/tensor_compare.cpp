@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "evaluator/isolation/tensor_bridge.h"
 
@@ -76,6 +77,28 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
   }
   c.passed = c.mismatches == 0;
   return c;
+}
+
+ErrorVsExact error_against(const at::Tensor& exact, const at::Tensor& approx, int64_t chunk) {
+  if (exact.sizes() != approx.sizes()) {
+    throw std::invalid_argument("error analysis: shapes " + shape_text(exact) + " and " + shape_text(approx) + " differ");
+  }
+  ErrorVsExact r;
+  const int64_t n = exact.numel();
+  if (n == 0) return r;
+  const at::Tensor x_all = exact.contiguous().view({-1}), y_all = approx.contiguous().view({-1});
+  double sum_sq = 0;
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const int64_t len = std::min(chunk, n - begin);
+    const at::Tensor x = x_all.narrow(0, begin, len).to(at::kDouble);
+    const at::Tensor d = (y_all.narrow(0, begin, len).to(at::kDouble) - x).abs();
+    const double m = d.max().item<double>();  // a NaN stays: the output holds one
+    if (!std::isnan(r.max_abs_error) && (std::isnan(m) || m > r.max_abs_error)) r.max_abs_error = m;
+    sum_sq += d.square().sum().item<double>();
+    r.max_abs_exact = std::max(r.max_abs_exact, x.abs().max().item<double>());
+  }
+  r.rms_error = std::sqrt(sum_sq / static_cast<double>(n));
+  return r;
 }
 
 bool tensors_identical(const at::Tensor& a, const at::Tensor& b) {

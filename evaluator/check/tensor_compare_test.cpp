@@ -103,6 +103,21 @@ TEST(TensorCompareTest, ShapeAndDtypeMismatchesReadAsOnTheHost) {
             "shape mismatch: expected [2, 3], got [3, 2]");
 }
 
+TEST(TensorCompareTest, ErrorAgainstExactGivesMaxAndRmsAcrossChunks) {
+  at::Tensor exact = at::tensor({1.0, -4.0, 2.0, 0.5}, at::kDouble);
+  at::Tensor approx = at::tensor({1.0f, -4.5f, 2.25f, 0.5f});
+  for (int64_t chunk : {int64_t{1}, int64_t{3}, int64_t{1} << 26}) {
+    ErrorVsExact e = error_against(exact, approx, chunk);
+    EXPECT_DOUBLE_EQ(e.max_abs_error, 0.5);
+    EXPECT_DOUBLE_EQ(e.rms_error, std::sqrt((0.25 + 0.0625) / 4));
+    EXPECT_DOUBLE_EQ(e.max_abs_exact, 4.0);
+  }
+  approx[2] = NAN;  // a NaN anywhere is the answer, whatever chunk it is in
+  EXPECT_TRUE(std::isnan(error_against(exact, approx, 1).max_abs_error));
+  EXPECT_TRUE(std::isnan(error_against(exact, approx).max_abs_error));
+  EXPECT_THROW(error_against(exact, at::zeros({3})), std::invalid_argument);
+}
+
 TEST(TensorCompareTest, IdenticalIsBitwise) {
   at::Tensor a = at::tensor({0.0, 1.0, NAN});
   at::Tensor b = at::tensor({-0.0, 1.0, NAN});

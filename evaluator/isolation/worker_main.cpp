@@ -459,6 +459,9 @@ class Worker {
     set_phase("reference forward, " + label);
     auto out = module_->forward(args);
     synchronize();
+    fp64_expected_.clear();
+    fp64_unavailable_.clear();
+    if (cmd.value("fp64", false)) fp64_reference(c, label);
     session_->set_deterministic(false);
     previous_expected_ = std::move(expected_);
     expected_.clear();
@@ -469,6 +472,35 @@ class Worker {
     }
     if (cmd.value("retain", false)) retained_expected_ = expected_;
     return {{"output_shapes", shapes}};
+  }
+
+  // An fp64 twin of the reference for error analysis: a second instance
+  // with the same weights in double precision, called on the call's inputs
+  // in double precision. A reference that makes float tensors of its own
+  // cannot run this way; the reason is kept and reported instead.
+  void fp64_reference(const json& c, const std::string& label) {
+    set_phase("fp64 reference, " + label);
+    auto widen = [](const at::Tensor& t) { return t.is_floating_point() ? t.to(at::kDouble) : t.clone(); };
+    try {
+      auto twin = construct({}, c.at("args"), label + " (fp64)");
+      std::map<std::string, at::Tensor> weights;
+      for (const auto& [n, t] : module_->parameters()) weights[n] = t;
+      for (const auto& [n, t] : module_->buffers()) weights[n] = t;
+      for (auto& [n, t] : twin->parameters()) t.set_data(widen(weights.at(n)));
+      for (auto& [n, t] : twin->buffers()) t.set_data(widen(weights.at(n)));
+      std::vector<at::Tensor> args;
+      for (const auto& p : pristine_) args.push_back(widen(p));
+      for (const auto& o : twin->forward(args)) fp64_expected_.push_back(o.to(at::kDouble).contiguous());
+      synchronize();
+    } catch (const c10::Error& e) {
+      fp64_unavailable_ = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      fp64_unavailable_ = e.what();
+    }
+    if (!fp64_unavailable_.empty()) {
+      fp64_expected_.clear();
+      fp64_unavailable_ = "the reference does not run in fp64: " + fp64_unavailable_.substr(0, 300);
+    }
   }
 
   // Reference: compares what the candidate published for the last `expect`
@@ -496,6 +528,25 @@ class Worker {
       if (!tensors_identical(pristine_[k], got.inputs()[k])) mutated.push_back(k);
     }
     answer["mutated_inputs"] = mutated;
+    if (cmd.value("error_analysis", false)) {
+      if (fp64_expected_.empty()) {
+        answer["fp64_unavailable"] = fp64_unavailable_.empty() ? "no fp64 reference was computed" : fp64_unavailable_;
+      } else {
+        json rows = json::array();
+        for (std::size_t i = 0; i < fp64_expected_.size() && i < actual.size() && i < expected.size(); ++i) {
+          if (fp64_expected_[i].sizes() != actual[i].sizes() || fp64_expected_[i].sizes() != expected[i].sizes()) continue;
+          const ErrorVsExact cand = error_against(fp64_expected_[i], actual[i]);
+          const ErrorVsExact ref = error_against(fp64_expected_[i], expected[i]);
+          rows.push_back({{"output", i},
+                          {"max_abs_fp64", cand.max_abs_exact},
+                          {"candidate_max_abs_error", cand.max_abs_error},
+                          {"candidate_rms_error", cand.rms_error},
+                          {"reference_max_abs_error", ref.max_abs_error},
+                          {"reference_rms_error", ref.rms_error}});
+        }
+        answer["error_analysis"] = rows;
+      }
+    }
     // Results cached across calls: the same output for different inputs.
     if (!previous_actual_.empty() && previous_actual_.size() == actual.size()) {
       bool same_actual = true, same_expected = previous_expected_.size() == expected.size();
@@ -772,6 +823,7 @@ class Worker {
     expected_.clear();
     previous_expected_.clear();
     previous_actual_.clear();
+    fp64_expected_.clear();
   }
 
   std::FILE* reply_;
@@ -782,6 +834,8 @@ class Worker {
   std::unique_ptr<ModuleRunner> module_;
   int module_case_ = -1;
   std::vector<at::Tensor> pristine_, expected_, previous_expected_, retained_expected_, previous_actual_;
+  std::vector<at::Tensor> fp64_expected_;  // the optional fp64 twin's outputs for the current call
+  std::string fp64_unavailable_;
   std::vector<at::Tensor> last_outputs_, last_inputs_;
   std::string last_stem_;
   ExchangeExport exchange_;

@@ -34,6 +34,29 @@ TEST_F(EvaluatorTest, CrashThenNextEvaluationWorks) {
   EXPECT_EQ(ok.verdict, VerdictClass::kCorrect) << ok.to_text();
   ASSERT_TRUE(ok.speedup.has_value());
   EXPECT_GT(ok.phases.total, 0);
+  EXPECT_EQ(ok.exchange, "file");  // CPU: the candidate publishes files, the reference worker judges
+}
+
+// --fp64-reference: a bf16 matmul passes kernelbench's tolerance at cpu
+// dims, but against an fp64 run of the reference it is orders of magnitude
+// further from exact than the fp32 reference is.
+TEST_F(EvaluatorTest, Fp64ReferenceMeasuresHowFarCandidateAndReferenceAreFromExact) {
+  options_.protocol = "kernelbench";
+  options_.measure_time = false;
+  options_.fp64_reference = true;
+  Evaluator ev(builder_, options_);
+  Verdict v = ev.evaluate(ProblemRegistry(ProblemRegistry::default_root()).load("1_Square_matrix_multiplication_"),
+                          std::string(KLOOP_TEST_FIXTURES) + "/../../examples/cpu/1_Square_matrix_multiplication_bf16.cpp");
+  ASSERT_TRUE(v.error_analysis.is_array()) << v.to_text();
+  ASSERT_EQ(v.error_analysis.size(), 1u) << v.error_analysis.dump();
+  const auto& e = v.error_analysis[0];
+  const double ref = e.at("reference_max_abs_error"), cand = e.at("candidate_max_abs_error");
+  EXPECT_GT(ref, 0) << "fp32 and fp64 accumulate differently";
+  EXPECT_LT(ref, 1e-3);
+  EXPECT_GT(cand, 100 * ref) << e.dump();
+  EXPECT_GT(e.at("max_abs_fp64").get<double>(), 1);
+  EXPECT_TRUE(v.fp64_unavailable.empty()) << v.fp64_unavailable;
+  EXPECT_NE(v.to_text().find("vs fp64 reference, output 0"), std::string::npos) << v.to_text();
 }
 
 TEST_F(EvaluatorTest, TextReportShowsMismatches) {
