@@ -483,12 +483,18 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   if (auto bad = worker_failed(reply)) return *bad;
 
   // 4. The tests, one call at a time: the reference draws the inputs and
-  // keeps its expected outputs; the candidate draws the same inputs and
-  // publishes its outputs and its inputs after the call (CUDA IPC on the
-  // GPU, files on the CPU); the reference judges them where they are.
-  // Expected values never leave the reference's process, and memory holds
-  // one call, so upstream sizes fit.
+  // keeps its expected outputs; the candidate gets the same inputs (on the
+  // GPU a copy the reference publishes through CUDA IPC, on the CPU drawn
+  // again from the same seed) and publishes its outputs and its inputs after
+  // the call (CUDA IPC on the GPU, files on the CPU); the reference judges
+  // them where they are. Expected values never leave the reference's
+  // process, and memory holds one call, so upstream sizes fit.
   v.exchange = cpu ? "file" : "cuda_ipc";
+  std::string inputs_via = !options_.input_transport.empty() ? options_.input_transport : cpu ? "draw" : "cuda_ipc";
+  if (inputs_via != "draw" && inputs_via != "file" && inputs_via != "cuda_ipc") {
+    throw EvaluationError("input transport '" + inputs_via + "': expected draw, file or cuda_ipc");
+  }
+  v.input_exchange = inputs_via == "draw" ? "drawn" : inputs_via;
   const json tolerance = {{"atol", protocol.tolerance.atol}, {"rtol", protocol.tolerance.rtol}};
   auto judge = [&](const json& exchange, bool post, bool keep, bool analyze = false) {
     json cmd = {{"op", "judge"}, {"exchange", exchange}, {"tolerance", tolerance}, {"post", post},
@@ -523,16 +529,27 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       o.call = call;
       o.label = t.label();
       const bool first = ti == 0 && call == 0;
-      const json expected = ref_call({{"op", "expect"}, {"case", c}, {"call", call}, {"retain", first},
-                                      {"fp64", first && options_.fp64_reference}},
-                                     options_.run_timeout, v.phases.reference);
+      json expect_cmd = {{"op", "expect"}, {"dir", work.path()}, {"case", c}, {"call", call}, {"retain", first},
+                         {"fp64", first && options_.fp64_reference}};
+      if (inputs_via != "draw") expect_cmd["publish_inputs"] = inputs_via;
+      const json expected = ref_call(expect_cmd, options_.run_timeout, v.phases.reference);
       const int expected_count = static_cast<int>(expected.at("output_shapes").size());
       if (expected_count != spec.outputs) {
         throw EvaluationError(spec.spec_path + ": field 'outputs': says " + std::to_string(spec.outputs) +
                               " but the reference returns " + std::to_string(expected_count));
       }
-      cand_call({{"op", "run"}, {"dir", work.path()}, {"case", c}, {"call", call}, {"transport", transport()}},
-                options_.run_timeout);
+      json run_cmd = {{"op", "run"}, {"dir", work.path()}, {"case", c}, {"call", call}, {"transport", transport()}};
+      if (expected.contains("inputs_exchange")) run_cmd["inputs_exchange"] = expected["inputs_exchange"];
+      cand_call(run_cmd, options_.run_timeout);
+      if (reply && !reply->value("ok", false) && reply->value("error_class", "") == "exchange_error") {
+        // The candidate could not map the reference's inputs: it draws them
+        // itself (same generator, same seed) from here on.
+        if (inputs_via != "cuda_ipc") throw EvaluationError(reply->value("message", "input exchange failed"));
+        v.input_exchange = "drawn (cuda_ipc failed: " + reply->value("message", "?") + ")";
+        inputs_via = "draw";
+        run_cmd.erase("inputs_exchange");
+        cand_call(run_cmd, options_.run_timeout);
+      }
       if (auto bad = worker_failed(reply)) return *bad;
       const json info = *reply;
       for (const auto& a : info.value("aliases", json::array())) {

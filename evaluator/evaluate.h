@@ -45,6 +45,10 @@ struct EvalOptions {
   // Error analysis against an fp64 twin of the reference on the first test
   // call: how far the candidate and the fp32 reference each are from it.
   bool fp64_reference = false;
+  // How the candidate gets each test call's inputs: "draw" (kloop's
+  // generator in its own process, same seed), "file" or "cuda_ipc" (a copy
+  // the reference publishes). "" = cuda_ipc on the GPU, draw on the CPU.
+  std::string input_transport;
 };
 
 // What running a problem's reference alone shows (for spec authors and CI).

@@ -95,6 +95,7 @@ json Verdict::to_json() const {
               {"compare", phases.compare},
               {"total", phases.total}}}};
   if (!exchange.empty()) j["exchange"] = exchange;
+  if (!input_exchange.empty()) j["input_exchange"] = input_exchange;
   if (!error_analysis.is_null()) j["error_analysis"] = error_analysis;
   if (!fp64_unavailable.empty()) j["fp64_unavailable"] = fp64_unavailable;
   if (candidate_time || reference_time) {
@@ -221,6 +222,10 @@ std::string Verdict::to_text() const {
                 phases.build_candidate, build.cached ? " (cached)" : "", phases.reference, phases.candidate,
                 phases.compare, phases.total);
   out << buf;
+  if (!exchange.empty()) {
+    out << "  tensors: inputs " << (input_exchange.empty() ? "drawn" : input_exchange) << ", outputs " << exchange
+        << "\n";
+  }
   return out.str();
 }
 

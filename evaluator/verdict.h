@@ -101,6 +101,9 @@ struct Verdict {
   // How the candidate's outputs reached the judge: "file", "cuda_ipc", or
   // "file (cuda_ipc failed: ...)" when the fallback was taken.
   std::string exchange;
+  // How the candidate got its inputs: "drawn", "file", "cuda_ipc", or
+  // "drawn (cuda_ipc failed: ...)".
+  std::string input_exchange;
   // With EvalOptions::fp64_reference: per output of the first test call,
   // max_abs_fp64 and the candidate's and the fp32 reference's max and rms
   // errors against the fp64 reference; or why there is none.

@@ -141,8 +141,8 @@ TEST(TensorExchangeTest, FileTransportCarriesOutputsAndInputsBothWays) {
   EXPECT_TRUE(tensors_identical(got.outputs()[0], out.t().contiguous()));
   EXPECT_TRUE(tensors_identical(got.inputs()[0], in0));
   EXPECT_TRUE(tensors_identical(got.inputs()[1], in1));
-  std::filesystem::remove(stem + ".actual.kt");
-  std::filesystem::remove(stem + ".inputs_after.kt");
+  std::filesystem::remove(stem + ".outputs.kt");
+  std::filesystem::remove(stem + ".inputs.kt");
 }
 
 TEST(TensorExchangeTest, UnknownTransportIsAnError) {

@@ -1,13 +1,15 @@
 // How a candidate's outputs, and its inputs after the call, reach the
-// reference worker that judges them. Two transports:
+// reference worker that judges them, and (on the GPU) how the reference's
+// inputs reach the candidate. Two transports:
 //   file      tensor files in the evaluation's work folder (CPU evaluations,
 //             and the fallback when CUDA IPC is refused);
 //   cuda_ipc  one device allocation of the candidate's, packed with copies of
 //             the tensors and exported with cudaIpcGetMemHandle; the judge
 //             maps it and compares in place, so a multi-GB output never
 //             crosses the host and the judge sends nothing back.
-// Either way the data flows one way only: the candidate's process never
-// receives a handle, a file or a value of the expected outputs.
+// The candidate's process never receives a handle, a file or a value of the
+// expected outputs: what the reference publishes is a copy of the inputs
+// alone, in an allocation of its own.
 // Worker code: links LibTorch (and the CUDA runtime in CUDA builds).
 #pragma once
 
@@ -28,8 +30,8 @@ class ExchangeExport {
   ExchangeExport(const ExchangeExport&) = delete;
   ExchangeExport& operator=(const ExchangeExport&) = delete;
 
-  // `stem` names the files of the file transport (STEM.actual.kt,
-  // STEM.inputs_after.kt). Returns the description the judge imports.
+  // `stem` names the files of the file transport (STEM.outputs.kt,
+  // STEM.inputs.kt). Returns the description the other side imports.
   nlohmann::json publish(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
                          const std::string& transport, const std::string& stem);
   void release();

@@ -9,8 +9,9 @@
 //             candidate, the only tensor file on the GPU path);
 //   expect    reference: draws the call's inputs, computes and keeps the
 //             expected outputs where they live (the GPU);
-//   run       candidate: draws the same inputs (kloop's generator, same
-//             seed), calls forward, publishes outputs and inputs-after
+//   run       candidate: gets the same inputs (from the reference's
+//             published copy, or drawn here with kloop's generator from the
+//             same seed), calls forward, publishes outputs and inputs-after
 //             (tensor_exchange.h: CUDA IPC or files);
 //   judge     reference: imports what the candidate published and compares
 //             it with the expected outputs in place (tensor_compare.h);
@@ -456,6 +457,13 @@ class Worker {
     auto args = draw_inputs(c, call).second;
     pristine_.clear();
     for (const auto& a : args) pristine_.push_back(a.clone());  // a reference may work in place
+    input_export_.release();
+    json inputs_exchange;
+    if (const std::string t = cmd.value("publish_inputs", ""); !t.empty()) {
+      set_phase("publishing inputs, " + label);
+      inputs_exchange = input_export_.publish({}, pristine_, t, file(cmd, "case" + std::to_string(c.at("id").get<int>()) +
+                                                                              ".call" + std::to_string(call) + ".reference"));
+    }
     set_phase("reference forward, " + label);
     auto out = module_->forward(args);
     synchronize();
@@ -471,7 +479,9 @@ class Worker {
       shapes.push_back(o.sizes().vec());
     }
     if (cmd.value("retain", false)) retained_expected_ = expected_;
-    return {{"output_shapes", shapes}};
+    json answer = {{"output_shapes", shapes}};
+    if (!inputs_exchange.is_null()) answer["inputs_exchange"] = inputs_exchange;
+    return answer;
   }
 
   // An fp64 twin of the reference for error analysis: a second instance
@@ -584,8 +594,22 @@ class Worker {
       module_ = construct(weights, c.at("args"), "case " + std::to_string(id));
       module_case_ = id;
     }
-    set_phase("drawing inputs, " + label);
-    auto inputs = draw_inputs(c, call).second;
+    std::vector<at::Tensor> inputs;
+    if (cmd.contains("inputs_exchange")) {
+      // The reference's copy, cloned into this process's own memory before
+      // the mapping closes; a transport that fails is the driver's to handle.
+      set_phase("importing inputs, " + label);
+      try {
+        ExchangeImport from_reference(cmd["inputs_exchange"], device_);
+        for (const auto& t : from_reference.inputs()) inputs.push_back(t.clone());
+        synchronize();
+      } catch (const std::exception& e) {
+        throw WorkerError{"exchange_error", std::string("importing the reference's inputs: ") + e.what()};
+      }
+    } else {
+      set_phase("drawing inputs, " + label);
+      inputs = draw_inputs(c, call).second;
+    }
     set_phase("forward, " + label);
     auto t0 = Clock::now();
     auto out = module_->forward(inputs);
@@ -606,7 +630,7 @@ class Worker {
     json answer = {{"seconds", seconds}, {"aliases", aliases}, {"wrong_device", wrong_device}};
     last_outputs_ = std::move(out);
     last_inputs_ = std::move(inputs);
-    last_stem_ = file(cmd, "case" + std::to_string(id) + ".call" + std::to_string(call));
+    last_stem_ = file(cmd, "case" + std::to_string(id) + ".call" + std::to_string(call) + ".candidate");
     if (wrong_device.empty()) answer["exchange"] = exchange_.publish(last_outputs_, last_inputs_, cmd.value("transport", "file"), last_stem_);
     return answer;
   }
@@ -815,6 +839,7 @@ class Worker {
   // at upstream sizes need the memory.
   void release_call_state() {
     exchange_.release();
+    input_export_.release();
     last_outputs_.clear();
     last_inputs_.clear();
     module_.reset();
@@ -839,6 +864,7 @@ class Worker {
   std::vector<at::Tensor> last_outputs_, last_inputs_;
   std::string last_stem_;
   ExchangeExport exchange_;
+  ExchangeExport input_export_;  // reference: the current call's inputs, for the candidate
   void* handle_ = nullptr;
   ModuleRunner* (*create_)(const ModuleInit&) = nullptr;
   std::string role_;

@@ -45,6 +45,7 @@ TEST_F(GpuEvalTest, CorrectKernelIsTimedAgainstBothBaselines) {
   EXPECT_LT(v.candidate_time->median, 1e-3) << "a 64k-element ReLU takes microseconds";
   EXPECT_GE(v.candidate_wall->median, v.candidate_time->median);
   EXPECT_EQ(v.exchange, "cuda_ipc") << "outputs reach the judge through CUDA IPC, not files";
+  EXPECT_EQ(v.input_exchange, "cuda_ipc") << "the candidate maps the reference's inputs";
   // The activity audit: one kernel of its own per call, on kloop's stream.
   ASSERT_TRUE(v.activity.contains("kernels_per_call")) << v.activity.dump();
   EXPECT_DOUBLE_EQ(v.activity["kernels_per_call"].get<double>(), 1.0);
@@ -141,6 +142,7 @@ TEST_F(GpuEvalTest, UpstreamSizeIsJudgedOnTheGpu) {
   Verdict v = eval("relu_correct.cu");
   ASSERT_EQ(v.verdict, VerdictClass::kCorrect) << v.message << v.log_tail;
   EXPECT_EQ(v.exchange, "cuda_ipc");
+  EXPECT_EQ(v.input_exchange, "cuda_ipc");
   EXPECT_GE(v.tests.size(), 4u);
   std::cout << "upstream-size 19_ReLU: " << v.tests.size() << " test calls; phases: reference "
             << v.phases.reference << " s, candidate " << v.phases.candidate << " s, judge " << v.phases.compare

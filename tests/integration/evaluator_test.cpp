@@ -37,6 +37,26 @@ TEST_F(EvaluatorTest, CrashThenNextEvaluationWorks) {
   EXPECT_EQ(ok.exchange, "file");  // CPU: the candidate publishes files, the reference worker judges
 }
 
+// Inputs published by the reference (files here; CUDA IPC on the GPU)
+// instead of drawn again by the candidate: the same verdicts, and the checks
+// that look at inputs (mutation) and at calls (caching) still see them.
+TEST_F(EvaluatorTest, InputsPublishedByTheReferenceGiveTheSameVerdicts) {
+  options_.input_transport = "file";
+  options_.max_timing_seconds = 0.02;
+  Evaluator ev(builder_, options_);
+  Verdict ok = ev.evaluate(relu(), fixture("correct.cpp"));
+  EXPECT_EQ(ok.verdict, VerdictClass::kCorrect) << ok.to_text();
+  EXPECT_EQ(ok.input_exchange, "file");
+  Verdict mutates = ev.evaluate(relu(), fixture("mutates_input.cpp"));
+  EXPECT_EQ(mutates.verdict, VerdictClass::kIntegrityViolation) << mutates.to_text();
+  EXPECT_NE(mutates.message.find("input_mutation"), std::string::npos) << mutates.message;
+  Verdict caches = ev.evaluate(relu(), fixture("caches_result.cpp"));
+  EXPECT_EQ(caches.verdict, VerdictClass::kIntegrityViolation) << caches.to_text();
+  EXPECT_NE(caches.message.find("stale_output"), std::string::npos) << caches.message;
+  options_.input_transport = "pigeon";
+  EXPECT_THROW(Evaluator(builder_, options_).evaluate(relu(), fixture("correct.cpp")), EvaluationError);
+}
+
 // --fp64-reference: a bf16 matmul passes kernelbench's tolerance at cpu
 // dims, but against an fp64 run of the reference it is orders of magnitude
 // further from exact than the fp32 reference is.
