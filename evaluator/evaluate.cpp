@@ -489,7 +489,10 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   // the call (CUDA IPC on the GPU, files on the CPU); the reference judges
   // them where they are. Expected values never leave the reference's
   // process, and memory holds one call, so upstream sizes fit.
-  v.exchange = cpu ? "file" : "cuda_ipc";
+  v.exchange = !options_.output_transport.empty() ? options_.output_transport : cpu ? "file" : "cuda_ipc";
+  if (v.exchange != "file" && v.exchange != "cuda_ipc") {
+    throw EvaluationError("output transport '" + v.exchange + "': expected file or cuda_ipc");
+  }
   std::string inputs_via = !options_.input_transport.empty() ? options_.input_transport : cpu ? "draw" : "cuda_ipc";
   if (inputs_via != "draw" && inputs_via != "file" && inputs_via != "cuda_ipc") {
     throw EvaluationError("input transport '" + inputs_via + "': expected draw, file or cuda_ipc");
@@ -497,6 +500,10 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   v.input_exchange = inputs_via == "draw" ? "drawn" : inputs_via;
   const json tolerance = {{"atol", protocol.tolerance.atol}, {"rtol", protocol.tolerance.rtol}};
   auto judge = [&](const json& exchange, bool post, bool keep, bool analyze = false) {
+    if (exchange.contains("fallback_reason") && v.exchange == "cuda_ipc") {
+      // The candidate could not export CUDA IPC memory and published files.
+      v.exchange = "file (cuda_ipc failed: " + exchange["fallback_reason"].get<std::string>() + ")";
+    }
     json cmd = {{"op", "judge"}, {"exchange", exchange}, {"tolerance", tolerance}, {"post", post},
                 {"keep_for_next_call", keep}, {"error_analysis", analyze}};
     const auto t0 = Clock::now();
@@ -533,6 +540,12 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                          {"fp64", first && options_.fp64_reference}};
       if (inputs_via != "draw") expect_cmd["publish_inputs"] = inputs_via;
       const json expected = ref_call(expect_cmd, options_.run_timeout, v.phases.reference);
+      if (expected.contains("inputs_exchange_error")) {
+        // The reference could not publish them: the candidate draws them
+        // itself (same generator, same seed) from here on.
+        v.input_exchange = "drawn (" + inputs_via + " failed: " + expected["inputs_exchange_error"].get<std::string>() + ")";
+        inputs_via = "draw";
+      }
       const int expected_count = static_cast<int>(expected.at("output_shapes").size());
       if (expected_count != spec.outputs) {
         throw EvaluationError(spec.spec_path + ": field 'outputs': says " + std::to_string(spec.outputs) +

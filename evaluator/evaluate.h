@@ -49,6 +49,9 @@ struct EvalOptions {
   // generator in its own process, same seed), "file" or "cuda_ipc" (a copy
   // the reference publishes). "" = cuda_ipc on the GPU, draw on the CPU.
   std::string input_transport;
+  // How the candidate's outputs reach the judge: "file" or "cuda_ipc" ("" =
+  // cuda_ipc on the GPU, file on the CPU). Refused CUDA IPC falls back to files.
+  std::string output_transport;
 };
 
 // What running a problem's reference alone shows (for spec authors and CI).

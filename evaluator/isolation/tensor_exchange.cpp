@@ -83,6 +83,11 @@ json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::
             {"inputs", file_entry(stem + ".inputs.kt")}};
   }
   if (transport != "cuda_ipc") throw std::invalid_argument("unknown tensor transport '" + transport + "'");
+  for (const auto* list : {&outputs, &inputs}) {
+    for (const auto& t : *list) {
+      if (!t.is_cuda()) throw std::invalid_argument("cuda_ipc carries CUDA tensors only, not " + t.device().str());
+    }
+  }
 #ifdef KLOOP_WITH_CUDA
   json tensors = json::array();
   uint64_t total = 0;

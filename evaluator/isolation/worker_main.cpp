@@ -461,8 +461,12 @@ class Worker {
     json inputs_exchange;
     if (const std::string t = cmd.value("publish_inputs", ""); !t.empty()) {
       set_phase("publishing inputs, " + label);
-      inputs_exchange = input_export_.publish({}, pristine_, t, file(cmd, "case" + std::to_string(c.at("id").get<int>()) +
-                                                                              ".call" + std::to_string(call) + ".reference"));
+      try {
+        inputs_exchange = input_export_.publish({}, pristine_, t, file(cmd, "case" + std::to_string(c.at("id").get<int>()) +
+                                                                                ".call" + std::to_string(call) + ".reference"));
+      } catch (const std::exception& e) {  // the driver lets the candidate draw them instead
+        inputs_exchange = json{{"error", e.what()}};
+      }
     }
     set_phase("reference forward, " + label);
     auto out = module_->forward(args);
@@ -480,7 +484,11 @@ class Worker {
     }
     if (cmd.value("retain", false)) retained_expected_ = expected_;
     json answer = {{"output_shapes", shapes}};
-    if (!inputs_exchange.is_null()) answer["inputs_exchange"] = inputs_exchange;
+    if (inputs_exchange.contains("error")) {
+      answer["inputs_exchange_error"] = inputs_exchange["error"];
+    } else if (!inputs_exchange.is_null()) {
+      answer["inputs_exchange"] = inputs_exchange;
+    }
     return answer;
   }
 
@@ -631,8 +639,22 @@ class Worker {
     last_outputs_ = std::move(out);
     last_inputs_ = std::move(inputs);
     last_stem_ = file(cmd, "case" + std::to_string(id) + ".call" + std::to_string(call) + ".candidate");
-    if (wrong_device.empty()) answer["exchange"] = exchange_.publish(last_outputs_, last_inputs_, cmd.value("transport", "file"), last_stem_);
+    if (wrong_device.empty()) answer["exchange"] = publish(last_outputs_, last_inputs_, cmd.value("transport", "file"), last_stem_);
     return answer;
+  }
+
+  // Publishes with the asked transport or, when that fails (CUDA IPC
+  // refused), with files, saying why in `fallback_reason`.
+  json publish(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
+               const std::string& transport, const std::string& stem) {
+    try {
+      return exchange_.publish(outputs, inputs, transport, stem);
+    } catch (const std::exception& e) {
+      if (transport == "file") throw;
+      json d = exchange_.publish(outputs, inputs, "file", stem);
+      d["fallback_reason"] = e.what();
+      return d;
+    }
   }
 
   // Candidate: the last call's tensors again, with another transport (the
@@ -714,7 +736,7 @@ class Worker {
                                                  " undefined or on another device"};
         }
       }
-      answer["exchange"] = exchange_.publish(out, {}, cmd.value("transport", "file"),
+      answer["exchange"] = publish(out, {}, cmd.value("transport", "file"),
                                              file(cmd, "case" + std::to_string(id) + ".post"));
     }
     return answer;

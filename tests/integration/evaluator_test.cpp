@@ -57,6 +57,23 @@ TEST_F(EvaluatorTest, InputsPublishedByTheReferenceGiveTheSameVerdicts) {
   EXPECT_THROW(Evaluator(builder_, options_).evaluate(relu(), fixture("correct.cpp")), EvaluationError);
 }
 
+// CUDA IPC asked for where it cannot work (CPU tensors): the reference's
+// inputs fall back to being drawn by the candidate, the candidate's outputs
+// to files, the verdict says why, and nothing else changes.
+TEST_F(EvaluatorTest, RefusedCudaIpcFallsBackAndSaysWhy) {
+  options_.input_transport = "cuda_ipc";
+  options_.output_transport = "cuda_ipc";
+  options_.max_timing_seconds = 0.02;
+  Evaluator ev(builder_, options_);
+  Verdict ok = ev.evaluate(relu(), fixture("correct.cpp"));
+  EXPECT_EQ(ok.verdict, VerdictClass::kCorrect) << ok.to_text();
+  EXPECT_EQ(ok.input_exchange.rfind("drawn (cuda_ipc failed: ", 0), 0u) << ok.input_exchange;
+  EXPECT_EQ(ok.exchange.rfind("file (cuda_ipc failed: ", 0), 0u) << ok.exchange;
+  EXPECT_NE(ok.exchange.find("CUDA tensors only"), std::string::npos) << ok.exchange;
+  Verdict off = ev.evaluate(relu(), fixture("slightly_off.cpp"));
+  EXPECT_EQ(off.verdict, VerdictClass::kIncorrect) << off.to_text();
+}
+
 // --fp64-reference: a bf16 matmul passes kernelbench's tolerance at cpu
 // dims, but against an fp64 run of the reference it is orders of magnitude
 // further from exact than the fp32 reference is.
