@@ -17,7 +17,8 @@
 //             it with the expected outputs in place (tensor_compare.h);
 //   export    candidate: publishes the last call again with another transport.
 // Also: load, generate (reference: every case to files, for the reference
-// checks and the audit), time, baseline, profile, calibrate, exit.
+// checks), audit (reference: the degeneracy checks, on the device, no
+// files), time, baseline, profile, calibrate, exit.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -189,6 +190,7 @@ class Worker {
     if (op == "judge") return judge(cmd);
     if (op == "run") return run(cmd);
     if (op == "export") return export_again(cmd);
+    if (op == "audit") return audit(cmd);
     if (op == "time") return time(cmd);
     if (op == "baseline") return baseline(cmd);
     if (op == "profile") return profile(cmd);
@@ -490,6 +492,62 @@ class Worker {
       answer["inputs_exchange"] = inputs_exchange;
     }
     return answer;
+  }
+
+  // Reference: the audit's cases (one call each) run here and compared here,
+  // on the device, so the audit works at upstream sizes: how the first
+  // case's outputs look (all within tolerance of zero, constant, largest
+  // magnitude) and which pairs of cases give the same outputs within the
+  // tolerance (`pairs`: [[a, b], ...]).
+  json audit(const json& cmd) {
+    if (role_ != "reference") throw WorkerError{"runtime_error", "audit is for references"};
+    at::AutoGradMode no_grad(false);
+    Tolerance tol;
+    tol.atol = cmd.at("tolerance").at("atol");
+    tol.rtol = cmd.at("tolerance").at("rtol");
+    session_->set_deterministic(true);
+    std::vector<std::vector<at::Tensor>> outs;
+    std::size_t parameters = 0;
+    for (const auto& c : cmd.at("cases")) {
+      const std::string label = "case " + std::to_string(c.at("id").get<int>());
+      auto module = construct({}, c.at("args"), label);
+      set_phase("drawing weights for " + label);
+      draw_weights(*module, c);
+      if (outs.empty()) parameters = module->parameters().size();
+      auto args = draw_inputs(c, 0).second;
+      set_phase("reference forward, " + label);
+      std::vector<at::Tensor> out;
+      for (const auto& o : module->forward(args)) out.push_back(o.contiguous());
+      synchronize();
+      outs.push_back(std::move(out));
+    }
+    session_->set_deterministic(false);
+    set_phase("comparing the audit's cases");
+    bool zeros_pass = true, constant = true;
+    double max_abs = 0;
+    int64_t elements = 0;
+    for (const auto& t : outs.at(0)) {
+      elements += t.numel();
+      zeros_pass = zeros_pass && compare_tensors(t, at::zeros_like(t), "output", tol, 0).passed;
+      if (t.numel() == 0) continue;
+      const at::Tensor flat = t.view({-1});
+      const at::Tensor d = flat.to(at::kDouble);
+      const at::Tensor finite = d.isfinite();
+      if (finite.any().item<bool>()) max_abs = std::max(max_abs, d.masked_select(finite).abs().max().item<double>());
+      constant = constant && flat.eq(flat[0]).all().item<bool>();
+    }
+    json same = json::array();
+    for (const auto& p : cmd.at("pairs")) {
+      const auto& a = outs.at(p.at(0).get<std::size_t>());
+      const auto& b = outs.at(p.at(1).get<std::size_t>());
+      bool equal = a.size() == b.size();
+      for (std::size_t i = 0; equal && i < a.size(); ++i) {
+        equal = a[i].sizes() == b[i].sizes() && compare_tensors(a[i], b[i], "output", tol, 0).passed;
+      }
+      same.push_back(equal);
+    }
+    return {{"parameters", parameters}, {"zeros_pass", zeros_pass}, {"constant", constant},
+            {"max_abs_output", max_abs}, {"elements", elements}, {"same", same}};
   }
 
   // An fp64 twin of the reference for error analysis: a second instance
