@@ -206,6 +206,36 @@ class WorkerSession {
   std::string failure_;
 };
 
+// The reference's baseline on case `c`, with a loaded reference worker: from
+// the cache (GPU) when an entry under `key` exists, else timed by the
+// worker's `baseline` op (TF32 off, and on too for CUDA) and stored.
+// evaluate() and measure_baseline() share it, and so share cache entries.
+void reference_baseline(WorkerSession& ref, const json& c, const BaselineKey& key, const TimingRules& rules, bool cpu,
+                        bool use_cache, const std::string& cache_dir, std::chrono::milliseconds timeout,
+                        BaselineReport& r) {
+  if (use_cache && !cpu) {
+    if (auto cached = load_baseline(cache_dir, key)) {
+      r.cached = true;
+      r.fp32 = cached->fp32;
+      r.tf32 = cached->tf32;
+      return;
+    }
+  }
+  auto reply = ref.call({{"op", "baseline"}, {"case", c}, {"rules", to_json(rules)}}, timeout);
+  if (!reply || !reply->value("ok", false)) {
+    r.error = reply ? reply->value("message", "baseline failed") : ref.failure() + "\n" + last_lines(ref.log_tail(), 5);
+    return;
+  }
+  r.fp32 = summary_from_json(reply->at("fp32").at("timing"));
+  r.throttled_discarded = reply->at("fp32").value("throttled_discarded", 0);
+  if (reply->contains("tf32")) {
+    r.tf32 = summary_from_json(reply->at("tf32").at("timing"));
+    r.throttled_discarded += reply->at("tf32").value("throttled_discarded", 0);
+  }
+  r.input_bytes = reply->value("input_bytes", 0.0);
+  if (!cpu) store_baseline(cache_dir, key, Baseline{*r.fp32, r.tf32, utc_now()});
+}
+
 VerdictClass class_from_name(const std::string& name) {
   if (name == "load_error") return VerdictClass::kLoadError;
   if (name == "timeout") return VerdictClass::kTimeout;
@@ -514,7 +544,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       // files, and files for the rest of this evaluation.
       v.exchange = "file (cuda_ipc failed: " + answer->value("message", "?") + ")";
       cand_call({{"op", "export"}, {"transport", "file"}}, options_.run_timeout);
-      if (worker_failed(reply)) throw EvaluationError("the candidate could not publish its outputs as files");
+      if (!reply || !reply->value("ok", false)) {
+        throw EvaluationError("the candidate could not publish its outputs as files");
+      }
       cmd["exchange"] = reply->at("exchange");
       answer = ref.call(cmd, options_.run_timeout);
     }
@@ -650,22 +682,16 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       if (r->value("ok", false)) reference_profile = *r;
     }
     const BaselineKey key{spec.name, rb.key, json(tests[0].dims), device_info, KLOOP_TORCH_VERSION, to_json(rules)};
-    std::optional<Baseline> cached = cpu ? std::nullopt : load_baseline(builder_.config().cache_dir, key);
-    if (cached) {
-      v.reference_time_fp32 = cached->fp32;
-      v.reference_time_tf32 = cached->tf32;
-      v.baseline_cached = true;
+    BaselineReport b;
+    const auto t0 = Clock::now();
+    reference_baseline(ref, cases[0], key, rules, cpu, true, builder_.config().cache_dir, options_.run_timeout, b);
+    v.phases.reference += since(t0);
+    if (!b.error.empty()) {
+      throw EvaluationError("the reference of " + spec.name + " failed (" + b.error + ")\n" + ref.log_tail());
     }
-    for (bool tf32 : cpu ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
-      if (cached) break;
-      const json r = ref_call({{"op", "time"}, {"dir", work.path()}, {"case", cases[0]}, {"rules", to_json(rules)},
-                               {"tf32", tf32}},
-                              options_.run_timeout, v.phases.reference);
-      (tf32 ? v.reference_time_tf32 : v.reference_time_fp32) = summary_from_json(r.at("timing"));
-    }
-    if (!cpu && !cached) {
-      store_baseline(builder_.config().cache_dir, key, Baseline{*v.reference_time_fp32, v.reference_time_tf32, utc_now()});
-    }
+    v.reference_time_fp32 = b.fp32;
+    v.reference_time_tf32 = b.tf32;
+    v.baseline_cached = b.cached;
     const bool use_tf32 = !cpu && protocol.tf32_baseline;
     v.baseline = use_tf32 ? "tf32" : "fp32";
     v.reference_time = use_tf32 ? v.reference_time_tf32 : v.reference_time_fp32;
@@ -923,29 +949,8 @@ BaselineReport Evaluator::measure_baseline(const ProblemSpec& spec, bool use_cac
   }
   const BaselineKey key{spec.name, rb.key, json(t.dims), reply->value("device", json::object()), KLOOP_TORCH_VERSION,
                         to_json(rules)};
-  if (use_cache && !cpu) {
-    if (auto cached = load_baseline(builder_.config().cache_dir, key)) {
-      r.cached = true;
-      r.fp32 = cached->fp32;
-      r.tf32 = cached->tf32;
-      r.seconds = since(start);
-      return r;
-    }
-  }
-  reply = ref.call({{"op", "baseline"}, {"case", c}, {"rules", to_json(rules)}}, options_.run_timeout);
-  if (!reply || !reply->value("ok", false)) {
-    r.error = reply ? reply->value("message", "baseline failed") : ref.failure() + "\n" + last_lines(ref.log_tail(), 5);
-    return r;
-  }
-  ref.finish();
-  r.fp32 = summary_from_json(reply->at("fp32").at("timing"));
-  r.throttled_discarded = reply->at("fp32").value("throttled_discarded", 0);
-  if (reply->contains("tf32")) {
-    r.tf32 = summary_from_json(reply->at("tf32").at("timing"));
-    r.throttled_discarded += reply->at("tf32").value("throttled_discarded", 0);
-  }
-  r.input_bytes = reply->value("input_bytes", 0.0);
-  if (!cpu) store_baseline(builder_.config().cache_dir, key, Baseline{*r.fp32, r.tf32, utc_now()});
+  reference_baseline(ref, c, key, rules, cpu, use_cache, builder_.config().cache_dir, options_.run_timeout, r);
+  if (r.error.empty()) ref.finish();
   r.seconds = since(start);
   return r;
 }

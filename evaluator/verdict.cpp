@@ -27,12 +27,6 @@ std::string fmt_time(double seconds) {
   return buf;
 }
 
-std::string fmt_index(const std::vector<int64_t>& idx) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
-  return s + "]";
-}
-
 
 }  // namespace
 
@@ -164,7 +158,7 @@ std::string Verdict::to_text() const {
       if (c.non_finite) out << "; " << c.non_finite << " NaN/Inf where a finite value was expected";
       out << "\n";
       for (const auto& m : c.first_mismatches) {
-        out << "      at " << fmt_index(m.index) << ": expected " << fmt_number(m.expected) << ", got "
+        out << "      at " << shape_string(m.index) << ": expected " << fmt_number(m.expected) << ", got "
             << fmt_number(m.actual) << "\n";
       }
     }

@@ -12,11 +12,7 @@
 namespace kloop {
 namespace {
 
-std::string shape_text(const at::Tensor& t) {
-  std::string s = "[";
-  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
-  return s + "]";
-}
+std::string shape_text(const at::Tensor& t) { return shape_string(t.sizes().vec()); }
 
 }  // namespace
 

@@ -53,14 +53,6 @@ json file_entry(const std::string& path) { return {{"path", path}}; }
 
 }  // namespace
 
-bool cuda_ipc_built() {
-#ifdef KLOOP_WITH_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
-
 ExchangeExport::~ExchangeExport() { release(); }
 
 void ExchangeExport::release() {

@@ -57,7 +57,4 @@ class ExchangeImport {
   std::vector<at::Tensor> outputs_, inputs_;
 };
 
-// True when this build can use the cuda_ipc transport.
-bool cuda_ipc_built();
-
 }  // namespace kloop

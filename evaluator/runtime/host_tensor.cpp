@@ -39,11 +39,13 @@ int64_t HostTensor::numel() const {
   return n;
 }
 
-std::string HostTensor::shape_string() const {
+std::string shape_string(const std::vector<int64_t>& dims) {
   std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
   return s + "]";
 }
+
+std::string HostTensor::shape_string() const { return kloop::shape_string(shape); }
 
 void write_tensor_file(const std::string& path, const std::vector<HostTensor>& tensors) {
   File f(std::fopen(path.c_str(), "wb"));

@@ -22,6 +22,9 @@ struct HostTensor {
   std::string shape_string() const;  // "[16, 4096]"
 };
 
+// "[16, 4096]": a shape, or an index into one.
+std::string shape_string(const std::vector<int64_t>& dims);
+
 // Files are "KLOOPTNS", a version, then per tensor: name, dtype, shape and
 // raw little-endian data. Throws std::runtime_error naming the file.
 void write_tensor_file(const std::string& path, const std::vector<HostTensor>& tensors);
