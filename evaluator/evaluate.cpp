@@ -490,7 +490,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                          .value("device", json::object());
   ProcessLimits limits;
   limits.address_space_bytes = cpu ? std::optional<uint64_t>(options_.memory_limit_bytes) : std::nullopt;
-  limits.isolate_network = true;
+  limits.isolate_network = options_.isolate_network;
   WorkerSession cand(options_.worker_path, "candidate", work.path(), limits);
   std::optional<json> reply;
   auto cand_call = [&](const json& cmd, std::chrono::milliseconds timeout) {

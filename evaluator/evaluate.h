@@ -52,6 +52,10 @@ struct EvalOptions {
   // How the candidate's outputs reach the judge: "file" or "cuda_ipc" ("" =
   // cuda_ipc on the GPU, file on the CPU). Refused CUDA IPC falls back to files.
   std::string output_transport;
+  // The candidate runs in a new, empty network namespace. Off only to run
+  // under an external profiler (ncu, nsys), whose injected library talks to
+  // its host through sockets that namespace cuts.
+  bool isolate_network = true;
 };
 
 // What running a problem's reference alone shows (for spec authors and CI).

@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -64,9 +65,22 @@ struct WorkerError {
   std::string message;
 };
 
-void phase(const std::string& what) {
+// Each phase goes to stderr (the log tail a verdict quotes) and, where
+// $KLOOP_TRACE names a file, is appended there with the wall-clock time and
+// the role, so both workers' steps interleave in one timeline.
+void phase(const std::string& role, const std::string& what) {
   std::fprintf(stderr, "kloop-worker: %s\n", what.c_str());
   std::fflush(stderr);
+  static FILE* trace = [] {
+    const char* path = std::getenv("KLOOP_TRACE");
+    return path && *path ? std::fopen(path, "a") : nullptr;
+  }();
+  if (trace) {
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::fprintf(trace, "%.3f %s[%d] %s\n", now, role.empty() ? "worker" : role.c_str(), getpid(), what.c_str());
+    std::fflush(trace);
+  }
 }
 
 class InitFromData : public ModuleInit {
@@ -177,7 +191,7 @@ class Worker {
 
   void set_phase(const std::string& what) {
     current_ = what;
-    phase(what);
+    phase(role_, what);
   }
 
   json dispatch(const std::string& op, const json& cmd) {
