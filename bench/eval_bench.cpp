@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,37 @@ int main(int argc, char** argv) {
     fs::remove(path);
     double gb = static_cast<double>(t.bytes.size()) / 1e9;
     std::printf("| | %lld | %.2f | %.2f |\n", static_cast<long long>(mib), gb / median(w), gb / median(rd));
+  }
+  std::printf("\n");
+
+  // 2b. Drawing one input set on the host, the way the workers did (draw
+  //     into a zero-filled vector, then copy into the tensor's fresh memory)
+  //     against now (draw straight into the fresh memory). Fresh, untouched
+  //     memory stands in for at::empty's (an aligned malloc).
+  std::printf("| drawing one randn float32 input | MiB | vector + copy s | straight into memory s | ratio |\n"
+              "|---|---|---|---|---|\n");
+  for (int64_t mib : {64, 512, 2048}) {
+    kloop::DrawSpec d;
+    d.kind = "randn";
+    const int64_t n = mib * (1 << 18);
+    std::vector<double> before, now;
+    for (int r = 0; r < 3; ++r) {
+      auto t0 = Clock::now();
+      {
+        auto t = kloop::generate_tensor("x", kloop::DType::kFloat32, {n}, d, 1);
+        std::unique_ptr<uint8_t[]> dst(new uint8_t[t.bytes.size()]);
+        std::memcpy(dst.get(), t.bytes.data(), t.bytes.size());
+      }
+      before.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      t0 = Clock::now();
+      {
+        std::unique_ptr<uint8_t[]> dst(new uint8_t[static_cast<std::size_t>(n) * 4]);
+        kloop::generate_into(dst.get(), "x", kloop::DType::kFloat32, n, d, 1);
+      }
+      now.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    std::printf("| | %lld | %.3f | %.3f | %.2fx |\n", static_cast<long long>(mib), median(before), median(now),
+                median(before) / median(now));
   }
   std::printf("\n");
 

@@ -306,22 +306,52 @@ class Worker {
     return weights;
   }
 
-  // The inputs of one call of a case, on the host and on the device.
+  // One input of a call of a case: its distribution, dtype, shape and seed.
+  struct InputDraw {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;
+    DrawSpec draw;
+    uint64_t seed;
+  };
+  static std::vector<InputDraw> input_draws(const json& c, int call) {
+    std::vector<InputDraw> draws;
+    for (const auto& in : c.at("inputs")) {
+      InputDraw d;
+      d.name = in.at("name");
+      d.dtype = *parse_dtype(in.at("dtype"));
+      d.shape = in.at("shape").get<std::vector<int64_t>>();
+      d.draw.kind = in.at("dist").at("kind");
+      for (const auto& [k, v] : in.at("dist").at("params").items()) d.draw.params[k] = v.get<double>();
+      d.draw.scale = c.value("scale", 1.0);
+      d.seed = stream_seed(c.at("seed").get<uint64_t>(), "call" + std::to_string(call));
+      draws.push_back(std::move(d));
+    }
+    return draws;
+  }
+
+  // The inputs of one call of a case, on the host (for files) and on the device.
   std::pair<std::vector<HostTensor>, std::vector<at::Tensor>> draw_inputs(const json& c, int call) {
     std::vector<HostTensor> inputs;
     std::vector<at::Tensor> args;
-    for (const auto& in : c.at("inputs")) {
-      DrawSpec draw;
-      draw.kind = in.at("dist").at("kind");
-      for (const auto& [k, v] : in.at("dist").at("params").items()) draw.params[k] = v.get<double>();
-      draw.scale = c.value("scale", 1.0);
-      auto dtype = parse_dtype(in.at("dtype"));
-      HostTensor h = generate_tensor(in.at("name"), *dtype, in.at("shape").get<std::vector<int64_t>>(), draw,
-                                     stream_seed(c.at("seed").get<uint64_t>(), "call" + std::to_string(call)));
+    for (const auto& d : input_draws(c, call)) {
+      HostTensor h = generate_tensor(d.name, d.dtype, d.shape, d.draw, d.seed);
       args.push_back(to_device(host_to_tensor(h), device_));
       inputs.push_back(std::move(h));
     }
     return {std::move(inputs), std::move(args)};
+  }
+
+  // The same inputs on the device only: drawn straight into a tensor's
+  // memory (no zero-fill, no host copy; GBs per call at upstream sizes).
+  std::vector<at::Tensor> draw_args(const json& c, int call) {
+    std::vector<at::Tensor> args;
+    for (const auto& d : input_draws(c, call)) {
+      at::Tensor t = at::empty(d.shape, at::TensorOptions().dtype(scalar_type_of(d.dtype)));
+      generate_into(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed);
+      args.push_back(to_device(t, device_));
+    }
+    return args;
   }
 
   // Reference only: draws weights and inputs, computes expected outputs.
@@ -376,9 +406,9 @@ class Worker {
     double input_bytes = 0;
     for (int call = 0; call < c.value("calls", 1); ++call) {
       set_phase("drawing inputs for " + label + " call " + std::to_string(call));
-      auto drawn = draw_inputs(c, call);
-      for (const auto& t : drawn.second) input_bytes += static_cast<double>(t.numel() * t.element_size());
-      sets.push_back(std::move(drawn.second));
+      auto args = draw_args(c, call);
+      for (const auto& t : args) input_bytes += static_cast<double>(t.numel() * t.element_size());
+      sets.push_back(std::move(args));
     }
     const TimingRules rules = rules_from_json(cmd.at("rules"));
     json answer = {{"parameters", module->parameters().size()}, {"input_bytes", input_bytes},
@@ -471,7 +501,7 @@ class Worker {
     const std::string label = "case " + std::to_string(c.at("id").get<int>()) + " call " + std::to_string(call);
     session_->set_deterministic(true);  // expected outputs: reproducible bit for bit
     set_phase("drawing inputs, " + label);
-    auto args = draw_inputs(c, call).second;
+    auto args = draw_args(c, call);
     pristine_.clear();
     for (const auto& a : args) pristine_.push_back(a.clone());  // a reference may work in place
     input_export_.release();
@@ -529,7 +559,7 @@ class Worker {
       set_phase("drawing weights for " + label);
       draw_weights(*module, c);
       if (outs.empty()) parameters = module->parameters().size();
-      auto args = draw_inputs(c, 0).second;
+      auto args = draw_args(c, 0);
       set_phase("reference forward, " + label);
       std::vector<at::Tensor> out;
       for (const auto& o : module->forward(args)) out.push_back(o.contiguous());
@@ -689,7 +719,7 @@ class Worker {
       }
     } else {
       set_phase("drawing inputs, " + label);
-      inputs = draw_inputs(c, call).second;
+      inputs = draw_args(c, call);
     }
     set_phase("forward, " + label);
     auto t0 = Clock::now();
@@ -793,14 +823,14 @@ class Worker {
     std::vector<std::vector<at::Tensor>> sets;
     for (int call = 0; call < c.value("calls", 1); ++call) {
       set_phase("drawing inputs for " + label + " call " + std::to_string(call));
-      sets.push_back(draw_inputs(c, call).second);
+      sets.push_back(draw_args(c, call));
     }
     const TimingRules rules = rules_from_json(cmd.at("rules"));
     json answer = time_loop(*module, sets, rules, cmd.value("tf32", false), label);
     if (cmd.value("post_check", false)) {
       set_phase("post-timing check, " + label);
       sets.clear();  // memory for the fresh set
-      auto fresh = draw_inputs(c, 0).second;  // the timed calls may have left anything in the old ones
+      auto fresh = draw_args(c, 0);  // the timed calls may have left anything in the old ones
       auto out = module->forward(fresh);
       synchronize();
       for (std::size_t i = 0; i < out.size(); ++i) {
@@ -830,7 +860,7 @@ class Worker {
     if (!session_->cuda()) return {{"trace_unavailable", "profiling needs a CUDA device"}};
     release_call_state();
     auto module = construct(read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt")), c.at("args"), label);
-    auto inputs = draw_inputs(c, 0).second;
+    auto inputs = draw_args(c, 0);
     set_phase("profiling warm-up, " + label);
     module->forward(inputs);
     synchronize();

@@ -67,10 +67,6 @@ double param(const DrawSpec& d, const char* key) {
   return it->second;
 }
 
-template <typename T>
-void store(std::vector<unsigned char>& bytes, std::size_t i, T v) {
-  std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T));
-}
 
 }  // namespace
 
@@ -143,36 +139,77 @@ Resolved resolve(const DrawSpec& draw, const std::string& name) {
   throw std::invalid_argument("unknown distribution '" + k + "' for '" + name + "'");
 }
 
-double draw_one(const Resolved& d, Xoshiro& rng) {
+// Draws elements [begin, end) of one block. The loops are specialised per
+// distribution and per dtype (a switch per element cost more than the
+// draw); every value is still draw * scale in double, converted as before.
+template <typename Put>
+void draw_range(const Resolved& d, Xoshiro& rng, double scale, std::size_t begin, std::size_t end, Put put) {
   switch (d.kind) {
-    case Kind::kRand: return rng.uniform();
-    case Kind::kRandn: return rng.normal();
-    case Kind::kUniform: return d.a + (d.b - d.a) * rng.uniform();
-    case Kind::kNormal: return d.a + d.b * rng.normal();
+    case Kind::kRand:
+      for (std::size_t i = begin; i < end; ++i) put(i, rng.uniform() * scale);
+      break;
+    case Kind::kRandn:
+      for (std::size_t i = begin; i < end; ++i) put(i, rng.normal() * scale);
+      break;
+    case Kind::kUniform:
+      for (std::size_t i = begin; i < end; ++i) put(i, (d.a + (d.b - d.a) * rng.uniform()) * scale);
+      break;
+    case Kind::kNormal:
+      for (std::size_t i = begin; i < end; ++i) put(i, (d.a + d.b * rng.normal()) * scale);
+      break;
     case Kind::kRandint: {
       const auto lo = static_cast<int64_t>(d.a);
       const auto span = static_cast<uint64_t>(static_cast<int64_t>(d.b) - lo);
-      return static_cast<double>(lo + static_cast<int64_t>(rng.next() % span));
+      for (std::size_t i = begin; i < end; ++i) {
+        put(i, static_cast<double>(lo + static_cast<int64_t>(rng.next() % span)) * scale);
+      }
+      break;
     }
-    case Kind::kOnes: return 1.0;
-    case Kind::kZeros: return 0.0;
-    case Kind::kBernoulli: return rng.uniform() < d.a ? 1.0 : 0.0;
+    case Kind::kOnes:
+      for (std::size_t i = begin; i < end; ++i) put(i, 1.0 * scale);
+      break;
+    case Kind::kZeros:
+      for (std::size_t i = begin; i < end; ++i) put(i, 0.0 * scale);
+      break;
+    case Kind::kBernoulli:
+      for (std::size_t i = begin; i < end; ++i) put(i, (rng.uniform() < d.a ? 1.0 : 0.0) * scale);
+      break;
   }
-  return 0.0;
 }
 
-void store_as(std::vector<uint8_t>& bytes, std::size_t i, DType dtype, double v) {
+// `as` turns the drawn double into the stored element type.
+template <typename T, typename As>
+void draw_range_as(const Resolved& d, Xoshiro& rng, double scale, uint8_t* bytes, std::size_t begin,
+                   std::size_t end, As as) {
+  draw_range(d, rng, scale, begin, end, [bytes, as](std::size_t i, double v) {
+    const T x = as(v);
+    std::memcpy(bytes + i * sizeof(T), &x, sizeof(T));
+  });
+}
+
+void draw_block(const Resolved& d, Xoshiro& rng, double scale, DType dtype, uint8_t* bytes, std::size_t begin,
+                std::size_t end) {
+  auto cast = [](auto zero) { return [](double v) { return static_cast<decltype(zero)>(v); }; };
   switch (dtype) {
-    case DType::kFloat32: store(bytes, i, static_cast<float>(v)); break;
-    case DType::kFloat64: store(bytes, i, v); break;
-    case DType::kFloat16: store(bytes, i, float_to_half(static_cast<float>(v))); break;
-    case DType::kBFloat16: store(bytes, i, float_to_bfloat16(static_cast<float>(v))); break;
-    case DType::kInt64: store(bytes, i, static_cast<int64_t>(v)); break;
-    case DType::kInt32: store(bytes, i, static_cast<int32_t>(v)); break;
-    case DType::kInt16: store(bytes, i, static_cast<int16_t>(v)); break;
-    case DType::kInt8: store(bytes, i, static_cast<int8_t>(v)); break;
-    case DType::kUInt8: store(bytes, i, static_cast<uint8_t>(v)); break;
-    case DType::kBool: store(bytes, i, static_cast<uint8_t>(v != 0 ? 1 : 0)); break;
+    case DType::kFloat32: draw_range_as<float>(d, rng, scale, bytes, begin, end, cast(0.0f)); break;
+    case DType::kFloat64: draw_range_as<double>(d, rng, scale, bytes, begin, end, cast(0.0)); break;
+    case DType::kFloat16:
+      draw_range_as<uint16_t>(d, rng, scale, bytes, begin, end,
+                              [](double v) { return float_to_half(static_cast<float>(v)); });
+      break;
+    case DType::kBFloat16:
+      draw_range_as<uint16_t>(d, rng, scale, bytes, begin, end,
+                              [](double v) { return float_to_bfloat16(static_cast<float>(v)); });
+      break;
+    case DType::kInt64: draw_range_as<int64_t>(d, rng, scale, bytes, begin, end, cast(int64_t{0})); break;
+    case DType::kInt32: draw_range_as<int32_t>(d, rng, scale, bytes, begin, end, cast(int32_t{0})); break;
+    case DType::kInt16: draw_range_as<int16_t>(d, rng, scale, bytes, begin, end, cast(int16_t{0})); break;
+    case DType::kInt8: draw_range_as<int8_t>(d, rng, scale, bytes, begin, end, cast(int8_t{0})); break;
+    case DType::kUInt8: draw_range_as<uint8_t>(d, rng, scale, bytes, begin, end, cast(uint8_t{0})); break;
+    case DType::kBool:
+      draw_range_as<uint8_t>(d, rng, scale, bytes, begin, end,
+                             [](double v) { return static_cast<uint8_t>(v != 0 ? 1 : 0); });
+      break;
   }
 }
 
@@ -182,27 +219,22 @@ void store_as(std::vector<uint8_t>& bytes, std::size_t i, DType dtype, double v)
 // several GB at upstream sizes) are drawn on all cores and the result does
 // not depend on how many there are. Block 0 keeps the tensor's stream, so a
 // small tensor is the same as before blocks existed.
-HostTensor generate_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
-                           const DrawSpec& draw, uint64_t seed) {
+void generate_into(void* dst, const std::string& name, DType dtype, int64_t numel, const DrawSpec& draw,
+                   uint64_t seed) {
   constexpr std::size_t kBlock = std::size_t{1} << 20;
-  HostTensor t;
-  t.name = name;
-  t.dtype = dtype;
-  t.shape = shape;
-  const auto n = static_cast<std::size_t>(t.numel());
-  t.bytes.assign(n * dtype_size(dtype), 0);
+  const auto n = static_cast<std::size_t>(numel);
+  auto* bytes = static_cast<uint8_t*>(dst);
   const Resolved d = resolve(draw, name);
   const double scale = dtype_is_floating(dtype) ? draw.scale : 1.0;
   const std::size_t blocks = (n + kBlock - 1) / kBlock;
   auto fill = [&](std::size_t b) {
     Xoshiro rng(b == 0 ? stream_seed(seed, name) : stream_seed(seed, name + "#block" + std::to_string(b)));
-    const std::size_t end = std::min(n, (b + 1) * kBlock);
-    for (std::size_t i = b * kBlock; i < end; ++i) store_as(t.bytes, i, dtype, draw_one(d, rng) * scale);
+    draw_block(d, rng, scale, dtype, bytes, b * kBlock, std::min(n, (b + 1) * kBlock));
   };
   const std::size_t threads = std::min<std::size_t>(blocks, std::max(1u, std::thread::hardware_concurrency()));
   if (threads <= 1) {
     for (std::size_t b = 0; b < blocks; ++b) fill(b);
-    return t;
+    return;
   }
   std::vector<std::thread> pool;
   for (std::size_t k = 0; k < threads; ++k) {
@@ -211,6 +243,17 @@ HostTensor generate_tensor(const std::string& name, DType dtype, const std::vect
     });
   }
   for (auto& th : pool) th.join();
+}
+
+HostTensor generate_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                           const DrawSpec& draw, uint64_t seed) {
+  HostTensor t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = shape;
+  resolve(draw, name);  // a bad distribution fails before the allocation
+  t.bytes.resize(static_cast<std::size_t>(t.numel()) * dtype_size(dtype));
+  generate_into(t.bytes.data(), name, dtype, t.numel(), draw, seed);
   return t;
 }
 

@@ -25,6 +25,13 @@ uint64_t stream_seed(uint64_t seed, const std::string& stream);
 HostTensor generate_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
                            const DrawSpec& draw, uint64_t seed);
 
+// The same values written into `dst` (numel elements of dtype, unaligned
+// allowed, not initialised first): the workers draw straight into a
+// tensor's memory, with no zero-fill and no copy, and its pages are first
+// touched by the drawing threads.
+void generate_into(void* dst, const std::string& name, DType dtype, int64_t numel, const DrawSpec& draw,
+                   uint64_t seed);
+
 // Float conversion used when drawing half-precision tensors.
 uint16_t float_to_half(float f);
 uint16_t float_to_bfloat16(float f);
