@@ -528,7 +528,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     throw EvaluationError("input transport '" + inputs_via + "': expected draw, file or cuda_ipc");
   }
   v.input_exchange = inputs_via == "draw" ? "drawn" : inputs_via;
-  const json tolerance = {{"atol", protocol.tolerance.atol}, {"rtol", protocol.tolerance.rtol}};
+  const json tolerance = to_json(protocol.tolerance);
   auto judge = [&](const json& exchange, bool post, bool keep, bool analyze = false) {
     if (exchange.contains("fallback_reason") && v.exchange == "cuda_ipc") {
       // The candidate could not export CUDA IPC memory and published files.
@@ -884,7 +884,7 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   if (reply && reply->value("ok", false)) {
     reply = ref.call({{"op", "audit"},
                       {"cases", cases},
-                      {"tolerance", {{"atol", protocol.tolerance.atol}, {"rtol", protocol.tolerance.rtol}}},
+                      {"tolerance", to_json(protocol.tolerance)},
                       {"pairs", {{0, 1}, {0, 2}, {4, 3}}}},
                      options_.run_timeout);
   }

@@ -7,6 +7,15 @@
 
 namespace kloop {
 
+nlohmann::json to_json(const Tolerance& tol) { return {{"atol", tol.atol}, {"rtol", tol.rtol}}; }
+
+Tolerance tolerance_from_json(const nlohmann::json& j) {
+  Tolerance tol;
+  tol.atol = j.at("atol");
+  tol.rtol = j.at("rtol");
+  return tol;
+}
+
 std::vector<int64_t> unravel_index(int64_t flat, const std::vector<int64_t>& shape) {
   std::vector<int64_t> idx(shape.size(), 0);
   for (std::size_t d = shape.size(); d-- > 0;) {

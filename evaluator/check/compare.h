@@ -18,6 +18,10 @@ struct Tolerance {
   double rtol = 1e-3;
 };
 
+// The form the driver sends to the reference worker: {"atol": .., "rtol": ..}.
+nlohmann::json to_json(const Tolerance& tol);
+Tolerance tolerance_from_json(const nlohmann::json& j);
+
 struct Mismatch {
   std::vector<int64_t> index;
   double expected = 0;

@@ -330,20 +330,9 @@ class Worker {
     return draws;
   }
 
-  // The inputs of one call of a case, on the host (for files) and on the device.
-  std::pair<std::vector<HostTensor>, std::vector<at::Tensor>> draw_inputs(const json& c, int call) {
-    std::vector<HostTensor> inputs;
-    std::vector<at::Tensor> args;
-    for (const auto& d : input_draws(c, call)) {
-      HostTensor h = generate_tensor(d.name, d.dtype, d.shape, d.draw, d.seed);
-      args.push_back(to_device(host_to_tensor(h), device_));
-      inputs.push_back(std::move(h));
-    }
-    return {std::move(inputs), std::move(args)};
-  }
-
-  // The same inputs on the device only: drawn straight into a tensor's
-  // memory (no zero-fill, no host copy; GBs per call at upstream sizes).
+  // The inputs of one call of a case on the device: drawn straight into a
+  // tensor's memory (no zero-fill, no host copy; GBs per call at upstream
+  // sizes).
   std::vector<at::Tensor> draw_args(const json& c, int call) {
     std::vector<at::Tensor> args;
     for (const auto& d : input_draws(c, call)) {
@@ -352,6 +341,14 @@ class Worker {
       args.push_back(to_device(t, device_));
     }
     return args;
+  }
+
+  // The same inputs, also as host tensors (for the files of `generate`).
+  std::pair<std::vector<HostTensor>, std::vector<at::Tensor>> draw_inputs(const json& c, int call) {
+    std::vector<at::Tensor> args = draw_args(c, call);
+    std::vector<HostTensor> inputs;
+    for (std::size_t i = 0; i < args.size(); ++i) inputs.push_back(tensor_to_host(args[i], c.at("inputs")[i].at("name")));
+    return {std::move(inputs), std::move(args)};
   }
 
   // Reference only: draws weights and inputs, computes expected outputs.
@@ -547,9 +544,7 @@ class Worker {
   json audit(const json& cmd) {
     if (role_ != "reference") throw WorkerError{"runtime_error", "audit is for references"};
     at::AutoGradMode no_grad(false);
-    Tolerance tol;
-    tol.atol = cmd.at("tolerance").at("atol");
-    tol.rtol = cmd.at("tolerance").at("rtol");
+    const Tolerance tol = tolerance_from_json(cmd.at("tolerance"));
     session_->set_deterministic(true);
     std::vector<std::vector<at::Tensor>> outs;
     std::size_t parameters = 0;
@@ -629,9 +624,7 @@ class Worker {
   json judge(const json& cmd) {
     if (role_ != "reference") throw WorkerError{"runtime_error", "judge is for references"};
     at::AutoGradMode no_grad(false);
-    Tolerance tol;
-    tol.atol = cmd.at("tolerance").at("atol");
-    tol.rtol = cmd.at("tolerance").at("rtol");
+    const Tolerance tol = tolerance_from_json(cmd.at("tolerance"));
     set_phase("importing the candidate's tensors");
     ExchangeImport got(cmd.at("exchange"), device_);
     set_phase("comparing on " + device_);
