@@ -46,7 +46,6 @@ TEST(ReplayProviderTest, AnswersFromJsonlByProblemSampleAndTurn) {
   EXPECT_EQ(r.reasoning, "why");
   EXPECT_EQ(r.input_tokens + r.output_tokens, 0);
   EXPECT_EQ(r.cost_usd, 0);
-  EXPECT_LT(r.latency_seconds, 0.1);
   EXPECT_EQ(p->generate(for_key("19_ReLU", 1, 1)).text, "other sample");
 }
 

@@ -46,7 +46,7 @@ class BuilderTest : public ::testing::Test {
   BuilderConfig config_;
 };
 
-TEST_F(BuilderTest, BuildsThenServesFromCacheQuickly) {
+TEST_F(BuilderTest, BuildsThenServesFromCache) {
   Builder b(config_);
   BuildResult first = b.build(fixture("correct.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
   ASSERT_TRUE(first.ok) << first.log;
@@ -56,7 +56,6 @@ TEST_F(BuilderTest, BuildsThenServesFromCacheQuickly) {
   EXPECT_TRUE(again.ok);
   EXPECT_TRUE(again.cached);
   EXPECT_EQ(again.library_path, first.library_path);
-  EXPECT_LT(again.seconds, 0.5);
 }
 
 TEST_F(BuilderTest, KeyCoversSourceRoleAndFlags) {
@@ -141,7 +140,6 @@ TEST_F(BuilderTest, TimeoutIsReportedAndNotCached) {
   BuildResult r = Builder(config_).build(src, ModuleRole::kCandidate, BuildTarget::kCpu);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(r.timed_out);
-  EXPECT_LT(r.seconds, 5.0);
   EXPECT_EQ(entries(), 0);
 }
 

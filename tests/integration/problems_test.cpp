@@ -42,7 +42,6 @@ TEST_P(ReferenceTest, RunsAtCpuDims) {
   EXPECT_TRUE(r.finite);
   EXPECT_TRUE(r.deterministic);
   EXPECT_EQ(r.variants_checked, static_cast<int>(spec.variants.size())) << "every variant runs at its cpu dims";
-  EXPECT_LT(r.run_seconds, 30) << "cpu dims should be small";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, ReferenceTest, ::testing::ValuesIn(all_problems()),
