@@ -33,7 +33,11 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// A per-evaluation scratch folder, removed on scope exit unless kept.
+// A per-evaluation scratch folder, removed on scope exit unless kept:
+//   shared/   written by the reference (weights, published inputs), read-only
+//             to the candidate;
+//   sandbox/  the candidate's own folder (its outputs), writable by it;
+//   *.log     the workers' logs, written by the driver, unseen by the candidate.
 class WorkDir {
  public:
   WorkDir(const std::string& root, bool keep) : keep_(keep) {
@@ -44,7 +48,12 @@ class WorkDir {
     std::string tmpl = base + "/kloop-eval-XXXXXX";
     if (!mkdtemp(tmpl.data())) throw EvaluationError("cannot create a work folder under " + base);
     path_ = tmpl;
-    fs::create_directories(path_ + "/sandbox");
+    // Traversable (the sandbox's uid needs the two folders), not listable.
+    fs::permissions(path_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    fs::create_directories(shared());
+    fs::create_directories(sandbox());
+    fs::permissions(shared(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
   }
   ~WorkDir() {
     if (!keep_) {
@@ -55,6 +64,8 @@ class WorkDir {
   WorkDir(const WorkDir&) = delete;
   WorkDir& operator=(const WorkDir&) = delete;
   const std::string& path() const { return path_; }
+  std::string shared() const { return path_ + "/shared"; }
+  std::string sandbox() const { return path_ + "/sandbox"; }
 
  private:
   std::string path_;
@@ -146,39 +157,59 @@ std::string last_lines(const std::string& text, int n) {
   return text.substr(pos + 1);
 }
 
-// A worker and what went wrong with it, if anything.
+// A worker and what went wrong with it, if anything. Replies are untrusted
+// input: a line that is not a JSON object, or an over-long one, is a
+// protocol violation, not an exception.
 class WorkerSession {
  public:
-  WorkerSession(const std::string& worker, const std::string& role, const std::string& dir,
-                const ProcessLimits& limits)
-      : log_path_(dir + "/" + role + ".log"),
-        process_({worker}, dir + "/sandbox", log_path_, limits) {}
+  WorkerSession(const std::string& worker, const std::string& role, const WorkDir& dir, const std::string& cwd,
+                const SandboxSpec& sandbox)
+      : log_path_(dir.path() + "/" + role + ".log"), process_({worker}, cwd, log_path_, sandbox) {}
+  // A trusted worker (reference, calibration): no sandbox.
+  WorkerSession(const std::string& worker, const std::string& role, const WorkDir& dir)
+      : WorkerSession(worker, role, dir, dir.shared(), SandboxSpec{}) {}
 
-  // The reply to `cmd`, or nullopt when the worker died or timed out;
-  // failure() then describes it.
-  std::optional<json> call(const json& cmd, std::chrono::milliseconds timeout) {
-    if (!process_.send_line(cmd.dump())) return died(timeout);
-    auto line = process_.receive_line(timeout);
-    if (!line) return died(timeout);
+  // The reply to `cmd`, or nullopt when the worker died, timed out or broke
+  // the protocol; failure() then describes it. Descriptors that came with
+  // the reply are in fds() until the next call.
+  std::optional<json> call(const json& cmd, std::chrono::milliseconds timeout, const std::vector<int>& send_fds = {}) {
+    fds_.clear();
+    if (!process_.send(cmd.dump(), send_fds)) return died(timeout);
+    auto message = process_.receive(timeout);
+    if (!message) {
+      if (process_.overflowed()) return violated("the worker sent a reply line of more than 64 MiB");
+      return died(timeout);
+    }
+    fds_ = std::move(message->fds);
     try {
-      return json::parse(*line);
+      json j = json::parse(message->line);
+      if (!j.is_object()) return violated("the worker's reply is not a JSON object");
+      return j;
     } catch (const json::exception&) {
-      failure_class_ = VerdictClass::kRuntimeError;
-      failure_ = "the worker sent a malformed reply (the module wrote to fd 3?)";
-      return std::nullopt;
+      return violated("the worker sent a malformed reply (the module wrote to fd 3?)");
     }
   }
 
   void finish() {
-    process_.send_line(json{{"op", "exit"}}.dump());
+    process_.send(json{{"op", "exit"}}.dump());
     process_.wait(std::chrono::milliseconds(5000));
   }
 
   VerdictClass failure_class() const { return failure_class_; }
   const std::string& failure() const { return failure_; }
+  bool protocol_violation() const { return protocol_violation_; }
   std::string log_tail() const { return last_lines(file_tail(log_path_, 16384), 30); }
+  std::vector<UniqueFd>& fds() { return fds_; }
 
  private:
+  std::optional<json> violated(const std::string& what) {
+    process_.kill();
+    protocol_violation_ = true;
+    failure_class_ = VerdictClass::kIntegrityViolation;
+    failure_ = "protocol_violation: " + what;
+    return std::nullopt;
+  }
+
   std::optional<json> died(std::chrono::milliseconds timeout) {
     std::string phase = last_phase(file_tail(log_path_, 65536));
     if (process_.timed_out()) {
@@ -204,6 +235,41 @@ class WorkerSession {
   WorkerProcess process_;
   VerdictClass failure_class_ = VerdictClass::kRuntimeError;
   std::string failure_;
+  bool protocol_violation_ = false;
+  std::vector<UniqueFd> fds_;
+};
+
+// The candidate's worker in its sandbox: it sees the system folders, the
+// worker, its module, the reference's shared folder (read-only) and its own
+// folder. A sandbox that cannot be set up refuses the evaluation.
+WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const std::string& module, bool cpu) {
+  SandboxSpec s;
+  s.level = o.isolation;
+  s.read_only = {o.worker_path, module, work.shared()};
+  s.writable = {work.sandbox()};
+  s.host_network = !o.isolate_network;
+  if (cpu) s.address_space_bytes = o.memory_limit_bytes;
+  s.file_size_bytes = o.file_size_limit_bytes;
+  s.processes = o.process_limit;
+  try {
+    return WorkerSession(o.worker_path, "candidate", work, work.sandbox(), s);
+  } catch (const IsolationError& e) {
+    throw EvaluationError(std::string("refusing to run the candidate: ") + e.what());
+  }
+}
+
+// The candidate broke the worker protocol (a reply that is not what was
+// asked for, an index out of range, a transport kloop did not offer).
+struct ProtocolViolation : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// The reference worker died or hung after the candidate's process started.
+struct ReferenceDied : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// A candidate failure found deep inside a step, carried out as its verdict.
+struct CandidateFailed {
+  Verdict verdict;
 };
 
 // The reference's baseline on case `c`, with a loaded reference worker: from
@@ -289,10 +355,10 @@ ActivityAudit activity_of(const json& prof) {
 // still running after kloop's stream finished, library kernels where the
 // protocol wants custom ones, and event times far below the kernel time.
 void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, WorkerSession& cand,
-                              const std::string& dir, const json& run_case, const json& reference_profile,
+                              const WorkDir& work, const json& run_case, const json& reference_profile,
                               const json& device_info, const TimingRules& rules, const Protocol& protocol,
                               const EvalOptions& options, const std::string& cache_dir, Verdict& v) {
-  auto reply = cand.call({{"op", "profile"}, {"dir", dir}, {"case", run_case}, {"counters", options.profile}},
+  auto reply = cand.call({{"op", "profile"}, {"dir", work.shared()}, {"case", run_case}, {"counters", options.profile}},
                          options.run_timeout);
   if (!reply || !reply->value("ok", false)) {
     v.activity = {{"unavailable", reply ? reply->value("message", "profile failed") : cand.failure()}};
@@ -474,11 +540,13 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
 
   // 3. The two workers. The reference's failures are kloop's (an
   // EvaluationError); the candidate's end in a verdict.
-  WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
+  WorkerSession ref(options_.worker_path, "reference", work);
+  bool candidate_started = false;
   auto ref_call = [&](const json& cmd, std::chrono::milliseconds timeout, double& phase_seconds) {
     const auto t0 = Clock::now();
     auto reply = ref.call(cmd, timeout);
     phase_seconds += since(t0);
+    if (!reply && candidate_started) throw ReferenceDied(ref.failure());
     if (!reply || !reply->value("ok", false)) {
       throw EvaluationError("the reference of " + spec.name + " failed (" +
                             (reply ? reply->value("message", "?") : ref.failure()) + ")\n" + ref.log_tail());
@@ -488,10 +556,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   json device_info = ref_call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout,
                               v.phases.reference)
                          .value("device", json::object());
-  ProcessLimits limits;
-  limits.address_space_bytes = cpu ? std::optional<uint64_t>(options_.memory_limit_bytes) : std::nullopt;
-  limits.isolate_network = options_.isolate_network;
-  WorkerSession cand(options_.worker_path, "candidate", work.path(), limits);
+  v.isolation = isolation_name(options_.isolation);
+  WorkerSession cand = candidate_session(options_, work, cb.library_path, cpu);
+  candidate_started = true;
   std::optional<json> reply;
   auto cand_call = [&](const json& cmd, std::chrono::milliseconds timeout) {
     const auto t0 = Clock::now();
@@ -501,6 +568,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   auto worker_failed = [&](const std::optional<json>& r) -> std::optional<Verdict> {
     if (!r) {
       v.log_tail = cand.log_tail();
+      if (cand.protocol_violation()) v.integrity.push_back({"protocol_violation", cand.failure()});
       return finish(cand.failure_class(), cand.failure());
     }
     if (!r->value("ok", false)) {
@@ -509,267 +577,324 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     }
     return std::nullopt;
   };
-  cand_call(load_command(cb.library_path, "candidate", spec, options_), options_.load_timeout);
-  if (auto bad = worker_failed(reply)) return *bad;
-
-  // 4. The tests, one call at a time: the reference draws the inputs and
-  // keeps its expected outputs; the candidate gets the same inputs (on the
-  // GPU a copy the reference publishes through CUDA IPC, on the CPU drawn
-  // again from the same seed) and publishes its outputs and its inputs after
-  // the call (CUDA IPC on the GPU, files on the CPU); the reference judges
-  // them where they are. Expected values never leave the reference's
-  // process, and memory holds one call, so upstream sizes fit.
-  v.exchange = !options_.output_transport.empty() ? options_.output_transport : cpu ? "file" : "cuda_ipc";
-  if (v.exchange != "file" && v.exchange != "cuda_ipc") {
-    throw EvaluationError("output transport '" + v.exchange + "': expected file or cuda_ipc");
-  }
-  std::string inputs_via = !options_.input_transport.empty() ? options_.input_transport : cpu ? "draw" : "cuda_ipc";
-  if (inputs_via != "draw" && inputs_via != "file" && inputs_via != "cuda_ipc") {
-    throw EvaluationError("input transport '" + inputs_via + "': expected draw, file or cuda_ipc");
-  }
-  v.input_exchange = inputs_via == "draw" ? "drawn" : inputs_via;
-  const json tolerance = to_json(protocol.tolerance);
-  auto judge = [&](const json& exchange, bool post, bool keep, bool analyze = false) {
-    if (exchange.contains("fallback_reason") && v.exchange == "cuda_ipc") {
-      // The candidate could not export CUDA IPC memory and published files.
-      v.exchange = "file (cuda_ipc failed: " + exchange["fallback_reason"].get<std::string>() + ")";
-    }
-    json cmd = {{"op", "judge"}, {"exchange", exchange}, {"tolerance", tolerance}, {"post", post},
-                {"keep_for_next_call", keep}, {"error_analysis", analyze}};
-    const auto t0 = Clock::now();
-    auto answer = ref.call(cmd, options_.run_timeout);
-    v.phases.compare += since(t0);
-    if (answer && !answer->value("ok", false) && v.exchange == "cuda_ipc") {
-      // The driver or the container refused CUDA IPC: the same tensors as
-      // files, and files for the rest of this evaluation.
-      v.exchange = "file (cuda_ipc failed: " + answer->value("message", "?") + ")";
-      cand_call({{"op", "export"}, {"transport", "file"}}, options_.run_timeout);
-      if (!reply || !reply->value("ok", false)) {
-        throw EvaluationError("the candidate could not publish its outputs as files");
-      }
-      cmd["exchange"] = reply->at("exchange");
-      answer = ref.call(cmd, options_.run_timeout);
-    }
-    if (!answer || !answer->value("ok", false)) {
-      throw EvaluationError("judging the candidate of " + spec.name + " failed (" +
-                            (answer ? answer->value("message", "?") : ref.failure()) + ")\n" + ref.log_tail());
-    }
-    return *answer;
-  };
-  auto transport = [&] { return v.exchange == "cuda_ipc" ? "cuda_ipc" : "file"; };
-  bool all_passed = true;
-  for (std::size_t ti = 0; ti < tests.size(); ++ti) {
-    const TestCase& t = tests[ti];
-    const json& c = cases[ti];
-    ref_call({{"op", "prepare"}, {"dir", work.path()}, {"case", c}}, options_.run_timeout, v.phases.reference);
-    for (int call = 0; call < calls; ++call) {
-      TestOutcome o;
-      o.case_id = t.id;
-      o.call = call;
-      o.label = t.label();
-      const bool first = ti == 0 && call == 0;
-      json expect_cmd = {{"op", "expect"}, {"dir", work.path()}, {"case", c}, {"call", call}, {"retain", first},
-                         {"fp64", first && options_.fp64_reference}};
-      if (inputs_via != "draw") expect_cmd["publish_inputs"] = inputs_via;
-      const json expected = ref_call(expect_cmd, options_.run_timeout, v.phases.reference);
-      if (expected.contains("inputs_exchange_error")) {
-        // The reference could not publish them: the candidate draws them
-        // itself (same generator, same seed) from here on.
-        v.input_exchange = "drawn (" + inputs_via + " failed: " + expected["inputs_exchange_error"].get<std::string>() + ")";
-        inputs_via = "draw";
-      }
-      const int expected_count = static_cast<int>(expected.at("output_shapes").size());
-      if (expected_count != spec.outputs) {
-        throw EvaluationError(spec.spec_path + ": field 'outputs': says " + std::to_string(spec.outputs) +
-                              " but the reference returns " + std::to_string(expected_count));
-      }
-      json run_cmd = {{"op", "run"}, {"dir", work.path()}, {"case", c}, {"call", call}, {"transport", transport()}};
-      if (expected.contains("inputs_exchange")) run_cmd["inputs_exchange"] = expected["inputs_exchange"];
-      cand_call(run_cmd, options_.run_timeout);
-      if (reply && !reply->value("ok", false) && reply->value("error_class", "") == "exchange_error") {
-        // The candidate could not map the reference's inputs: it draws them
-        // itself (same generator, same seed) from here on.
-        if (inputs_via != "cuda_ipc") throw EvaluationError(reply->value("message", "input exchange failed"));
-        v.input_exchange = "drawn (cuda_ipc failed: " + reply->value("message", "?") + ")";
-        inputs_via = "draw";
-        run_cmd.erase("inputs_exchange");
-        cand_call(run_cmd, options_.run_timeout);
-      }
-      if (auto bad = worker_failed(reply)) return *bad;
-      const json info = *reply;
-      for (const auto& a : info.value("aliases", json::array())) {
-        v.integrity.push_back({"output_aliases_input",
-                               "output " + std::to_string(a.at("output").get<int>()) + " shares memory with input " +
-                                   std::to_string(a.at("input").get<int>()) + " (" +
-                                   spec.inputs[a.at("input").get<std::size_t>()].name +
-                                   "); return a new tensor, never an input or a view of one"});
-      }
-      if (!info.value("wrong_device", json::array()).empty()) {
-        const auto& w = info["wrong_device"][0];
-        o.problem = "output " + std::to_string(w.at("output").get<int>()) + " is on " +
-                    w.at("device").get<std::string>() + ", expected " + options_.device;
-      } else {
-        const json j = judge(info.at("exchange"), false, call + 1 < calls, first && options_.fp64_reference);
-        if (j.contains("error_analysis")) v.error_analysis = j["error_analysis"];
-        v.fp64_unavailable = j.value("fp64_unavailable", v.fp64_unavailable);
-        const int got = j.at("output_count");
-        if (got != expected_count) {
-          o.problem = "forward returned " + std::to_string(got) + " output(s), expected " + std::to_string(expected_count);
-        } else {
-          for (const auto& cmp : j.at("outputs")) o.outputs.push_back(comparison_from_json(cmp));
-        }
-        for (const auto& k : j.value("mutated_inputs", json::array())) {
-          v.integrity.push_back({"input_mutation", "forward modified its input " + std::to_string(k.get<int>()) + " (" +
-                                                       spec.inputs[k.get<std::size_t>()].name + ") on " + t.label() +
-                                                       "; inputs must be left unchanged"});
-        }
-        // A call that returns the previous call's result, where the
-        // reference's results differ, was cached across calls.
-        if (j.value("same_as_previous_call", false) && !j.value("expected_same_as_previous_call", true)) {
-          v.integrity.push_back({"stale_output", "call " + std::to_string(call) + " of " + t.label() +
-                                                     " returned exactly the previous call's result for different "
-                                                     "inputs (results cached across calls)"});
-        }
-      }
-      o.passed = o.problem.empty();
-      for (const auto& cmp : o.outputs) o.passed = o.passed && cmp.passed;
-      all_passed = all_passed && o.passed;
-      v.tests.push_back(std::move(o));
-    }
-  }
-
-  if (!v.integrity.empty() && protocol.integrity_checks) {
-    cand.finish();
-    return finish(VerdictClass::kIntegrityViolation, v.integrity.front().check + ": " + v.integrity.front().message);
-  }
-  if (!all_passed) {
-    cand.finish();
-    int failed = 0;
-    const TestOutcome* first = nullptr;
-    for (const auto& o : v.tests) {
-      if (!o.passed) {
-        ++failed;
-        if (!first) first = &o;
-      }
-    }
-    std::string what = first->problem;
-    if (what.empty()) {
-      for (const auto& c : first->outputs) {
-        if (c.passed) continue;
-        what = !c.problem.empty() ? c.name + ": " + c.problem
-                                  : c.name + " differs in " + std::to_string(c.mismatches) + " of " +
-                                        std::to_string(c.numel) + " elements (max abs error " +
-                                        std::to_string(c.max_abs_error) + ")";
-        break;
-      }
-    }
-    return finish(VerdictClass::kIncorrect, std::to_string(failed) + " of " + std::to_string(v.tests.size()) +
-                                                " test calls failed; first: " + first->label + ": " + what);
-  }
-
-  // 5. The reference's trace (for the candidate's activity audit) and its
-  // baseline: on the GPU with TF32 off and on (the protocol picks which one
-  // the speedup is against); a GPU baseline measured before under the same
-  // key is reused. Only a correct candidate needs them.
-  json reference_profile;
-  if (options_.measure_time) {
-    if (!cpu && options_.activity_audit) {
-      const auto t0 = Clock::now();
-      auto r = ref.call({{"op", "profile"}, {"dir", work.path()}, {"case", cases[0]}, {"counters", options_.profile}},
-                        options_.run_timeout);
-      v.phases.reference += since(t0);
-      if (!r) throw EvaluationError("the reference of " + spec.name + " failed (" + ref.failure() + ")\n" + ref.log_tail());
-      if (r->value("ok", false)) reference_profile = *r;
-    }
-    const BaselineKey key{spec.name, rb.key, json(tests[0].dims), device_info, KLOOP_TORCH_VERSION, to_json(rules)};
-    BaselineReport b;
-    const auto t0 = Clock::now();
-    reference_baseline(ref, cases[0], key, rules, cpu, true, builder_.config().cache_dir, options_.run_timeout, b);
-    v.phases.reference += since(t0);
-    if (!b.error.empty()) {
-      throw EvaluationError("the reference of " + spec.name + " failed (" + b.error + ")\n" + ref.log_tail());
-    }
-    v.reference_time_fp32 = b.fp32;
-    v.reference_time_tf32 = b.tf32;
-    v.baseline_cached = b.cached;
-    const bool use_tf32 = !cpu && protocol.tf32_baseline;
-    v.baseline = use_tf32 ? "tf32" : "fp32";
-    v.reference_time = use_tf32 ? v.reference_time_tf32 : v.reference_time_fp32;
-    if (cpu) v.reference_time_fp32.reset();
-  }
-
-  // 6. Timing, then one more call that must still be correct.
-  if (options_.measure_time) {
-    cand_call({{"op", "time"}, {"dir", work.path()}, {"case", cases[0]}, {"rules", to_json(rules)},
-               {"post_check", true}, {"transport", transport()}},
-              options_.run_timeout);
+  // From here on the candidate's process exists: whatever it sends is
+  // untrusted, and a reference that dies is a verdict on the candidate
+  // (it may have been attacked), never a lost attempt.
+  try {
+    cand_call(load_command(cb.library_path, "candidate", spec, options_), options_.load_timeout);
     if (auto bad = worker_failed(reply)) return *bad;
-    const json timed = *reply;
-    v.candidate_time = summary_from_json(timed.at("timing"));
-    v.throttled_samples_discarded = timed.value("throttled_discarded", 0);
-    // Judged now: the activity audit below replaces what the candidate holds.
-    bool still_correct = true;
-    {
-      const json j = judge(timed.at("exchange"), true, false);
-      still_correct = j.at("output_count") == j.at("expected_count");
-      for (const auto& cmp : j.at("outputs")) still_correct = still_correct && cmp.value("passed", false);
+
+    // 4. The tests, one call at a time: the reference draws the inputs and
+    // keeps its expected outputs; the candidate gets the same inputs (on the
+    // GPU a copy the reference publishes through CUDA IPC, on the CPU drawn
+    // again from the same seed) and publishes its outputs and its inputs after
+    // the call (CUDA IPC on the GPU, files on the CPU); the reference judges
+    // them where they are. Expected values never leave the reference's
+    // process, and memory holds one call, so upstream sizes fit.
+    v.exchange = !options_.output_transport.empty() ? options_.output_transport : cpu ? "file" : "cuda_ipc";
+    if (v.exchange != "file" && v.exchange != "cuda_ipc") {
+      throw EvaluationError("output transport '" + v.exchange + "': expected file or cuda_ipc");
     }
-    if (!cpu) {
-      if (auto cal = load_calibration(builder_.config().cache_dir, device_info)) {
-        const DimValues& d = tests[0].dims;
-        const SpeedOfLight sol = speed_of_light(spec.flop_count(d), spec.byte_count(d), *cal);
-        const double t = v.candidate_time->headline(rules.statistic);
-        v.sol_floor_seconds = sol.floor_seconds;
-        v.sol_bound = sol.bound;
-        if (t > 0) v.sol_percent = 100.0 * sol.floor_seconds / t;
-        if (protocol.speed_of_light_floor && t < kBelowFloorFraction * sol.floor_seconds) {
-          v.integrity.push_back({"below_speed_of_light",
-                                 "the candidate took " + std::to_string(t * 1e6) + " us, below the " + sol.bound +
-                                     "-bound floor of " + std::to_string(sol.floor_seconds * 1e6) +
-                                     " us for this problem's FLOPs and bytes on this GPU: it cannot have done "
-                                     "the work"});
+    std::string inputs_via = !options_.input_transport.empty() ? options_.input_transport : cpu ? "draw" : "cuda_ipc";
+    if (inputs_via != "draw" && inputs_via != "file" && inputs_via != "cuda_ipc") {
+      throw EvaluationError("input transport '" + inputs_via + "': expected draw, file or cuda_ipc");
+    }
+    v.input_exchange = inputs_via == "draw" ? "drawn" : inputs_via;
+    const json tolerance = to_json(protocol.tolerance);
+    // What the candidate claims it published, rebuilt from what kloop knows:
+    // file paths are kloop's own (the candidate's folder, the call's stem),
+    // never a path from the reply; from a cuda_ipc description only the layout
+    // is taken, which the judge bounds-checks against the mapped memory.
+    auto trusted_exchange = [&](const json& claimed, const std::string& stem) -> json {
+      if (!claimed.is_object() || !claimed.contains("transport") || !claimed["transport"].is_string()) {
+        throw ProtocolViolation("the reply does not say how the outputs were published");
+      }
+      const std::string via = claimed["transport"];
+      if (via == "file") {
+        return {{"transport", "file"}, {"outputs", {{"path", stem + ".outputs.kt"}}},
+                {"inputs", {{"path", stem + ".inputs.kt"}}}};
+      }
+      if (via != "cuda_ipc") throw ProtocolViolation("unknown transport '" + via.substr(0, 40) + "'");
+      if (!claimed.contains("bytes") || !claimed["bytes"].is_number_unsigned() || !claimed.contains("tensors") ||
+          !claimed["tensors"].is_array() || claimed["tensors"].size() > 4096) {
+        throw ProtocolViolation("a cuda_ipc description without a valid size and tensor list");
+      }
+      return {{"transport", "cuda_ipc"}, {"bytes", claimed["bytes"]}, {"tensors", claimed["tensors"]}};
+    };
+    auto judge = [&](const json& claimed, const std::string& stem, bool post, bool keep, bool analyze = false) {
+      if (claimed.is_object() && claimed.contains("fallback_reason") && v.exchange == "cuda_ipc") {
+        // The candidate could not export CUDA IPC memory and published files.
+        v.exchange = "file (cuda_ipc failed: " + claimed["fallback_reason"].dump().substr(0, 300) + ")";
+      }
+      json cmd = {{"op", "judge"}, {"exchange", trusted_exchange(claimed, stem)}, {"tolerance", tolerance},
+                  {"post", post}, {"keep_for_next_call", keep}, {"error_analysis", analyze}};
+      auto send_fds = [&] {
+        std::vector<int> fds;
+        if (cmd["exchange"]["transport"] == "cuda_ipc") {
+          if (cand.fds().size() != 1) throw ProtocolViolation("a cuda_ipc reply must carry exactly one descriptor");
+          fds.push_back(cand.fds()[0].get());
+        }
+        return fds;
+      };
+      const auto t0 = Clock::now();
+      auto answer = ref.call(cmd, options_.run_timeout, send_fds());
+      v.phases.compare += since(t0);
+      if (answer && !answer->value("ok", false) && v.exchange == "cuda_ipc") {
+        // The driver or the container refused CUDA IPC: the same tensors as
+        // files, and files for the rest of this evaluation.
+        v.exchange = "file (cuda_ipc failed: " + answer->value("message", "?") + ")";
+        cand_call({{"op", "export"}, {"transport", "file"}}, options_.run_timeout);
+        if (auto bad = worker_failed(reply)) throw CandidateFailed{*bad};
+        cmd["exchange"] = trusted_exchange(reply->value("exchange", json()), stem);
+        answer = ref.call(cmd, options_.run_timeout, send_fds());
+      }
+      if (!answer) throw ReferenceDied(ref.failure() + "\n" + ref.log_tail());
+      if (!answer->value("ok", false)) {
+        // What the candidate published could not be read: its failure.
+        if (answer->value("error_class", "") == "exchange_error") {
+          throw ProtocolViolation("its published tensors are unreadable (" + answer->value("message", "?") + ")");
+        }
+        throw EvaluationError("judging the candidate of " + spec.name + " failed (" + answer->value("message", "?") +
+                              ")\n" + ref.log_tail());
+      }
+      return *answer;
+    };
+    auto transport = [&] { return v.exchange == "cuda_ipc" ? "cuda_ipc" : "file"; };
+    bool all_passed = true;
+    for (std::size_t ti = 0; ti < tests.size(); ++ti) {
+      const TestCase& t = tests[ti];
+      const json& c = cases[ti];
+      ref_call({{"op", "prepare"}, {"dir", work.shared()}, {"case", c}}, options_.run_timeout, v.phases.reference);
+      for (int call = 0; call < calls; ++call) {
+        TestOutcome o;
+        o.case_id = t.id;
+        o.call = call;
+        o.label = t.label();
+        const bool first = ti == 0 && call == 0;
+        json expect_cmd = {{"op", "expect"}, {"dir", work.shared()}, {"case", c}, {"call", call}, {"retain", first},
+                           {"fp64", first && options_.fp64_reference}};
+        if (inputs_via != "draw") expect_cmd["publish_inputs"] = inputs_via;
+        const json expected = ref_call(expect_cmd, options_.run_timeout, v.phases.reference);
+        if (expected.contains("inputs_exchange_error")) {
+          // The reference could not publish them: the candidate draws them
+          // itself (same generator, same seed) from here on.
+          v.input_exchange = "drawn (" + inputs_via + " failed: " + expected["inputs_exchange_error"].get<std::string>() + ")";
+          inputs_via = "draw";
+        }
+        const int expected_count = static_cast<int>(expected.at("output_shapes").size());
+        if (expected_count != spec.outputs) {
+          throw EvaluationError(spec.spec_path + ": field 'outputs': says " + std::to_string(spec.outputs) +
+                                " but the reference returns " + std::to_string(expected_count));
+        }
+        json run_cmd = {{"op", "run"}, {"dir", work.shared()}, {"out_dir", work.sandbox()}, {"case", c}, {"call", call}, {"transport", transport()}};
+        if (expected.contains("inputs_exchange")) run_cmd["inputs_exchange"] = expected["inputs_exchange"];
+        cand_call(run_cmd, options_.run_timeout);
+        if (reply && !reply->value("ok", false) && reply->value("error_class", "") == "exchange_error") {
+          // The candidate could not map the reference's inputs: it draws them
+          // itself (same generator, same seed) from here on.
+          if (inputs_via != "cuda_ipc") throw EvaluationError(reply->value("message", "input exchange failed"));
+          v.input_exchange = "drawn (cuda_ipc failed: " + reply->value("message", "?") + ")";
+          inputs_via = "draw";
+          run_cmd.erase("inputs_exchange");
+          cand_call(run_cmd, options_.run_timeout);
+        }
+        if (auto bad = worker_failed(reply)) return *bad;
+        const json info = *reply;
+        for (const auto& a : info.value("aliases", json::array())) {
+          const int out = a.at("output").get<int>(), in = a.at("input").get<int>();
+          if (out < 0 || out >= expected_count || in < 0 || in >= static_cast<int>(spec.inputs.size())) {
+            throw ProtocolViolation("an aliasing report names output " + std::to_string(out) + " and input " +
+                                    std::to_string(in) + ", which do not exist");
+          }
+          v.integrity.push_back({"output_aliases_input",
+                                 "output " + std::to_string(out) + " shares memory with input " + std::to_string(in) +
+                                     " (" + spec.inputs[static_cast<std::size_t>(in)].name +
+                                     "); return a new tensor, never an input or a view of one"});
+        }
+        if (!info.value("wrong_device", json::array()).empty()) {
+          const auto& w = info["wrong_device"][0];
+          o.problem = "output " + std::to_string(w.at("output").get<int>()) + " is on " +
+                      w.at("device").get<std::string>() + ", expected " + options_.device;
+        } else {
+          const std::string stem = work.sandbox() + "/case" + std::to_string(t.id) + ".call" + std::to_string(call) + ".candidate";
+          const json j = judge(info.value("exchange", json()), stem, false, call + 1 < calls, first && options_.fp64_reference);
+          if (j.contains("error_analysis")) v.error_analysis = j["error_analysis"];
+          v.fp64_unavailable = j.value("fp64_unavailable", v.fp64_unavailable);
+          const int got = j.at("output_count");
+          if (got != expected_count) {
+            o.problem = "forward returned " + std::to_string(got) + " output(s), expected " + std::to_string(expected_count);
+          } else {
+            for (const auto& cmp : j.at("outputs")) o.outputs.push_back(comparison_from_json(cmp));
+          }
+          for (const auto& k : j.value("mutated_inputs", json::array())) {
+            v.integrity.push_back({"input_mutation", "forward modified its input " + std::to_string(k.get<int>()) + " (" +
+                                                         spec.inputs[k.get<std::size_t>()].name + ") on " + t.label() +
+                                                         "; inputs must be left unchanged"});
+          }
+          // A call that returns the previous call's result, where the
+          // reference's results differ, was cached across calls.
+          if (j.value("same_as_previous_call", false) && !j.value("expected_same_as_previous_call", true)) {
+            v.integrity.push_back({"stale_output", "call " + std::to_string(call) + " of " + t.label() +
+                                                       " returned exactly the previous call's result for different "
+                                                       "inputs (results cached across calls)"});
+          }
+        }
+        o.passed = o.problem.empty();
+        for (const auto& cmp : o.outputs) o.passed = o.passed && cmp.passed;
+        all_passed = all_passed && o.passed;
+        v.tests.push_back(std::move(o));
+      }
+    }
+
+    if (!v.integrity.empty() && protocol.integrity_checks) {
+      cand.finish();
+      return finish(VerdictClass::kIntegrityViolation, v.integrity.front().check + ": " + v.integrity.front().message);
+    }
+    if (!all_passed) {
+      cand.finish();
+      int failed = 0;
+      const TestOutcome* first = nullptr;
+      for (const auto& o : v.tests) {
+        if (!o.passed) {
+          ++failed;
+          if (!first) first = &o;
         }
       }
-      v.candidate_wall = summary_from_json(timed.at("wall"));
-      // Work the events on kloop's stream did not see (another stream, a
-      // thread) still has to finish before the device sync returns.
-      const double event = v.candidate_time->median, wall = v.candidate_wall->median;
-      if (wall > 1.5 * event + 200e-6) {
-        v.integrity.push_back({"unaccounted_work", "the timed stream saw " + std::to_string(event * 1e6) +
-                                                       " us per call but the device was busy for " +
-                                                       std::to_string(wall * 1e6) +
-                                                       " us: work ran outside the current stream"});
+      std::string what = first->problem;
+      if (what.empty()) {
+        for (const auto& c : first->outputs) {
+          if (c.passed) continue;
+          what = !c.problem.empty() ? c.name + ": " + c.problem
+                                    : c.name + " differs in " + std::to_string(c.mismatches) + " of " +
+                                          std::to_string(c.numel) + " elements (max abs error " +
+                                          std::to_string(c.max_abs_error) + ")";
+          break;
+        }
       }
-      if (options_.activity_audit) {
-        audit_candidate_activity(spec, tests[0].dims, cand, work.path(), cases[0], reference_profile, device_info,
-                                 rules, protocol, options_, builder_.config().cache_dir, v);
+      return finish(VerdictClass::kIncorrect, std::to_string(failed) + " of " + std::to_string(v.tests.size()) +
+                                                  " test calls failed; first: " + first->label + ": " + what);
+    }
+
+    // 5. The reference's trace (for the candidate's activity audit) and its
+    // baseline: on the GPU with TF32 off and on (the protocol picks which one
+    // the speedup is against); a GPU baseline measured before under the same
+    // key is reused. Only a correct candidate needs them.
+    json reference_profile;
+    if (options_.measure_time) {
+      if (!cpu && options_.activity_audit) {
+        const auto t0 = Clock::now();
+        auto r = ref.call({{"op", "profile"}, {"dir", work.shared()}, {"case", cases[0]}, {"counters", options_.profile}},
+                          options_.run_timeout);
+        v.phases.reference += since(t0);
+        if (!r) throw EvaluationError("the reference of " + spec.name + " failed (" + ref.failure() + ")\n" + ref.log_tail());
+        if (r->value("ok", false)) reference_profile = *r;
       }
-      if (timed.value("persisting_l2_limit", 0LL) != 0) {
-        v.integrity.push_back({"persisting_l2", "the module set a persisting-L2 carve-out, which survives the flush"});
+      const BaselineKey key{spec.name, rb.key, json(tests[0].dims), device_info, KLOOP_TORCH_VERSION, to_json(rules)};
+      BaselineReport b;
+      const auto t0 = Clock::now();
+      reference_baseline(ref, cases[0], key, rules, cpu, true, builder_.config().cache_dir, options_.run_timeout, b);
+      v.phases.reference += since(t0);
+      if (!b.error.empty()) {
+        throw EvaluationError("the reference of " + spec.name + " failed (" + b.error + ")\n" + ref.log_tail());
       }
-      if (protocol.integrity_checks && !v.integrity.empty()) {
-        cand.finish();
-        return finish(VerdictClass::kIntegrityViolation, v.integrity.front().check + ": " + v.integrity.front().message);
+      v.reference_time_fp32 = b.fp32;
+      v.reference_time_tf32 = b.tf32;
+      v.baseline_cached = b.cached;
+      const bool use_tf32 = !cpu && protocol.tf32_baseline;
+      v.baseline = use_tf32 ? "tf32" : "fp32";
+      v.reference_time = use_tf32 ? v.reference_time_tf32 : v.reference_time_fp32;
+      if (cpu) v.reference_time_fp32.reset();
+    }
+
+    // 6. Timing, then one more call that must still be correct.
+    if (options_.measure_time) {
+      cand_call({{"op", "time"}, {"dir", work.shared()}, {"out_dir", work.sandbox()}, {"case", cases[0]}, {"rules", to_json(rules)},
+                 {"post_check", true}, {"transport", transport()}},
+                options_.run_timeout);
+      if (auto bad = worker_failed(reply)) return *bad;
+      const json timed = *reply;
+      v.candidate_time = summary_from_json(timed.at("timing"));
+      v.throttled_samples_discarded = timed.value("throttled_discarded", 0);
+      // Judged now: the activity audit below replaces what the candidate holds.
+      bool still_correct = true;
+      {
+        const json j = judge(timed.value("exchange", json()), work.sandbox() + "/case" + std::to_string(tests[0].id) + ".post",
+                             true, false);
+        still_correct = j.at("output_count") == j.at("expected_count");
+        for (const auto& cmp : j.at("outputs")) still_correct = still_correct && cmp.value("passed", false);
+      }
+      if (!cpu) {
+        if (auto cal = load_calibration(builder_.config().cache_dir, device_info)) {
+          const DimValues& d = tests[0].dims;
+          const SpeedOfLight sol = speed_of_light(spec.flop_count(d), spec.byte_count(d), *cal);
+          const double t = v.candidate_time->headline(rules.statistic);
+          v.sol_floor_seconds = sol.floor_seconds;
+          v.sol_bound = sol.bound;
+          if (t > 0) v.sol_percent = 100.0 * sol.floor_seconds / t;
+          if (protocol.speed_of_light_floor && t < kBelowFloorFraction * sol.floor_seconds) {
+            v.integrity.push_back({"below_speed_of_light",
+                                   "the candidate took " + std::to_string(t * 1e6) + " us, below the " + sol.bound +
+                                       "-bound floor of " + std::to_string(sol.floor_seconds * 1e6) +
+                                       " us for this problem's FLOPs and bytes on this GPU: it cannot have done "
+                                       "the work"});
+          }
+        }
+        v.candidate_wall = summary_from_json(timed.at("wall"));
+        // Work the events on kloop's stream did not see (another stream, a
+        // thread) still has to finish before the device sync returns.
+        const double event = v.candidate_time->median, wall = v.candidate_wall->median;
+        if (wall > 1.5 * event + 200e-6) {
+          v.integrity.push_back({"unaccounted_work", "the timed stream saw " + std::to_string(event * 1e6) +
+                                                         " us per call but the device was busy for " +
+                                                         std::to_string(wall * 1e6) +
+                                                         " us: work ran outside the current stream"});
+        }
+        if (options_.activity_audit) {
+          audit_candidate_activity(spec, tests[0].dims, cand, work, cases[0], reference_profile, device_info,
+                                   rules, protocol, options_, builder_.config().cache_dir, v);
+        }
+        if (timed.value("persisting_l2_limit", 0LL) != 0) {
+          v.integrity.push_back({"persisting_l2", "the module set a persisting-L2 carve-out, which survives the flush"});
+        }
+        if (protocol.integrity_checks && !v.integrity.empty()) {
+          cand.finish();
+          return finish(VerdictClass::kIntegrityViolation, v.integrity.front().check + ": " + v.integrity.front().message);
+        }
+      }
+      if (!still_correct) {
+        v.integrity.push_back({"corrupt_after_repeat",
+                               "the output was correct at first but wrong after the timed repetitions"});
+        if (protocol.integrity_checks) {
+          cand.finish();
+          return finish(VerdictClass::kIntegrityViolation, "corrupt_after_repeat: " + v.integrity.back().message);
+        }
+      }
+      if (v.reference_time && v.candidate_time->headline(rules.statistic) > 0) {
+        v.speedup = v.reference_time->headline(rules.statistic) / v.candidate_time->headline(rules.statistic);
       }
     }
-    if (!still_correct) {
-      v.integrity.push_back({"corrupt_after_repeat",
-                             "the output was correct at first but wrong after the timed repetitions"});
-      if (protocol.integrity_checks) {
-        cand.finish();
-        return finish(VerdictClass::kIntegrityViolation, "corrupt_after_repeat: " + v.integrity.back().message);
-      }
-    }
-    if (v.reference_time && v.candidate_time->headline(rules.statistic) > 0) {
-      v.speedup = v.reference_time->headline(rules.statistic) / v.candidate_time->headline(rules.statistic);
-    }
+    cand.finish();
+    ref.finish();
+    std::ostringstream msg;
+    msg << v.tests.size() << " test calls passed";
+    if (v.speedup) msg << "; speedup " << *v.speedup << "x";
+    return finish(VerdictClass::kCorrect, msg.str());
+  } catch (const CandidateFailed& f) {
+    return f.verdict;
+  } catch (const ProtocolViolation& e) {
+    v.log_tail = cand.log_tail();
+    v.integrity.push_back({"protocol_violation", e.what()});
+    return finish(VerdictClass::kIntegrityViolation, std::string("protocol_violation: ") + e.what());
+  } catch (const json::exception& e) {
+    v.log_tail = cand.log_tail();
+    v.integrity.push_back({"protocol_violation", std::string("a reply kloop cannot read: ") + e.what()});
+    return finish(VerdictClass::kIntegrityViolation, "protocol_violation: " + v.integrity.back().message);
+  } catch (const ReferenceDied& e) {
+    v.log_tail = cand.log_tail();
+    v.integrity.push_back({"reference_died", std::string("the reference worker died or hung while the candidate ran: ") +
+                                                 e.what()});
+    return finish(VerdictClass::kIntegrityViolation, "reference_died: " + v.integrity.back().message);
   }
-  cand.finish();
-  ref.finish();
-  std::ostringstream msg;
-  msg << v.tests.size() << " test calls passed";
-  if (v.speedup) msg << "; speedup " << *v.speedup << "x";
-  return finish(VerdictClass::kCorrect, msg.str());
 }
 
 ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
@@ -801,10 +926,10 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
     variant_names.push_back(v.name);
     cases.push_back(make_case(static_cast<int>(cases.size()), options_.seed, spec.resolve_dims(small, &v)));
   }
-  WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
+  WorkerSession ref(options_.worker_path, "reference", work);
   auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
   if (reply && reply->value("ok", false)) {
-    reply = ref.call({{"op", "generate"}, {"dir", work.path()}, {"cases", cases}}, options_.run_timeout);
+    reply = ref.call({{"op", "generate"}, {"dir", work.shared()}, {"cases", cases}}, options_.run_timeout);
   }
   r.run_seconds = since(start);
   if (!reply || !reply->value("ok", false)) {
@@ -814,7 +939,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   ref.finish();
   std::vector<std::vector<HostTensor>> out;
   for (int id = 0; id < 3; ++id) {
-    out.push_back(read_tensor_file(work.path() + "/case" + std::to_string(id) + ".call0.expected.kt"));
+    out.push_back(read_tensor_file(work.shared() + "/case" + std::to_string(id) + ".call0.expected.kt"));
   }
   r.outputs = static_cast<int>(out[0].size());
   r.finite = all_finite(out[0]);
@@ -828,7 +953,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
     r.seed_sensitive = r.seed_sensitive || !tensors_identical(out[0][i], out[2][i]);
   }
   for (std::size_t i = 0; i < variant_names.size(); ++i) {
-    auto vo = read_tensor_file(work.path() + "/case" + std::to_string(3 + i) + ".call0.expected.kt");
+    auto vo = read_tensor_file(work.shared() + "/case" + std::to_string(3 + i) + ".call0.expected.kt");
     const bool finite = all_finite(vo);
     if (static_cast<int>(vo.size()) != spec.outputs || !finite) {
       r.error += "variant '" + variant_names[i] + "': " + std::to_string(vo.size()) + " output(s)" +
@@ -879,7 +1004,7 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   // ignores the input (or the weights) passes exactly when the outputs for
   // other inputs (weights) fall inside it, bitwise or not.
   WorkDir work(options_.work_root, options_.keep_work_dir);
-  WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
+  WorkerSession ref(options_.worker_path, "reference", work);
   auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
   if (reply && reply->value("ok", false)) {
     reply = ref.call({{"op", "audit"},
@@ -941,7 +1066,7 @@ BaselineReport Evaluator::measure_baseline(const ProblemSpec& spec, bool use_cac
   const json c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
                                protocol.randomize_identity_params);
   WorkDir work(options_.work_root, options_.keep_work_dir);
-  WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
+  WorkerSession ref(options_.worker_path, "reference", work);
   auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
   if (!reply || !reply->value("ok", false)) {
     r.error = reply ? reply->value("message", "load failed") : ref.failure();
@@ -958,7 +1083,7 @@ BaselineReport Evaluator::measure_baseline(const ProblemSpec& spec, bool use_cac
 Calibration Evaluator::calibrate() {
   if (options_.device == "cpu") throw EvaluationError("kloop calibrate measures a GPU; pass --device cuda[:N]");
   WorkDir work(options_.work_root, options_.keep_work_dir);
-  WorkerSession w(options_.worker_path, "calibrate", work.path(), ProcessLimits{});
+  WorkerSession w(options_.worker_path, "calibrate", work);
   auto reply = w.call({{"op", "calibrate"}, {"device", options_.device}}, options_.run_timeout);
   if (!reply || !reply->value("ok", false)) {
     throw EvaluationError("calibration failed: " + (reply ? reply->value("message", "?") : w.failure()));
@@ -984,10 +1109,10 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
                                protocol.randomize_identity_params);
   WorkDir work(options_.work_root, options_.keep_work_dir);
   {
-    WorkerSession ref(options_.worker_path, "reference", work.path(), ProcessLimits{});
+    WorkerSession ref(options_.worker_path, "reference", work);
     auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
     if (reply && reply->value("ok", false)) {  // the weights file; inputs are drawn where they are used
-      reply = ref.call({{"op", "prepare"}, {"dir", work.path()}, {"case", c}}, options_.run_timeout);
+      reply = ref.call({{"op", "prepare"}, {"dir", work.shared()}, {"case", c}}, options_.run_timeout);
     }
     if (!reply || !reply->value("ok", false)) {
       throw EvaluationError("repeat timing: the reference failed: " + (reply ? reply->value("message", "?") : ref.failure()));
@@ -996,10 +1121,10 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   }
   std::vector<TimingSummary> out;
   for (int i = 0; i < n; ++i) {
-    WorkerSession cand(options_.worker_path, "candidate", work.path(), ProcessLimits{});
+    WorkerSession cand = candidate_session(options_, work, cb.library_path, cpu);
     auto reply = cand.call(load_command(cb.library_path, "candidate", spec, options_), options_.load_timeout);
     if (reply && reply->value("ok", false)) {
-      reply = cand.call({{"op", "time"}, {"dir", work.path()}, {"case", c}, {"rules", to_json(rules)}},
+      reply = cand.call({{"op", "time"}, {"dir", work.shared()}, {"out_dir", work.sandbox()}, {"case", c}, {"rules", to_json(rules)}},
                         options_.run_timeout);
     }
     if (!reply || !reply->value("ok", false)) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "evaluator/build/builder.h"
+#include "evaluator/isolation/sandbox.h"
 #include "evaluator/problem/spec.h"
 #include "evaluator/protocol.h"
 #include "evaluator/timing/device_figures.h"
@@ -56,6 +57,12 @@ struct EvalOptions {
   // under an external profiler (ncu, nsys), whose injected library talks to
   // its host through sockets that namespace cuts.
   bool isolate_network = true;
+  // How the candidate's worker is sandboxed (evaluator/isolation/sandbox.h):
+  // strict (namespaces, own uid, minimal filesystem, seccomp) or weak (no
+  // namespaces: for machines that forbid them, and for ncu/nsys).
+  Isolation isolation = Isolation::kStrict;
+  uint64_t file_size_limit_bytes = 64ull << 30;  // RLIMIT_FSIZE of the candidate
+  uint64_t process_limit = 4096;                 // RLIMIT_NPROC of the candidate's uid
 };
 
 // What running a problem's reference alone shows (for spec authors and CI).

@@ -90,6 +90,7 @@ json Verdict::to_json() const {
               {"total", phases.total}}}};
   if (!exchange.empty()) j["exchange"] = exchange;
   if (!input_exchange.empty()) j["input_exchange"] = input_exchange;
+  if (!isolation.empty()) j["isolation"] = isolation;
   if (!error_analysis.is_null()) j["error_analysis"] = error_analysis;
   if (!fp64_unavailable.empty()) j["fp64_unavailable"] = fp64_unavailable;
   if (candidate_time || reference_time) {
@@ -220,6 +221,7 @@ std::string Verdict::to_text() const {
     out << "  tensors: inputs " << (input_exchange.empty() ? "drawn" : input_exchange) << ", outputs " << exchange
         << "\n";
   }
+  if (!isolation.empty()) out << "  isolation: " << isolation << "\n";
   return out.str();
 }
 

@@ -104,6 +104,8 @@ struct Verdict {
   // How the candidate got its inputs: "drawn", "file", "cuda_ipc", or
   // "drawn (cuda_ipc failed: ...)".
   std::string input_exchange;
+  // The sandbox the candidate ran in: "strict", "weak" (sandbox.h).
+  std::string isolation;
   // With EvalOptions::fp64_reference: per output of the first test call,
   // max_abs_fp64 and the candidate's and the fp32 reference's max and rms
   // errors against the fp64 reference; or why there is none.

@@ -1,18 +1,17 @@
-// fork/exec with limits applied in the child before exec. Only
-// async-signal-safe calls run between fork and exec.
+// fork/exec through a PreparedSandbox; between fork and exec only system
+// calls run.
 #include "evaluator/isolation/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 
@@ -20,34 +19,6 @@ namespace kloop {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<char*> make_argv(const std::vector<std::string>& argv) {
-  std::vector<char*> out;
-  for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
-// In the child: limits, own process group, die with the parent.
-void prepare_child(const ProcessLimits& limits, const char* cwd) {
-  setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (limits.no_core_dumps) {
-    struct rlimit rl = {0, 0};
-    setrlimit(RLIMIT_CORE, &rl);
-  }
-  if (limits.address_space_bytes) {
-    struct rlimit rl = {*limits.address_space_bytes, *limits.address_space_bytes};
-    setrlimit(RLIMIT_AS, &rl);
-  }
-  if (limits.cpu_seconds) {
-    struct rlimit rl = {*limits.cpu_seconds, *limits.cpu_seconds + 1};
-    setrlimit(RLIMIT_CPU, &rl);
-  }
-  if (limits.isolate_network) unshare(CLONE_NEWNET);  // best effort: needs privileges
-  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  if (cwd && *cwd && chdir(cwd) != 0) _exit(126);
-}
 
 ExitStatus decode(int wstatus) {
   ExitStatus s;
@@ -72,6 +43,46 @@ int remaining_ms(Clock::time_point deadline) {
   return left < 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000 * 60 * 60));
 }
 
+// execve needs a path: argv[0] as given when it has a slash, else from PATH.
+std::string resolve_executable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    std::size_t end = dirs.find(':', start);
+    std::string d = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string candidate = (d.empty() ? "." : d) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return name;
+}
+
+struct CommandFds {
+  int devnull, out;
+};
+void command_fds(void* p) {
+  auto* f = static_cast<CommandFds*>(p);
+  dup2(f->devnull, 0);
+  dup2(f->out, 1);
+  dup2(f->out, 2);
+}
+
+struct WorkerFds {
+  int devnull, log, channel;
+};
+void worker_fds(void* p) {
+  auto* f = static_cast<WorkerFds*>(p);
+  // dup first: the sources may sit on 0..3 themselves.
+  int channel = dup(f->channel), log = dup(f->log), devnull = dup(f->devnull);
+  dup2(devnull, 0);
+  dup2(log, 1);
+  dup2(log, 2);
+  dup2(channel, 3);
+}
+
 }  // namespace
 
 std::string ExitStatus::describe() const {
@@ -83,26 +94,27 @@ std::string ExitStatus::describe() const {
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& cwd,
-                          std::chrono::milliseconds timeout, const ProcessLimits& limits) {
+                          std::chrono::milliseconds timeout, const SandboxSpec& sandbox) {
   CommandResult result;
+  PreparedSandbox prepared(sandbox, cwd);
   int out_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   auto start = Clock::now();
-  auto args = make_argv(argv);
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
-  if (pid == 0) {
-    prepare_child(limits, cwd.c_str());
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    dup2(out_pipe[1], 1);
-    dup2(out_pipe[1], 2);
-    execvp(args[0], args.data());
-    const char msg[] = "kloop: cannot execute the command\n";
-    (void)!write(2, msg, sizeof(msg) - 1);
-    _exit(127);
+  std::vector<std::string> args = argv;
+  args[0] = resolve_executable(args[0]);
+  CommandFds fds{devnull, out_pipe[1]};
+  pid_t pid;
+  try {
+    pid = prepared.spawn(args, command_fds, &fds);
+  } catch (...) {
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    close(devnull);
+    throw;
   }
   close(out_pipe[1]);
+  close(devnull);
   auto deadline = start + timeout;
   char buf[65536];
   for (;;) {
@@ -117,7 +129,9 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
     ssize_t n = read(out_pipe[0], buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    result.output.append(buf, static_cast<std::size_t>(n));
+    const std::size_t room = kMaxCapturedOutput - std::min(kMaxCapturedOutput, result.output.size());
+    result.output.append(buf, std::min(room, static_cast<std::size_t>(n)));
+    result.output_truncated = result.output_truncated || static_cast<std::size_t>(n) > room;
   }
   close(out_pipe[0]);
   int wstatus = 0;
@@ -125,83 +139,92 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
   }
   kill_group(pid);  // anything the command left behind in its group
   result.status = decode(wstatus);
+  if (result.output_truncated) result.output += "\n[kloop: output cut at " + std::to_string(kMaxCapturedOutput) + " bytes]\n";
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }
 
 WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::string& cwd,
-                             const std::string& log_path, const ProcessLimits& limits) {
-  int in_pipe[2], reply_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(reply_pipe, O_CLOEXEC) != 0) {
+                             const std::string& log_path, const SandboxSpec& sandbox)
+    : isolation_(sandbox.level) {
+  PreparedSandbox prepared(sandbox, cwd);
+  int sv[2], log_pipe[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    throw std::runtime_error(std::string("socketpair: ") + strerror(errno));
+  }
+  if (pipe2(log_pipe, O_CLOEXEC) != 0) {
+    close(sv[0]);
+    close(sv[1]);
     throw std::runtime_error(std::string("pipe: ") + strerror(errno));
   }
-  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log_fd < 0) throw std::runtime_error(log_path + ": cannot create: " + strerror(errno));
-  auto args = make_argv(argv);
-  pid_ = fork();
-  if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
-  if (pid_ == 0) {
-    prepare_child(limits, cwd.c_str());
-    // fd 3 is the reply channel; dup2 clears O_CLOEXEC on the copies.
-    int reply = dup(reply_pipe[1]);
-    dup2(in_pipe[0], 0);
-    dup2(log_fd, 1);
-    dup2(log_fd, 2);
-    dup2(reply, 3);
-    execv(args[0], args.data());
-    const char msg[] = "kloop: cannot execute the worker\n";
-    (void)!write(2, msg, sizeof(msg) - 1);
-    _exit(127);
+  log_fd_ = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  auto cleanup = [&] {
+    close(sv[0]);
+    close(sv[1]);
+    close(log_pipe[0]);
+    close(log_pipe[1]);
+    if (devnull >= 0) close(devnull);
+  };
+  if (log_fd_ < 0) {
+    cleanup();
+    throw std::runtime_error(log_path + ": cannot create: " + strerror(errno));
   }
-  close(in_pipe[0]);
-  close(reply_pipe[1]);
-  close(log_fd);
-  to_child_ = in_pipe[1];
-  from_child_ = reply_pipe[0];
+  WorkerFds fds{devnull, log_pipe[1], sv[1]};
+  std::vector<std::string> args = argv;
+  args[0] = resolve_executable(args[0]);
+  try {
+    pid_ = prepared.spawn(args, worker_fds, &fds);
+  } catch (...) {
+    cleanup();
+    close(log_fd_);
+    throw;
+  }
+  close(sv[1]);
+  close(log_pipe[1]);
+  close(devnull);
+  channel_ = std::make_unique<Channel>(sv[0]);
+  log_pipe_ = log_pipe[0];
+  fcntl(log_pipe_, F_SETFL, O_NONBLOCK);
   signal(SIGPIPE, SIG_IGN);  // a dead worker must not kill the driver
 }
 
 WorkerProcess::~WorkerProcess() {
   kill();
-  if (to_child_ >= 0) close(to_child_);
-  if (from_child_ >= 0) close(from_child_);
+  drain_pending();
+  if (log_pipe_ >= 0) close(log_pipe_);
+  if (log_fd_ >= 0) close(log_fd_);
 }
 
-bool WorkerProcess::send_line(const std::string& line) {
-  std::string data = line + "\n";
-  std::size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = write(to_child_, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += static_cast<std::size_t>(n);
+void WorkerProcess::drain_log(const char* data, std::size_t n) {
+  const std::size_t room = kMaxCapturedOutput - std::min(kMaxCapturedOutput, logged_);
+  const std::size_t keep = std::min(room, n);
+  if (keep > 0) (void)!write(log_fd_, data, keep);
+  if (keep < n && room > 0) {
+    const char note[] = "\n[kloop: log cut here; the rest was dropped]\n";
+    (void)!write(log_fd_, note, sizeof(note) - 1);
   }
-  return true;
+  logged_ += n;
 }
 
-std::optional<std::string> WorkerProcess::receive_line(std::chrono::milliseconds timeout) {
-  timed_out_ = false;
-  auto deadline = Clock::now() + timeout;
-  for (;;) {
-    auto nl = buffer_.find('\n');
-    if (nl != std::string::npos) {
-      std::string line = buffer_.substr(0, nl);
-      buffer_.erase(0, nl + 1);
-      return line;
-    }
-    struct pollfd p = {from_child_, POLLIN, 0};
-    int rc = poll(&p, 1, remaining_ms(deadline));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc == 0) {
-      timed_out_ = true;
-      return std::nullopt;
-    }
-    char buf[65536];
-    ssize_t n = read(from_child_, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::nullopt;
-    buffer_.append(buf, static_cast<std::size_t>(n));
+void WorkerProcess::drain_pending() {
+  if (log_pipe_ < 0) return;
+  char buf[65536];
+  for (int i = 0; i < 4096; ++i) {
+    ssize_t n = read(log_pipe_, buf, sizeof(buf));
+    if (n <= 0) break;
+    drain_log(buf, static_cast<std::size_t>(n));
   }
+}
+
+bool WorkerProcess::send(const std::string& line, const std::vector<int>& fds) { return channel_->send(line, fds); }
+
+std::optional<ChannelMessage> WorkerProcess::receive(std::chrono::milliseconds timeout) {
+  auto m = channel_->receive(
+      timeout, log_pipe_,
+      [](void* self, const char* data, std::size_t n) { static_cast<WorkerProcess*>(self)->drain_log(data, n); }, this);
+  drain_pending();
+  return m;
 }
 
 void WorkerProcess::kill() {
@@ -211,17 +234,20 @@ void WorkerProcess::kill() {
   while (waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
   }
   status_ = decode(wstatus);
+  drain_pending();
 }
 
 ExitStatus WorkerProcess::wait(std::chrono::milliseconds timeout) {
   if (status_) return *status_;
   auto deadline = Clock::now() + timeout;
   for (;;) {
+    drain_pending();
     int wstatus = 0;
     pid_t r = waitpid(pid_, &wstatus, WNOHANG);
     if (r == pid_) {
       status_ = decode(wstatus);
       kill_group(pid_);
+      drain_pending();
       return *status_;
     }
     if (Clock::now() >= deadline) {

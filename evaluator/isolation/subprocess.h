@@ -1,25 +1,24 @@
-// Child processes with deadlines and resource limits: compilers (run to
-// completion, output captured) and evaluation workers (a command pipe in, a
-// reply pipe out, stdout/stderr to a log file). Every child gets its own
-// process group so a timeout kills everything it started.
+// Child processes with deadlines, limits and a sandbox (sandbox.h):
+// compilers (run to completion, output captured up to a cap) and evaluation
+// workers (a socket channel on fd 3 for commands and replies, stdout and
+// stderr drained by the parent into a capped log file the child cannot
+// see). Every child gets its own process group (a strict sandbox its own
+// PID namespace) so a timeout kills everything it started.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace kloop {
+#include "evaluator/isolation/channel.h"
+#include "evaluator/isolation/sandbox.h"
 
-struct ProcessLimits {
-  std::optional<uint64_t> address_space_bytes;  // RLIMIT_AS
-  std::optional<uint64_t> cpu_seconds;          // RLIMIT_CPU
-  bool no_core_dumps = true;
-  bool isolate_network = false;  // a new, empty network namespace where permitted
-};
+namespace kloop {
 
 struct ExitStatus {
   bool exited = false;  // normal exit; `code` is valid
@@ -31,43 +30,54 @@ struct ExitStatus {
 struct CommandResult {
   ExitStatus status;
   bool timed_out = false;
-  std::string output;  // stdout and stderr interleaved
+  std::string output;  // stdout and stderr interleaved, at most kMaxCapturedOutput bytes
+  bool output_truncated = false;
   double seconds = 0;
 };
 
-// Runs argv[0] (searched in PATH) in `cwd` until it ends or `timeout` passes.
-CommandResult run_command(const std::vector<std::string>& argv, const std::string& cwd,
-                          std::chrono::milliseconds timeout, const ProcessLimits& limits = {});
+// What is kept of a child's output; the rest is read and dropped.
+constexpr std::size_t kMaxCapturedOutput = 8u << 20;
 
-// A long-lived child talking line-delimited messages: we write to its stdin,
-// it answers on file descriptor 3. Its stdout and stderr go to log_path.
+// Runs argv[0] (searched in PATH) in `cwd` until it ends or `timeout` passes.
+// Throws IsolationError when the sandbox cannot be set up.
+CommandResult run_command(const std::vector<std::string>& argv, const std::string& cwd,
+                          std::chrono::milliseconds timeout, const SandboxSpec& sandbox = {});
+
+// A long-lived child talking line-delimited messages over fd 3. Its stdout
+// and stderr go, through a pipe the parent drains, to log_path.
 class WorkerProcess {
  public:
-  WorkerProcess(const std::vector<std::string>& argv, const std::string& cwd,
-                const std::string& log_path, const ProcessLimits& limits);
+  WorkerProcess(const std::vector<std::string>& argv, const std::string& cwd, const std::string& log_path,
+                const SandboxSpec& sandbox);
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
   // False when the child is gone (the write would fail).
-  bool send_line(const std::string& line);
-  // The next line, or nullopt when the deadline passes or the child closes
-  // the pipe (check timed_out()).
-  std::optional<std::string> receive_line(std::chrono::milliseconds timeout);
-  bool timed_out() const { return timed_out_; }
+  bool send(const std::string& line, const std::vector<int>& fds = {});
+  // The next message, or nullopt when the deadline passes, the child closes
+  // the channel or sends an over-long line (check timed_out(), overflowed()).
+  std::optional<ChannelMessage> receive(std::chrono::milliseconds timeout);
+  bool timed_out() const { return channel_->timed_out(); }
+  bool overflowed() const { return channel_->overflowed(); }
 
   // Kills the whole process group and reaps the child.
   void kill();
   // Waits up to `timeout` for the child to exit, then kills it.
   ExitStatus wait(std::chrono::milliseconds timeout);
   pid_t pid() const { return pid_; }
+  Isolation isolation() const { return isolation_; }
 
  private:
+  void drain_log(const char* data, std::size_t n);
+  void drain_pending();
+
   pid_t pid_ = -1;
-  int to_child_ = -1;
-  int from_child_ = -1;
-  std::string buffer_;
-  bool timed_out_ = false;
+  std::unique_ptr<Channel> channel_;
+  int log_pipe_ = -1;  // read end of the child's stdout/stderr
+  int log_fd_ = -1;
+  std::size_t logged_ = 0;
+  Isolation isolation_ = Isolation::kNone;
   std::optional<ExitStatus> status_;
 };
 

@@ -20,6 +20,8 @@
 // checks), audit (reference: the degeneracy checks, on the device, no
 // files), time, baseline, profile, calibrate, exit.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <ATen/ATen.h>
@@ -39,6 +41,7 @@
 #include <string>
 
 #include "evaluator/check/tensor_compare.h"
+#include "evaluator/isolation/channel.h"
 #include "evaluator/isolation/device_session.h"
 #include "evaluator/isolation/tensor_bridge.h"
 #include "evaluator/isolation/tensor_exchange.h"
@@ -149,11 +152,15 @@ class InitFromData : public ModuleInit {
 
 class Worker {
  public:
-  explicit Worker(std::FILE* reply) : reply_(reply) {}
+  explicit Worker(Channel& channel) : channel_(channel) {}
 
   int serve() {
-    std::string line;
-    while (std::getline(std::cin, line)) {
+    for (;;) {
+      auto message = channel_.receive(std::nullopt);
+      if (!message) break;
+      const std::string& line = message->line;
+      incoming_fds_ = std::move(message->fds);
+      outgoing_fds_.clear();
       if (line.empty()) continue;
       json cmd;
       json answer;
@@ -184,9 +191,11 @@ class Worker {
 
  private:
   void send(const json& j) {
-    std::string s = j.dump() + "\n";
-    std::fwrite(s.data(), 1, s.size(), reply_);
-    std::fflush(reply_);
+    std::vector<int> fds;
+    for (const auto& f : outgoing_fds_) fds.push_back(f.get());
+    channel_.send(j.dump(), fds);
+    outgoing_fds_.clear();  // the peer holds its own copies now
+    incoming_fds_.clear();
   }
 
   void set_phase(const std::string& what) {
@@ -213,6 +222,9 @@ class Worker {
 
   json load(const json& cmd) {
     role_ = cmd.at("role");
+    // Only the trusted roles stay undumpable; a candidate's own process is
+    // the attacker's anyway, and some libraries read their /proc/self files.
+    if (role_ == "candidate") prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     device_ = cmd.value("device", "cpu");
     const std::string library = cmd.at("library");
     if (int threads = cmd.value("threads", 0); threads > 0) at::set_num_threads(threads);
@@ -264,6 +276,11 @@ class Worker {
 
   static std::string file(const json& cmd, const std::string& name) {
     return cmd.at("dir").get<std::string>() + "/" + name;
+  }
+  // Where a candidate writes what it publishes: its own folder (the shared
+  // one is read-only to it).
+  static std::string out_file(const json& cmd, const std::string& name) {
+    return cmd.value("out_dir", cmd.at("dir").get<std::string>()) + "/" + name;
   }
 
   std::map<std::string, at::Tensor> read_weights(const std::string& path) {
@@ -734,7 +751,7 @@ class Worker {
     json answer = {{"seconds", seconds}, {"aliases", aliases}, {"wrong_device", wrong_device}};
     last_outputs_ = std::move(out);
     last_inputs_ = std::move(inputs);
-    last_stem_ = file(cmd, "case" + std::to_string(id) + ".call" + std::to_string(call) + ".candidate");
+    last_stem_ = out_file(cmd, "case" + std::to_string(id) + ".call" + std::to_string(call) + ".candidate");
     if (wrong_device.empty()) answer["exchange"] = publish(last_outputs_, last_inputs_, cmd.value("transport", "file"), last_stem_);
     return answer;
   }
@@ -833,7 +850,7 @@ class Worker {
         }
       }
       answer["exchange"] = publish(out, {}, cmd.value("transport", "file"),
-                                             file(cmd, "case" + std::to_string(id) + ".post"));
+                                             out_file(cmd, "case" + std::to_string(id) + ".post"));
     }
     return answer;
   }
@@ -969,7 +986,10 @@ class Worker {
     fp64_expected_.clear();
   }
 
-  std::FILE* reply_;
+  Channel& channel_;
+  // Descriptors that came with the current command (CUDA memory exports)
+  // and those to send with its reply.
+  std::vector<UniqueFd> incoming_fds_, outgoing_fds_;
   std::unique_ptr<DeviceSession> session_;
   // Streamed evaluation: the current case's module; the reference's
   // pristine inputs and expected outputs of the current call (and of the
@@ -998,12 +1018,16 @@ int main() {
   // cuBLAS is deterministic only with a fixed workspace configuration; it
   // must be set before the first CUDA call.
   setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
-  // fd 3 is the reply channel; keep it away from whatever the module prints.
-  std::FILE* reply = fdopen(3, "w");
-  if (!reply) {
-    std::fprintf(stderr, "kloop-worker: fd 3 (the reply channel) is not open; run me through kloop\n");
+  // fd 3 is the channel to the driver (commands in, replies out); keep it
+  // away from whatever the module prints. Nobody may attach to the
+  // reference's or kloop's memory: not dumpable (no ptrace, no
+  // /proc/PID/mem for the same uid).
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (fcntl(3, F_GETFD) < 0) {
+    std::fprintf(stderr, "kloop-worker: fd 3 (the channel) is not open; run me through kloop\n");
     return 2;
   }
-  std::ios::sync_with_stdio(true);
-  return kloop::Worker(reply).serve();
+  fcntl(3, F_SETFD, FD_CLOEXEC);
+  kloop::Channel channel(3);
+  return kloop::Worker(channel).serve();
 }

@@ -1,0 +1,94 @@
+// The sandbox model-written code runs in: the candidate worker and the
+// compiler that reads a candidate's source. The threat model is native code
+// with kloop's privileges (README "Isolation"): it must not see or touch
+// another process, a file outside its own folder and a private tmp, a
+// secret in its environment, or a descriptor beyond its channel.
+//
+// Levels (the verdict records which one ran):
+//   strict  new PID, mount, network, IPC and UTS namespaces; a root made of
+//           read-only system folders, the module and the evaluation's own
+//           folder, a private tmpfs /tmp and a new /proc; its own
+//           unprivileged uid (as root: nobody; else a user namespace);
+//           a seccomp filter; limits; an empty environment plus an
+//           allow-list; no inherited descriptors.
+//   weak    what needs no namespace: the environment allow-list, no
+//           inherited descriptors, the seccomp filter (which then also
+//           confines signals to the process's own group), limits.
+//   none    trusted children (references, kloop's own tools).
+// A strict sandbox that cannot be set up is an IsolationError naming what is
+// missing, never a silent downgrade.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kloop {
+
+enum class Isolation { kNone, kWeak, kStrict };
+
+const char* isolation_name(Isolation level);
+// "strict", "weak" or "none"; nullopt for anything else.
+std::optional<Isolation> parse_isolation(const std::string& name);
+
+class IsolationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct SandboxSpec {
+  Isolation level = Isolation::kNone;
+  // Visible at the same path inside a strict sandbox (files or folders).
+  std::vector<std::string> read_only;
+  std::vector<std::string> writable;
+  // Keep the host's network namespace (only to run under ncu/nsys).
+  bool host_network = false;
+  // The limits (all levels).
+  std::optional<uint64_t> address_space_bytes;  // RLIMIT_AS
+  std::optional<uint64_t> cpu_seconds;          // RLIMIT_CPU
+  uint64_t file_size_bytes = 0;                 // RLIMIT_FSIZE; 0 = none
+  uint64_t processes = 0;                       // new processes/threads allowed (cgroup-free: RLIMIT_NPROC); 0 = none
+};
+
+// The system folders every sandbox sees read-only, plus the LibTorch and
+// CUDA folders kloop was built against and $KLOOP_SANDBOX_BINDS
+// (colon-separated, for installs elsewhere).
+std::vector<std::string> sandbox_system_paths();
+
+// The environment a sandboxed child starts with: the allow-listed variables
+// of this process (PATH, locale, CUDA/NVIDIA/LibTorch/OpenMP/BLAS tuning,
+// LD_LIBRARY_PATH), never one whose name says it is a secret, with HOME and
+// TMPDIR pointing at the private tmp.
+std::vector<std::string> sandbox_environment(Isolation level, const std::string& tmp_dir);
+
+// The uid a strict sandbox runs as when kloop runs as root ($KLOOP_SANDBOX_UID,
+// default 65534, "nobody"); writable folders are handed to it.
+uint32_t sandbox_uid();
+
+// Everything the child does between fork and exec, prepared beforehand so
+// the child only makes system calls (no allocation after fork).
+class PreparedSandbox {
+ public:
+  PreparedSandbox(const SandboxSpec& spec, const std::string& cwd);
+  ~PreparedSandbox();
+  PreparedSandbox(const PreparedSandbox&) = delete;
+  PreparedSandbox& operator=(const PreparedSandbox&) = delete;
+
+  // Forks the child (in its namespaces when strict), runs `setup_fds` in it
+  // (dup2 of the channel descriptors onto 0..3), applies the sandbox, closes
+  // every other descriptor and execs argv with the sandbox's environment.
+  // Returns the child's pid once it has exec'd; throws IsolationError when
+  // a step of the setup failed (the child is reaped), with the step.
+  pid_t spawn(const std::vector<std::string>& argv, void (*setup_fds)(void*), void* context);
+
+  const SandboxSpec& spec() const { return spec_; }
+
+ private:
+  struct Plan;
+  SandboxSpec spec_;
+  Plan* plan_;
+};
+
+}  // namespace kloop
