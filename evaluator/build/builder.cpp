@@ -4,6 +4,10 @@
 // <role>.cpp|.cu}. A build happens in a private temporary folder that is
 // renamed into place, so readers never see a half-written entry, and an
 // flock on <key>.lock keeps two processes from compiling the same key.
+// result.json carries a MAC (integrity.h) over the entry's key, module.so,
+// build.log and its own fields; an entry that fails it was not made by
+// kloop (or was changed since), so it is moved to <cache>/untrusted/ and
+// built again. The shared PCH entries are signed the same way.
 #include "evaluator/build/builder.h"
 
 #include <fcntl.h>
@@ -22,6 +26,7 @@
 
 #include "evaluator/build/build_config.h"
 #include "evaluator/build/content_hash.h"
+#include "evaluator/build/integrity.h"
 #include "evaluator/isolation/subprocess.h"
 
 namespace kloop {
@@ -78,23 +83,73 @@ const char* source_name(ModuleRole role, BuildTarget target) {
   return target == BuildTarget::kCuda ? "candidate.cu" : "candidate.cpp";
 }
 
-// Loads a finished cache entry; false when there is none.
-bool load_entry(const fs::path& dir, BuildResult& r) {
+enum class EntryState { kMissing, kTrusted, kUntrusted };
+
+std::string file_or_empty(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return "";
+  return read_file(p.string());
+}
+
+// The MAC of a build entry: which key it answers for, what it says, and the
+// bytes it hands out (the library) or feeds back (the log).
+std::string entry_tag(const IntegrityKey& ik, const std::string& key, const nlohmann::json& meta,
+                      const std::string& log, const std::string& library) {
+  return ik.tag({kBuildFormat, "build-entry", key, meta.dump(), log, library});
+}
+
+// Loads a finished cache entry into `r` when its MAC holds; `why` says what
+// is wrong with an untrusted one.
+EntryState load_entry(const fs::path& dir, const std::string& key, const IntegrityKey& ik, BuildResult& r,
+                      std::string& why) {
   std::ifstream in(dir / "result.json");
-  if (!in) return false;
+  if (!in) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return EntryState::kMissing;
+    why = "no result.json";
+    return EntryState::kUntrusted;
+  }
   nlohmann::json j;
   try {
     in >> j;
   } catch (const nlohmann::json::exception&) {
-    return false;
+    why = "result.json is not JSON";
+    return EntryState::kUntrusted;
   }
-  r.ok = j.value("ok", false);
+  if (!j.is_object() || !j.contains("mac") || !j["mac"].is_string()) {
+    why = "result.json has no MAC (made before kloop signed its cache, or not by kloop)";
+    return EntryState::kUntrusted;
+  }
+  const std::string mac = j["mac"].get<std::string>();
+  j.erase("mac");
+  const bool ok = j.value("ok", false);
+  const std::string log = file_or_empty(dir / "build.log");
+  const std::string library = ok ? file_or_empty(dir / "module.so") : "";
+  if (!ik.verify(mac, {kBuildFormat, "build-entry", key, j.dump(), log, library})) {
+    why = "its MAC does not match module.so, build.log and result.json";
+    return EntryState::kUntrusted;
+  }
+  r.ok = ok;
   r.command = j.value("command", "");
   r.compile_seconds = j.value("compile_seconds", 0.0);
-  r.log = read_file((dir / "build.log").string());
+  r.log = log;
   r.diagnostics = parse_compiler_output(r.log);
-  if (r.ok) r.library_path = (dir / "module.so").string();
-  return true;
+  r.library_path = ok ? (dir / "module.so").string() : "";
+  return EntryState::kTrusted;
+}
+
+// Moves an untrusted entry out of the way (kept for inspection) and says so.
+void quarantine(const fs::path& cache_dir, const fs::path& dir, const std::string& what, const std::string& why) {
+  static std::atomic<int> counter{0};
+  const fs::path aside = cache_dir / "untrusted";
+  const fs::path target =
+      aside / (dir.filename().string() + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+  std::error_code ec;
+  fs::create_directories(aside, ec);
+  fs::rename(dir, target, ec);
+  if (ec) fs::remove_all(dir, ec);
+  warn_untrusted(what + " " + dir.string() + " is not trusted (" + why + "); moved to " + target.string() +
+                 " and built again");
 }
 
 }  // namespace
@@ -208,9 +263,15 @@ bool Builder::reference_compiler_is_clang() {
 // (each file still instantiates the header's templates), with clang by about
 // five times (-fpch-instantiate-templates does that work once, in the PCH).
 // A failed PCH build only costs speed: references then compile without it.
-std::vector<std::string> Builder::reference_pch_flags() {
-  if (pch_checked_) return pch_flags_;
+//
+// A PCH is code every reference compiles with: one planted here would
+// replace every reference, so it is believed only under its MAC. Hashing it
+// (over 100 MB with clang) is left to when a reference really compiles with
+// it; naming it in a cache key only needs its signed files present.
+std::vector<std::string> Builder::reference_pch_flags(bool verified) {
+  if (pch_checked_ && (!verified || pch_verified_)) return pch_flags_;
   pch_checked_ = true;
+  pch_flags_.clear();
   if (!config_.use_reference_pch) return pch_flags_;
   const std::string& compiler = compiler_for(ModuleRole::kReference, BuildTarget::kCpu);
   const bool clang = reference_compiler_is_clang();
@@ -228,17 +289,53 @@ std::vector<std::string> Builder::reference_pch_flags() {
     if (clang) return {"-include-pch", (dir / output).string()};
     return {"-include", (dir / "kloop_reference_pch.h").string(), "-Winvalid-pch"};
   };
+  const std::string header_text = "#pragma once\n#include <kloop/reference_api.h>\n";
+  const IntegrityKey ik = IntegrityKey::for_cache(config_.cache_dir);
+  const fs::path used_header = clang ? header : dir / "kloop_reference_pch.h";
+  bool usable = false;
+  std::string why;
+  auto state = [&]() -> EntryState {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return EntryState::kMissing;
+    const bool ok = fs::exists(dir / "ok", ec);
+    const std::string mac = file_or_empty(dir / "mac");
+    if (mac.empty()) {
+      why = "no MAC (made before kloop signed its cache, or not by kloop)";
+      return EntryState::kUntrusted;
+    }
+    if (!ok && !fs::exists(dir / "failed", ec)) {
+      why = "neither ok nor failed";
+      return EntryState::kUntrusted;
+    }
+    if (ok && file_or_empty(used_header) != header_text) {
+      why = used_header.string() + " is not the header kloop wrote";
+      return EntryState::kUntrusted;
+    }
+    if (verified || !ok) {
+      const std::string pch = ok ? file_or_empty(dir / output) : "";
+      if (!ik.verify(mac, {kBuildFormat, "pch-entry", key, ok ? "ok" : "failed", pch})) {
+        why = "its MAC does not match " + output;
+        return EntryState::kUntrusted;
+      }
+    }
+    usable = ok;
+    return EntryState::kTrusted;
+  };
+  auto trusted = [&] {
+    pch_verified_ = verified;
+    if (usable) pch_flags_ = flags();
+    return pch_flags_;
+  };
   fs::create_directories(root);
-  if (fs::exists(dir / "ok")) return pch_flags_ = flags();
-  if (fs::exists(dir / "failed")) return pch_flags_;
+  if (state() == EntryState::kTrusted) return trusted();
   FileLock lock((root / (key + ".lock")).string());
-  if (fs::exists(dir / "ok")) return pch_flags_ = flags();
-  if (fs::exists(dir / "failed")) return pch_flags_;
+  const EntryState locked = state();
+  if (locked == EntryState::kTrusted) return trusted();
+  if (locked == EntryState::kUntrusted) quarantine(config_.cache_dir, dir, "reference PCH", why);
   static std::atomic<int> counter{0};
   const fs::path tmp = root / (key + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
   fs::remove_all(tmp);
   fs::create_directories(tmp);
-  const std::string header_text = "#pragma once\n#include <kloop/reference_api.h>\n";
   write_text(header.string(), header_text);
   std::vector<std::string> cmd = {compiler};
   for (auto& f : host_compile_flags(ModuleRole::kReference)) cmd.push_back(std::move(f));
@@ -272,10 +369,17 @@ std::vector<std::string> Builder::reference_pch_flags() {
   }
   write_text((tmp / "build.log").string(), log);
   write_text((tmp / (ok ? "ok" : "failed")).string(), "");
+  write_text((tmp / "mac").string(),
+             ik.tag({kBuildFormat, "pch-entry", key, ok ? "ok" : "failed", ok ? read_file((tmp / output).string()) : ""}));
   std::error_code ec;
   fs::rename(tmp, dir, ec);
-  if (ec) fs::remove_all(tmp);
-  if (fs::exists(dir / "ok")) pch_flags_ = flags();
+  if (ec) {
+    fs::remove_all(tmp);
+    if (state() == EntryState::kTrusted) return trusted();
+  } else if (ok) {
+    pch_verified_ = true;  // what was just built and signed
+    pch_flags_ = flags();
+  }
   return pch_flags_;
 }
 
@@ -303,17 +407,24 @@ BuildResult Builder::build(const std::string& source_path, ModuleRole role, Buil
   const fs::path entry = builds / r.key;
   fs::create_directories(builds);
 
-  if (load_entry(entry, r)) {
+  const IntegrityKey ik = IntegrityKey::for_cache(config_.cache_dir);
+  std::string why;
+  if (load_entry(entry, r.key, ik, r, why) == EntryState::kTrusted) {
     r.cached = true;
     r.seconds = elapsed();
     return r;
   }
   FileLock lock((builds / (r.key + ".lock")).string());
-  if (load_entry(entry, r)) {  // another process finished it while we waited
+  // Checked again under the lock: another process may have finished it
+  // while we waited, and only a lock holder moves a bad entry aside (so a
+  // fresh entry another process just made is never taken for a bad one).
+  const EntryState locked = load_entry(entry, r.key, ik, r, why);
+  if (locked == EntryState::kTrusted) {
     r.cached = true;
     r.seconds = elapsed();
     return r;
   }
+  if (locked == EntryState::kUntrusted) quarantine(config_.cache_dir, entry, "build cache entry", why);
 
   static std::atomic<int> counter{0};
   const fs::path tmp = builds / (r.key + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
@@ -323,7 +434,7 @@ BuildResult Builder::build(const std::string& source_path, ModuleRole role, Buil
   write_text((tmp / src_name).string(), source);
   std::vector<std::string> cmd = command(role, target, src_name, "module.so");
   if (role == ModuleRole::kReference) {
-    std::vector<std::string> pch = reference_pch_flags();
+    std::vector<std::string> pch = reference_pch_flags(/*verified=*/true);
     cmd.insert(cmd.begin() + 1, pch.begin(), pch.end());
   }
   for (const auto& part : cmd) r.command += (r.command.empty() ? "" : " ") + part;
@@ -343,11 +454,21 @@ BuildResult Builder::build(const std::string& source_path, ModuleRole role, Buil
   write_text((tmp / "build.log").string(), r.log);
   nlohmann::json meta = {{"ok", r.ok}, {"command", r.command}, {"compile_seconds", r.compile_seconds},
                          {"role", role_name(role)}, {"source", source_path}};
-  write_text((tmp / "result.json").string(), meta.dump(2));
+  const std::string library = r.ok ? read_file((tmp / "module.so").string()) : "";
+  // The tag is over the fields as they will read back (a JSON number
+  // round-trips to the same text).
+  meta = nlohmann::json::parse(meta.dump());
+  nlohmann::json signed_meta = meta;
+  signed_meta["mac"] = entry_tag(ik, r.key, meta, r.log, library);
+  write_text((tmp / "result.json").string(), signed_meta.dump(2));
   std::error_code ec;
   fs::rename(tmp, entry, ec);
-  if (ec) fs::remove_all(tmp);  // someone else's entry won the race: use it
-  load_entry(entry, r);
+  if (ec) {  // someone else's entry won the race: use it
+    fs::remove_all(tmp);
+    load_entry(entry, r.key, ik, r, why);
+  } else {
+    r.library_path = r.ok ? (entry / "module.so").string() : "";
+  }
   r.seconds = elapsed();
   return r;
 }

@@ -70,13 +70,17 @@ class Builder {
   const std::string& compiler_for(ModuleRole role, BuildTarget target) const;
   std::string compiler_identity_cached(const std::string& compiler);
   bool reference_compiler_is_clang();
-  // Flags that make a reference compile use the shared PCH; empty when unavailable.
-  std::vector<std::string> reference_pch_flags();
+  // Flags that make a reference compile use the shared PCH; empty when
+  // unavailable. `verified`: the PCH's bytes checked against its MAC (before
+  // a compile relies on it), not only its signed files present (enough to
+  // name it in a cache key).
+  std::vector<std::string> reference_pch_flags(bool verified = false);
 
   BuilderConfig config_;
   std::string api_headers_;  // contents of the kernel API headers, part of every key
   std::map<std::string, std::string> identities_;  // compiler path -> `--version` output
   bool pch_checked_ = false;
+  bool pch_verified_ = false;
   std::vector<std::string> pch_flags_;
 };
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "evaluator/build/content_hash.h"
+#include "evaluator/build/integrity.h"
 
 namespace kloop {
 namespace {
@@ -36,6 +37,34 @@ void write_json_atomically(const fs::path& p, const json& j) {
     if (!out) throw std::runtime_error("cannot write " + tmp.string());
   }
   fs::rename(tmp, p);
+}
+
+// Baselines and calibrations carry a MAC under the cache's integrity key,
+// bound to what the file is (`kind`) and which one (`name`: the key hash or
+// the file name), so a file edited, written by someone else or copied to
+// another name is not believed: it is measured again.
+json sign(const std::string& cache_dir, const char* kind, const std::string& name, json j) {
+  j = json::parse(j.dump());  // the fields as they will read back
+  const std::string mac = IntegrityKey::for_cache(cache_dir).tag({kind, name, j.dump()});
+  j["mac"] = mac;
+  return j;
+}
+
+std::optional<json> read_signed_json(const std::string& cache_dir, const char* kind, const std::string& name,
+                                     const fs::path& p, const char* what) {
+  auto j = read_json(p);
+  if (!j) return std::nullopt;
+  std::string mac;
+  if (j->is_object() && j->contains("mac") && (*j)["mac"].is_string()) {
+    mac = (*j)["mac"].get<std::string>();
+    j->erase("mac");
+  }
+  if (mac.empty() || !IntegrityKey::for_cache(cache_dir).verify(mac, {kind, name, j->dump()})) {
+    warn_untrusted(p.string() + ": " + what + (mac.empty() ? " has no MAC" : " fails its MAC") +
+                   " (not written by kloop on this machine, or changed since); ignored, it will be measured again");
+    return std::nullopt;
+  }
+  return j;
 }
 
 std::string slug(const std::string& s) {
@@ -75,7 +104,8 @@ std::string calibration_path(const std::string& cache_dir, const json& device) {
 }
 
 std::optional<Calibration> load_calibration(const std::string& cache_dir, const json& device) {
-  auto j = read_json(calibration_path(cache_dir, device));
+  const fs::path p = calibration_path(cache_dir, device);
+  auto j = read_signed_json(cache_dir, "kloop-calibration", p.filename().string(), p, "calibration");
   if (!j) return std::nullopt;
   Calibration c = Calibration::from_json(*j);
   if (c.dram_bytes_per_s <= 0 || c.bf16_flops_per_s <= 0) return std::nullopt;
@@ -83,7 +113,8 @@ std::optional<Calibration> load_calibration(const std::string& cache_dir, const 
 }
 
 void store_calibration(const std::string& cache_dir, const Calibration& c) {
-  write_json_atomically(calibration_path(cache_dir, c.device), c.to_json());
+  const fs::path p = calibration_path(cache_dir, c.device);
+  write_json_atomically(p, sign(cache_dir, "kloop-calibration", p.filename().string(), c.to_json()));
 }
 
 SpeedOfLight speed_of_light(double flops, double bytes, const Calibration& c) {
@@ -105,7 +136,9 @@ std::string BaselineKey::hash() const {
 }
 
 std::optional<Baseline> load_baseline(const std::string& cache_dir, const BaselineKey& key) {
-  auto j = read_json(fs::path(cache_dir) / "baselines" / (key.hash() + ".json"));
+  const std::string name = key.hash();
+  auto j = read_signed_json(cache_dir, "kloop-baseline", name, fs::path(cache_dir) / "baselines" / (name + ".json"),
+                            "baseline");
   if (!j || !j->contains("fp32")) return std::nullopt;
   Baseline b;
   b.fp32 = summary_from_json(j->at("fp32"));
@@ -119,7 +152,8 @@ void store_baseline(const std::string& cache_dir, const BaselineKey& key, const 
             {"torch_version", key.torch_version}, {"rules", key.rules}, {"fp32", to_json(b.fp32)},
             {"measured_at", b.measured_at}};
   if (b.tf32) j["tf32"] = to_json(*b.tf32);
-  write_json_atomically(fs::path(cache_dir) / "baselines" / (key.hash() + ".json"), j);
+  const std::string name = key.hash();
+  write_json_atomically(fs::path(cache_dir) / "baselines" / (name + ".json"), sign(cache_dir, "kloop-baseline", name, j));
 }
 
 std::string utc_now() {

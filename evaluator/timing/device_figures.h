@@ -2,8 +2,10 @@
 // bandwidth and GEMM rates, measured once by `kloop calibrate`) and the
 // reference baselines already measured on it. Both live in the build cache
 // folder as JSON, keyed so that a changed GPU, driver, LibTorch, problem,
-// size or timing rule measures again. From the calibration and a problem's
-// FLOP and byte counts comes the speed-of-light floor.
+// size or timing rule measures again. Both are signed with the cache's
+// integrity key (integrity.h): a file that fails its MAC is ignored with a
+// warning and measured again, never believed. From the calibration and a
+// problem's FLOP and byte counts comes the speed-of-light floor.
 #pragma once
 
 #include <nlohmann/json.hpp>

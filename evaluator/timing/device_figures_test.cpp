@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace kloop {
 namespace {
@@ -75,6 +76,61 @@ TEST_F(DeviceFiguresCache, BaselineIsReusedOnlyUnderTheSameKey) {
     change(changed);
     EXPECT_FALSE(load_baseline(dir_, changed)) << changed.hash();
   }
+}
+
+nlohmann::json read_json_file(const fs::path& p) { return nlohmann::json::parse(std::ifstream(p)); }
+void write_json_file(const fs::path& p, const nlohmann::json& j) { std::ofstream(p) << j.dump(2); }
+
+// Attack: a candidate that can write the cache edits the reference's stored
+// time (a slower reference makes any candidate fast) or plants a baseline of
+// its own. Neither is believed; the reference is measured again.
+TEST_F(DeviceFiguresCache, TamperedOrUnsignedBaselineIsNotUsed) {
+  BaselineKey key{"19_ReLU", "buildkey", {{"batch_size", 16}}, {{"name", "NVIDIA H200"}, {"cuda_driver", 13000}},
+                  "2.11.0", {{"l2_flush", true}}};
+  Baseline b;
+  b.fp32 = summarize({1e-3, 1.1e-3, 0.9e-3});
+  store_baseline(dir_, key, b);
+  const fs::path file = fs::path(dir_) / "baselines" / (key.hash() + ".json");
+  ASSERT_TRUE(fs::exists(file));
+  const nlohmann::json stored = read_json_file(file);
+  ASSERT_TRUE(stored.contains("mac"));
+
+  nlohmann::json slower = stored;
+  slower["fp32"]["median"] = 1.0;  // 1000x slower reference
+  write_json_file(file, slower);
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(load_baseline(dir_, key)) << "an edited time must not be used";
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find(file.string()), std::string::npos) << warning;
+  EXPECT_NE(warning.find("measured again"), std::string::npos) << warning;
+
+  nlohmann::json unsigned_file = slower;
+  unsigned_file.erase("mac");
+  write_json_file(file, unsigned_file);
+  EXPECT_FALSE(load_baseline(dir_, key)) << "a baseline without a MAC must not be used";
+
+  // A genuine baseline of another key copied over this one's name.
+  BaselineKey other = key;
+  other.dims["batch_size"] = 4096;
+  store_baseline(dir_, other, Baseline{summarize({5.0, 5.0, 5.0}), std::nullopt, ""});
+  fs::copy_file(fs::path(dir_) / "baselines" / (other.hash() + ".json"), file, fs::copy_options::overwrite_existing);
+  EXPECT_FALSE(load_baseline(dir_, key)) << "a signed baseline answers only for its own key";
+
+  write_json_file(file, stored);
+  auto back = load_baseline(dir_, key);
+  ASSERT_TRUE(back) << "the untouched file is trusted again";
+  EXPECT_DOUBLE_EQ(back->fp32.median, 1e-3);
+}
+
+TEST_F(DeviceFiguresCache, TamperedCalibrationIsNotUsed) {
+  store_calibration(dir_, h200_like());
+  const fs::path file = calibration_path(dir_, h200_like().device);
+  nlohmann::json j = read_json_file(file);
+  j["dram_bytes_per_s"] = 1.0;  // a floor so low that nothing is ever "below the floor"
+  write_json_file(file, j);
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(load_calibration(dir_, h200_like().device));
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find(file.string()), std::string::npos);
 }
 
 }  // namespace

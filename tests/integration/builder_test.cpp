@@ -1,5 +1,6 @@
 // The builder against the real host compiler: caching, invalidation,
-// diagnostics, concurrent builds of one source, and the timeout.
+// diagnostics, concurrent builds of one source, the timeout, and cache
+// entries planted or changed behind kloop's back.
 #include "evaluator/build/builder.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,10 @@
 
 #include <filesystem>
 #include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluator/build/content_hash.h"
 
 namespace kloop {
 namespace {
@@ -141,6 +146,126 @@ TEST_F(BuilderTest, TimeoutIsReportedAndNotCached) {
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(r.timed_out);
   EXPECT_EQ(entries(), 0);
+}
+
+int untrusted_entries(const std::string& cache_dir) {
+  const fs::path aside = fs::path(cache_dir) / "untrusted";
+  if (!fs::exists(aside)) return 0;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(aside)) n += e.is_directory() ? 1 : 0;
+  return n;
+}
+
+void flip_a_byte(const std::string& path) {
+  std::string bytes = read_file(path);
+  ASSERT_GT(bytes.size(), 100u);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// Attack: code that can write the cache patches a cached library (say, a
+// reference whose forward returns what the candidate wants). The next build
+// sees that the library is not the one it compiled and compiles again.
+TEST_F(BuilderTest, TamperedCachedLibraryIsRebuiltNotLoaded) {
+  BuildResult first = Builder(config_).build(fixture("correct.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  ASSERT_TRUE(first.ok) << first.log;
+  flip_a_byte(first.library_path);
+  const std::string tampered = read_file(first.library_path);
+
+  ::testing::internal::CaptureStderr();
+  BuildResult again = Builder(config_).build(fixture("correct.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(again.ok) << again.log;
+  EXPECT_FALSE(again.cached) << "a tampered entry must be compiled again, not served";
+  EXPECT_NE(read_file(again.library_path), tampered);
+  EXPECT_NE(warning.find(first.key), std::string::npos) << "the warning names the entry: " << warning;
+  EXPECT_NE(warning.find("not trusted"), std::string::npos) << warning;
+  EXPECT_EQ(untrusted_entries(config_.cache_dir), 1) << "the bad entry is kept aside for inspection";
+  EXPECT_EQ(entries(), 1);
+  EXPECT_TRUE(Builder(config_).build(fixture("correct.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu).cached)
+      << "the rebuilt entry is trusted";
+}
+
+// Attack: a forged result.json (no MAC, or another entry's genuine one) over
+// a library of the attacker's choosing, or a failed build made to look ok.
+TEST_F(BuilderTest, ForgedEntriesAreRebuiltNotLoaded) {
+  const std::string victim = fixture("correct.cpp");
+  const std::string other = fixture("returns_input.cpp");
+  BuildResult v = Builder(config_).build(victim, ModuleRole::kCandidate, BuildTarget::kCpu);
+  BuildResult o = Builder(config_).build(other, ModuleRole::kCandidate, BuildTarget::kCpu);
+  ASSERT_TRUE(v.ok && o.ok) << v.log << o.log;
+  const fs::path builds = fs::path(config_.cache_dir) / "builds";
+  const fs::path entry = builds / v.key;
+  const std::string victim_library = read_file(v.library_path);
+
+  // 1. The whole entry of another source, signed by kloop, moved under the
+  //    victim's key: its MAC names the key it was built for.
+  fs::remove_all(entry);
+  fs::copy(builds / o.key, entry, fs::copy_options::recursive);
+  ::testing::internal::CaptureStderr();
+  BuildResult r1 = Builder(config_).build(victim, ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find(v.key), std::string::npos);
+  EXPECT_FALSE(r1.cached);
+  EXPECT_NE(read_file(r1.library_path), read_file(o.library_path)) << "the planted library was served";
+
+  // 2. result.json rewritten by hand, without a MAC.
+  nlohmann::json meta = nlohmann::json::parse(read_file((entry / "result.json").string()));
+  meta.erase("mac");
+  meta["command"] = "g++ (trust me)";
+  std::ofstream(entry / "result.json", std::ios::trunc) << meta.dump(2);
+  BuildResult r2 = Builder(config_).build(victim, ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_FALSE(r2.cached);
+  EXPECT_NE(r2.command, "g++ (trust me)");
+
+  // 3. A compile error turned into "ok" with a library of the attacker's.
+  BuildResult bad = Builder(config_).build(fixture("compile_error.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  ASSERT_FALSE(bad.ok);
+  const fs::path bad_entry = builds / bad.key;
+  nlohmann::json forged = nlohmann::json::parse(read_file((bad_entry / "result.json").string()));
+  forged["ok"] = true;
+  std::ofstream(bad_entry / "result.json", std::ios::trunc) << forged.dump(2);
+  fs::copy_file(r2.library_path, bad_entry / "module.so");
+  BuildResult r3 = Builder(config_).build(fixture("compile_error.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_FALSE(r3.ok) << "a forged ok must not turn a compile error into a library";
+  EXPECT_FALSE(r3.cached);
+  EXPECT_TRUE(r3.library_path.empty());
+  EXPECT_EQ(untrusted_entries(config_.cache_dir), 3);
+}
+
+// Attack: the shared precompiled header is code every reference compiles
+// with. A changed one is not used: it is set aside and built again.
+TEST_F(BuilderTest, TamperedPrecompiledHeaderIsRebuilt) {
+  // A tiny reference API keeps the PCH cheap to build twice.
+  const fs::path api = dir_ / "api";
+  fs::create_directories(api / "kloop");
+  std::ofstream(api / "kloop" / "kernel_api.h") << "#pragma once\nint kloop_candidate_api();\n";
+  std::ofstream(api / "kloop" / "reference_api.h") << "#pragma once\ninline int kloop_reference_api() { return 1; }\n";
+  config_.include_dirs.front() = api.string();
+  const std::string key = Builder(config_).cache_key("int x;\n", ModuleRole::kReference, BuildTarget::kCpu);
+  fs::path pch;
+  for (const auto& d : fs::directory_iterator(fs::path(config_.cache_dir) / "pch")) {
+    if (!d.is_directory()) continue;
+    for (const char* name : {"reference.pch", "kloop_reference_pch.h.gch"}) {
+      if (fs::exists(d.path() / name)) pch = d.path() / name;
+    }
+  }
+  ASSERT_FALSE(pch.empty()) << "no PCH was built";
+  flip_a_byte(pch.string());
+  const std::string tampered = read_file(pch.string());
+
+  // The PCH is checked when a reference compiles with it.
+  ::testing::internal::CaptureStderr();
+  BuildResult r = Builder(config_).build(source("ref.cpp", "int kloop_x = kloop_reference_api();\n"),
+                                         ModuleRole::kReference, BuildTarget::kCpu);
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(r.ok) << r.log;
+  EXPECT_NE(warning.find("reference PCH"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("not trusted"), std::string::npos) << warning;
+  EXPECT_EQ(Builder(config_).cache_key("int x;\n", ModuleRole::kReference, BuildTarget::kCpu), key)
+      << "a rebuilt PCH lives under the same key";
+  EXPECT_EQ(untrusted_entries(config_.cache_dir), 1);
+  ASSERT_TRUE(fs::exists(pch));
+  EXPECT_NE(read_file(pch.string()), tampered);
 }
 
 }  // namespace
