@@ -194,5 +194,32 @@ TEST_F(ReportTest, CommandErrorsNameTheFileAndTheFix) {
   EXPECT_NE(output.find("rescore-verified.jsonl: not found; run 'kloop rescore"), std::string::npos) << output;
 }
 
+// Attack: records appended to results.jsonl by someone other than the run's
+// driver (a "correct, 100x" for a problem never solved) are not counted by
+// the report, which warns.
+TEST_F(ReportTest, ForgedRecordsAreNotCounted) {
+  json forged = {{"run", "synth"}, {"problem", "21_Sigmoid"}, {"level", 1}, {"sample", 0}, {"turn", 1},
+                 {"verdict", "correct"}, {"speedup", 100.0}, {"protocol", "strict"}, {"attempt_dir", ""},
+                 {"mac", std::string(64, '0')}};
+  std::ofstream(fs::path(run_) / "results.jsonl", std::ios::app) << forged.dump() << "\n";
+  forged.erase("mac");
+  forged["problem"] = "23_Softmax";
+  std::ofstream(fs::path(run_) / "results.jsonl", std::ios::app) << forged.dump() << "\n";
+
+  ::testing::internal::CaptureStderr();
+  const RunView v = view();
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(v.attempts.size(), 9u);
+  EXPECT_EQ(metrics_of(v).groups.back().problems_with_results, 3) << "21_Sigmoid still has no result";
+  EXPECT_NE(warning.find("2 of 11 line(s) rejected"), std::string::npos) << warning;
+
+  std::string output;
+  const fs::path summary_file = runs_ / "out" / "r.json";
+  ASSERT_EQ(kloop("report " + run_ + " --bootstrap 0 --json " + summary_file.string(), &output), 0) << output;
+  EXPECT_NE(output.find("results.jsonl: 2 of 11 line(s) rejected"), std::string::npos) << output;
+  const json summary = json::parse(read(summary_file));
+  EXPECT_EQ(summary["views"][0]["groups"].back()["problems_with_results"], 3) << output;
+}
+
 }  // namespace
 }  // namespace kloop::report

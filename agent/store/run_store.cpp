@@ -18,6 +18,31 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+constexpr const char* kRecordTag = "kloop-run-record-1";
+
+// The MAC binds a record to the file it was written to, so a genuine
+// results.jsonl record copied into a rescore file (or back) is rejected.
+std::string record_mac(const IntegrityKey& key, const std::string& file, const json& record) {
+  return key.tag({kRecordTag, file, record.dump()});
+}
+bool record_mac_holds(const IntegrityKey& key, const std::string& file, const json& record, const std::string& mac) {
+  return key.verify(mac, {kRecordTag, file, record.dump()});
+}
+
+bool is_record_file(const std::string& name) {
+  const std::string prefix = "rescore-", suffix = ".jsonl";
+  if (name == RunStore::kResultsFile) return true;
+  return name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string line_list(const std::vector<int>& lines) {
+  std::string out;
+  for (std::size_t i = 0; i < lines.size() && i < 5; ++i) out += (i ? ", " : "") + std::to_string(lines[i]);
+  if (lines.size() > 5) out += ", ...";
+  return out;
+}
+
 }  // namespace
 
 std::string utc_timestamp() {
@@ -109,21 +134,68 @@ void RunStore::write_config(const json& resolved, const std::vector<std::string>
     }
   }
   write_text(p.string(), resolved.dump(2) + "\n");
+  std::lock_guard<std::mutex> lock(mutex_);
+  record_key(true);
+}
+
+bool RunStore::has_records() const {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(path_, ec)) {
+    if (is_record_file(entry.path().filename().string()) && entry.is_regular_file(ec) &&
+        entry.file_size(ec) > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<IntegrityKey> RunStore::record_key(bool create) const {
+  const std::string key_path = (fs::path(path_) / kKeyFile).string();
+  // A run with records but no key predates signing: it stays unsigned, so
+  // that resuming it does not reject its own earlier records.
+  if (!IntegrityKey::exists(key_path) && (!create || has_records())) return std::nullopt;
+  return IntegrityKey::open_or_create(key_path);
 }
 
 std::vector<AttemptRecord> RunStore::load_results(const std::string& file) const {
   std::vector<AttemptRecord> out;
-  std::ifstream in(fs::path(path_) / file);
+  const fs::path p = fs::path(path_) / file;
+  std::ifstream in(p);
+  if (!in) return out;
+  const std::optional<IntegrityKey> key = record_key(false);
   std::set<std::tuple<std::string, int, int>> seen;
+  std::vector<int> rejected;
+  int line_number = 0, unverified = 0;
   std::string line;
   while (std::getline(in, line)) {
+    ++line_number;
     if (line.empty()) continue;
     try {
-      AttemptRecord r = AttemptRecord::from_json(json::parse(line));
+      json j = json::parse(line);
+      std::string mac;
+      if (j.is_object() && j.contains("mac") && j["mac"].is_string()) {
+        mac = j["mac"].get<std::string>();
+        j.erase("mac");
+      }
+      if (key && (mac.empty() || !record_mac_holds(*key, file, j, mac))) {
+        rejected.push_back(line_number);
+        continue;
+      }
+      AttemptRecord r = AttemptRecord::from_json(j);
+      unverified += key ? 0 : 1;
       if (seen.insert({r.problem, r.sample, r.turn}).second) out.push_back(std::move(r));
     } catch (const json::exception&) {
       // A line cut short by a kill; its attempt will be redone.
     }
+  }
+  if (!rejected.empty()) {
+    warn_untrusted(p.string() + ": " + std::to_string(rejected.size()) + " of " + std::to_string(line_number) +
+                   " line(s) rejected: not written by this run's driver (missing or wrong MAC under " +
+                   (fs::path(path_) / kKeyFile).string() + "; line " + line_list(rejected) + ")");
+  }
+  if (unverified > 0) {
+    warn_untrusted(p.string() + ": " + std::to_string(unverified) + " record(s) unverified: the run has no " +
+                   kKeyFile + " (made before kloop signed its records, or the key was removed)");
   }
   return out;
 }
@@ -151,6 +223,11 @@ void RunStore::write_text(const std::string& path, const std::string& text) {
 void RunStore::append(const AttemptRecord& record, const std::string& file) {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string p = (fs::path(path_) / file).string();
+  json signed_record = json::parse(record.to_json().dump());  // the fields as they will read back
+  if (const std::optional<IntegrityKey> key = record_key(true)) {
+    const std::string mac = record_mac(*key, file, signed_record);
+    signed_record["mac"] = mac;
+  }
   int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(p + ": cannot open for appending");
   // A torn last line from a killed run must not swallow this record.
@@ -164,7 +241,7 @@ void RunStore::append(const AttemptRecord& record, const std::string& file) {
     }
     if (last != '\n') line = "\n";
   }
-  line += record.to_json().dump() + "\n";
+  line += signed_record.dump() + "\n";
   std::size_t off = 0;
   while (off < line.size()) {
     ssize_t n = write(fd, line.data() + off, line.size() - off);

@@ -3,6 +3,12 @@
 // verdict, feedback) and results.jsonl, an append-only file with one record
 // per (problem, sample, turn). A killed run resumes from it without losing
 // or repeating finished attempts.
+//
+// Each record carries a MAC under the run's own key (run.key, 32 random
+// bytes, mode 0600, made with the run and travelling with its folder), so a
+// record the run's driver did not write (appended by model-written code, or
+// edited) is rejected on load with a warning. Runs made before records were
+// signed have no key: their records load, with one "unverified" warning.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,6 +17,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "evaluator/build/integrity.h"
 
 namespace kloop {
 
@@ -51,13 +59,17 @@ class RunStore {
   const std::string& path() const { return path_; }
   const std::string& name() const { return name_; }
 
-  // Stores the resolved config. When the run already has one whose
+  // Stores the resolved config (and makes the run's key when the run is
+  // new). When the run already has one whose
   // `identity` fields differ, throws std::runtime_error: resuming a run with
   // another model, problem set or scaffold would mix results.
   void write_config(const nlohmann::json& resolved, const std::vector<std::string>& identity_fields);
 
   // Every complete record; a torn last line (the run was killed mid-write)
   // is skipped. Later duplicates of a (problem, sample, turn) are dropped.
+  // Records whose MAC is missing or wrong are dropped with one warning on
+  // stderr naming the file and how many; without a run key (a run made
+  // before records were signed) records load with an "unverified" warning.
   // `file` is results.jsonl, or another record file of the run in the same
   // format (rescore-<protocol>.jsonl, written by `kloop rescore`).
   std::vector<AttemptRecord> load_results(const std::string& file = kResultsFile) const;
@@ -67,12 +79,19 @@ class RunStore {
   std::string relative_attempt_dir(const std::string& problem, int sample, int turn) const;
   static void write_text(const std::string& path, const std::string& text);
 
-  // Appends one record durably (O_APPEND, fsync) to `file`. Thread-safe.
+  // Appends one record durably (O_APPEND, fsync) to `file`, signed with the
+  // run's key (made here when the run has no record yet). Thread-safe.
   void append(const AttemptRecord& record, const std::string& file = kResultsFile);
 
   static constexpr const char* kResultsFile = "results.jsonl";
+  static constexpr const char* kKeyFile = "run.key";
 
  private:
+  // The run's key; made when `create` and the run has no record yet. None
+  // for a run whose records predate signing.
+  std::optional<IntegrityKey> record_key(bool create) const;
+  bool has_records() const;
+
   std::string path_;
   std::string name_;
   std::mutex mutex_;

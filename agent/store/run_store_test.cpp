@@ -1,6 +1,7 @@
 #include "agent/store/run_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -73,6 +74,89 @@ TEST_F(RunStoreTest, ResumingWithAnotherIdentityIsRefused) {
     EXPECT_NE(std::string(e.what()).find("different 'model_identity'"), std::string::npos) << e.what();
   }
   EXPECT_THROW(RunStore(dir_.string(), "../escape"), std::invalid_argument);
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST_F(RunStoreTest, TheRunKeyIsMadeWithTheRunAndIsPrivate) {
+  RunStore store(dir_.string(), "r1");
+  store.write_config({{"seed", 1}}, {"seed"});
+  const fs::path key = dir_ / "r1" / RunStore::kKeyFile;
+  ASSERT_TRUE(fs::exists(key));
+  struct stat st {};
+  ASSERT_EQ(stat(key.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  store.append(rec("a", 0, 1, "correct"));
+  EXPECT_NE(read_text(dir_ / "r1" / "results.jsonl").find("\"mac\""), std::string::npos);
+  // A run copied elsewhere (another machine) carries its key and still verifies.
+  fs::copy(dir_ / "r1", dir_ / "copied", fs::copy_options::recursive);
+  EXPECT_EQ(RunStore(dir_.string(), "copied").load_results().size(), 1u);
+}
+
+// Attack: code that reaches the run folder appends records of its own (a
+// "correct, 1000x" for an attempt that failed, or for one never made) or
+// edits a genuine one. None of them loads, and one warning says so.
+TEST_F(RunStoreTest, ForgedRecordsAreRejectedWithOneWarning) {
+  RunStore store(dir_.string(), "r1");
+  store.append(rec("a", 0, 1, "incorrect"));
+  store.append(rec("b", 0, 1, "compile_error"));
+  const fs::path results = dir_ / "r1" / "results.jsonl";
+  const std::string genuine = read_text(results);
+  nlohmann::json edited = nlohmann::json::parse(genuine.substr(0, genuine.find('\n')));
+  edited["verdict"] = "correct";
+  edited["speedup"] = 1000.0;  // keeps the genuine record's MAC
+  nlohmann::json planted = rec("c", 0, 1, "correct").to_json();
+  planted["speedup"] = 1000.0;
+  planted["mac"] = std::string(64, 'a');
+  nlohmann::json unsigned_record = rec("d", 0, 1, "correct").to_json();
+  {
+    // The edit goes first so that it would shadow the genuine record of "a".
+    std::ofstream(results, std::ios::trunc) << edited.dump() << "\n"
+                                            << genuine << planted.dump() << "\n"
+                                            << unsigned_record.dump() << "\n";
+  }
+  ::testing::internal::CaptureStderr();
+  auto back = store.load_results();
+  store.load_results();  // a second load does not warn again
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].problem, "a");
+  EXPECT_EQ(back[0].verdict, "incorrect");
+  EXPECT_EQ(back[1].problem, "b");
+  EXPECT_NE(warning.find(results.string()), std::string::npos) << warning;
+  EXPECT_NE(warning.find("3 of 5 line(s) rejected"), std::string::npos) << warning;
+  EXPECT_EQ(warning.find("kloop: warning", 1), std::string::npos) << "one warning: " << warning;
+  // The driver still appends and resumes past them.
+  store.append(rec("a", 0, 2, "correct"));
+  EXPECT_EQ(store.load_results().size(), 3u);
+}
+
+TEST_F(RunStoreTest, ARecordMovedToAnotherFileIsRejected) {
+  RunStore store(dir_.string(), "r1");
+  store.append(rec("a", 0, 1, "correct"));
+  // A genuine results.jsonl record planted as a rescore result.
+  std::ofstream(dir_ / "r1" / "rescore-kernelbench.jsonl") << read_text(dir_ / "r1" / "results.jsonl");
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(store.load_results("rescore-kernelbench.jsonl").empty());
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("rejected"), std::string::npos);
+}
+
+TEST_F(RunStoreTest, RunsMadeBeforeSigningLoadUnverifiedAndStayUnsigned) {
+  fs::create_directories(dir_ / "old");
+  std::ofstream(dir_ / "old" / "results.jsonl") << rec("a", 0, 1, "incorrect").to_json().dump() << "\n"
+                                                << rec("a", 0, 2, "correct").to_json().dump() << "\n";
+  RunStore store(dir_.string(), "old");
+  store.write_config({{"seed", 1}}, {"seed"});  // resumed with this kloop
+  EXPECT_FALSE(fs::exists(dir_ / "old" / RunStore::kKeyFile)) << "a key now would reject the run's own records";
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(store.load_results().size(), 2u);
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find("2 record(s) unverified"), std::string::npos) << warning;
+  store.append(rec("a", 0, 3, "correct"));
+  EXPECT_EQ(store.load_results().size(), 3u) << "a resumed old run keeps its records";
 }
 
 }  // namespace

@@ -152,5 +152,29 @@ TEST_F(RescoreTest, LostCodeIsAnErrorForThatAttemptOnly) {
   EXPECT_EQ(s.copied, 1);
 }
 
+// Attack: a forged record in results.jsonl is not rescored nor counted.
+TEST_F(RescoreTest, ForgedRecordsAreNeitherRescoredNorCounted) {
+  AttemptRecord forged;
+  forged.run = "tiny";
+  forged.problem = "19_ReLU";
+  forged.sample = 1;
+  forged.turn = 1;
+  forged.verdict = "no_code";
+  std::ofstream(fs::path(run_) / "results.jsonl", std::ios::app) << forged.to_json().dump() << "\n";
+  // No code to evaluate: only the records are under test here.
+  fs::remove(fs::path(run_) / "attempts/19_ReLU/sample0/turn1/candidate.cpp");
+  fs::remove(fs::path(run_) / "attempts/19_ReLU/sample0/turn3/candidate.cpp");
+  std::ostringstream progress;
+  ::testing::internal::CaptureStderr();
+  const RescoreSummary s = rescore_run(run_, options("kernelbench"), progress);
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(s.attempts, 3) << progress.str();
+  EXPECT_EQ(s.copied, 1) << "the forged no_code record is not copied";
+  EXPECT_NE(warning.find("1 of 4 line(s) rejected"), std::string::npos) << warning;
+  for (const auto& r : RunStore(runs_.string(), "tiny").load_results("rescore-kernelbench.jsonl")) {
+    EXPECT_EQ(r.sample, 0);
+  }
+}
+
 }  // namespace
 }  // namespace kloop::report
