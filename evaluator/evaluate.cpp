@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -272,6 +273,116 @@ struct CandidateFailed {
   Verdict verdict;
 };
 
+// What a sample costs beyond the call itself (the L2 flush, the events, the
+// syncs, the loop): the same sampling loop around no call, run by the
+// reference and timed here. Trusted, and the allowance the check of the
+// candidate's claimed times starts from.
+double sample_overhead_seconds(WorkerSession& ref, const TimingRules& rules, std::chrono::milliseconds timeout) {
+  constexpr int kSamples = 200;
+  const auto t0 = Clock::now();
+  auto r = ref.call({{"op", "timing_floor"}, {"samples", kSamples}, {"l2_flush", rules.l2_flush}}, timeout);
+  const double wall = since(t0);
+  if (!r || !r->value("ok", false)) throw EvaluationError("the reference could not run the timing loop");
+  return wall / kSamples;
+}
+
+// The candidate's timing, driven from here: the worker runs batches of
+// exactly the samples asked for, the stopping rule runs in this process, and
+// the claimed times are held against the wall time each batch took as seen
+// from here. A claim cannot be smaller than the work it had to wait for:
+// when the batches' wall time, less a trusted per-sample overhead (measured
+// on the reference, doubled, plus slack) and a per-batch allowance, exceeds
+// kTimingClaimMargin times the claimed total, the claims are implausible.
+constexpr double kTimingClaimMargin = 1.5;
+
+struct CandidateTiming {
+  TimingSummary summary;
+  TimingSummary wall;
+  int throttled_discarded = 0;
+  long long persisting_l2_limit = 0;
+  json post_exchange;  // what time_post published
+  json check;          // the figures of the plausibility check
+  std::string implausible;  // why the claims cannot be true; "" when they can
+};
+
+CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const TimingRules& rules, bool cpu,
+                               double overhead_per_sample, std::chrono::milliseconds timeout,
+                               const std::function<void(const std::optional<json>&)>& check_reply,
+                               double& candidate_seconds, const json& post_cmd) {
+  auto call = [&](const json& cmd) {
+    const auto t0 = Clock::now();
+    auto r = cand.call(cmd, timeout);
+    const double seconds = since(t0);
+    candidate_seconds += seconds;
+    check_reply(r);
+    return std::make_pair(*r, seconds);
+  };
+  call(setup_cmd);
+  constexpr int kMaxDiscarded = 200;
+  StoppingRule rule(rules);
+  CandidateTiming out;
+  std::vector<double> wall;
+  double claimed = 0, observed = 0;
+  int run = 0, batches = 0;
+  int batch = std::max(1, std::min(rules.min_samples, 1000));
+  while (!rule.done()) {
+    auto [r, seconds] = call({{"op", "time_batch"}, {"samples", batch}, {"l2_flush", rules.l2_flush}});
+    const json samples = r.value("samples", json()), walls = r.value("wall", json()), thr = r.value("throttled", json());
+    if (!samples.is_array() || samples.size() != static_cast<std::size_t>(batch) || !walls.is_array() ||
+        walls.size() != samples.size() || !thr.is_array() || thr.size() != samples.size()) {
+      throw ProtocolViolation("a timing batch did not return the " + std::to_string(batch) + " samples asked for");
+    }
+    ++batches;
+    run += batch;
+    observed += seconds;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const double t = samples[i].is_number() ? samples[i].get<double>() : -1;
+      const double w = walls[i].is_number() ? walls[i].get<double>() : -1;
+      if (!std::isfinite(t) || t < 0 || t > 1e4 || !std::isfinite(w) || w < 0 || w > 1e4 || !thr[i].is_boolean()) {
+        throw ProtocolViolation("a timing sample that is not a time");
+      }
+      claimed += t;
+      if (rule.done()) continue;  // the batch overshot the stopping point
+      if (thr[i].get<bool>() && out.throttled_discarded < kMaxDiscarded) {
+        ++out.throttled_discarded;
+        continue;
+      }
+      rule.add(t);
+      wall.push_back(w);
+    }
+    if (const json& l2 = r.value("persisting_l2_limit", json(0)); l2.is_number() && l2.get<double>() != 0) {
+      out.persisting_l2_limit = l2.get<long long>();
+    }
+    const auto& taken = rule.samples();
+    const double median = taken.empty() ? 1e-3 : summarize(taken).median;
+    // About 0.1 s per batch: few round trips, and no batch the timeout could cut.
+    batch = static_cast<int>(std::clamp(0.1 / std::max(median + overhead_per_sample, 1e-7), 1.0, 1000.0));
+    batch = std::max(1, std::min(batch, rules.max_samples - static_cast<int>(taken.size())));
+    if (observed > 4 * rules.max_seconds + 30) {
+      throw ProtocolViolation("timing went on far past its budget (" + std::to_string(observed) + " s)");
+    }
+  }
+  out.summary = rule.summary();
+  out.wall = summarize(wall);
+  const double per_sample = 2 * overhead_per_sample + (cpu ? 50e-6 : 20e-6);
+  const double per_batch = cpu ? 20e-3 : 5e-3;
+  const double allowed = kTimingClaimMargin * claimed + run * per_sample + batches * per_batch;
+  out.check = {{"samples_run", run},          {"batches", batches},           {"claimed_seconds", claimed},
+               {"observed_seconds", observed}, {"allowed_seconds", allowed},   {"overhead_per_sample", overhead_per_sample}};
+  if (observed > allowed) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "the %d timed calls claimed %.6f s in all but took %.6f s as seen by kloop (more than %.1fx the claim "
+                  "plus %.1f us of overhead per call)",
+                  run, claimed, observed, kTimingClaimMargin, per_sample * 1e6);
+    out.implausible = buf;
+  }
+  auto [post, unused] = call(post_cmd);
+  (void)unused;
+  out.post_exchange = post.value("exchange", json());
+  return out;
+}
+
 // The reference's baseline on case `c`, with a loaded reference worker: from
 // the cache (GPU) when an entry under `key` exists, else timed by the
 // worker's `baseline` op (TF32 off, and on too for CUDA) and stored.
@@ -463,6 +574,8 @@ std::string detect_cuda_arch(const std::string& device) {
 
 Evaluator::Evaluator(Builder& builder, EvalOptions options) : builder_(builder), options_(std::move(options)) {
   if (options_.worker_path.empty()) options_.worker_path = find_worker_executable();
+  // A candidate's compile runs in the sandbox its evaluation runs in.
+  builder_.set_isolation(options_.isolation);
   if (options_.device != "cpu" && builder_.config().cuda_arch.empty()) {
     builder_.set_cuda_arch(detect_cuda_arch(options_.device));
   }
@@ -560,9 +673,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   WorkerSession cand = candidate_session(options_, work, cb.library_path, cpu);
   candidate_started = true;
   std::optional<json> reply;
-  auto cand_call = [&](const json& cmd, std::chrono::milliseconds timeout) {
+  auto cand_call = [&](const json& cmd, std::chrono::milliseconds timeout, const std::vector<int>& fds = {}) {
     const auto t0 = Clock::now();
-    reply = cand.call(cmd, timeout);
+    reply = cand.call(cmd, timeout, fds);
     v.phases.candidate += since(t0);
   };
   auto worker_failed = [&](const std::optional<json>& r) -> std::optional<Verdict> {
@@ -687,12 +800,19 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                                 " but the reference returns " + std::to_string(expected_count));
         }
         json run_cmd = {{"op", "run"}, {"dir", work.shared()}, {"out_dir", work.sandbox()}, {"case", c}, {"call", call}, {"transport", transport()}};
-        if (expected.contains("inputs_exchange")) run_cmd["inputs_exchange"] = expected["inputs_exchange"];
-        cand_call(run_cmd, options_.run_timeout);
+        std::vector<int> input_fds;
+        if (expected.contains("inputs_exchange")) {
+          run_cmd["inputs_exchange"] = expected["inputs_exchange"];
+          if (expected["inputs_exchange"].value("transport", "") == "cuda_ipc") {
+            if (ref.fds().size() != 1) throw EvaluationError("the reference published CUDA inputs without a descriptor");
+            input_fds.push_back(ref.fds()[0].get());
+          }
+        }
+        cand_call(run_cmd, options_.run_timeout, input_fds);
         if (reply && !reply->value("ok", false) && reply->value("error_class", "") == "exchange_error") {
           // The candidate could not map the reference's inputs: it draws them
           // itself (same generator, same seed) from here on.
-          if (inputs_via != "cuda_ipc") throw EvaluationError(reply->value("message", "input exchange failed"));
+          if (inputs_via != "cuda_ipc") throw ProtocolViolation("it reported an input exchange error for inputs it was not sent");
           v.input_exchange = "drawn (cuda_ipc failed: " + reply->value("message", "?") + ")";
           inputs_via = "draw";
           run_cmd.erase("inputs_exchange");
@@ -808,18 +928,28 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
 
     // 6. Timing, then one more call that must still be correct.
     if (options_.measure_time) {
-      cand_call({{"op", "time"}, {"dir", work.shared()}, {"out_dir", work.sandbox()}, {"case", cases[0]}, {"rules", to_json(rules)},
-                 {"post_check", true}, {"transport", transport()}},
-                options_.run_timeout);
-      if (auto bad = worker_failed(reply)) return *bad;
-      const json timed = *reply;
-      v.candidate_time = summary_from_json(timed.at("timing"));
-      v.throttled_samples_discarded = timed.value("throttled_discarded", 0);
+      const double overhead = sample_overhead_seconds(ref, rules, options_.run_timeout);
+      const CandidateTiming timed = time_candidate(
+          cand, {{"op", "time_setup"}, {"dir", work.shared()}, {"case", cases[0]}, {"rules", to_json(rules)}}, rules, cpu,
+          overhead, options_.run_timeout,
+          [&](const std::optional<json>& r) {
+            if (auto bad = worker_failed(r)) throw CandidateFailed{*bad};
+          },
+          v.phases.candidate, {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", transport()}});
+      v.candidate_time = timed.summary;
+      v.throttled_samples_discarded = timed.throttled_discarded;
+      v.timing_check = timed.check;
+      if (!timed.implausible.empty()) {
+        // Under every protocol: the figure would not be a measurement.
+        v.integrity.push_back({"implausible_timing", timed.implausible});
+        cand.finish();
+        return finish(VerdictClass::kIntegrityViolation, "implausible_timing: " + timed.implausible);
+      }
       // Judged now: the activity audit below replaces what the candidate holds.
       bool still_correct = true;
       {
-        const json j = judge(timed.value("exchange", json()), work.sandbox() + "/case" + std::to_string(tests[0].id) + ".post",
-                             true, false);
+        const json j = judge(timed.post_exchange, work.sandbox() + "/case" + std::to_string(tests[0].id) + ".post", true,
+                             false);
         still_correct = j.at("output_count") == j.at("expected_count");
         for (const auto& cmp : j.at("outputs")) still_correct = still_correct && cmp.value("passed", false);
       }
@@ -839,7 +969,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                                        "the work"});
           }
         }
-        v.candidate_wall = summary_from_json(timed.at("wall"));
+        v.candidate_wall = timed.wall;
         // Work the events on kloop's stream did not see (another stream, a
         // thread) still has to finish before the device sync returns.
         const double event = v.candidate_time->median, wall = v.candidate_wall->median;
@@ -853,7 +983,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
           audit_candidate_activity(spec, tests[0].dims, cand, work, cases[0], reference_profile, device_info,
                                    rules, protocol, options_, builder_.config().cache_dir, v);
         }
-        if (timed.value("persisting_l2_limit", 0LL) != 0) {
+        if (timed.persisting_l2_limit != 0) {
           v.integrity.push_back({"persisting_l2", "the module set a persisting-L2 carve-out, which survives the flush"});
         }
         if (protocol.integrity_checks && !v.integrity.empty()) {
@@ -1108,6 +1238,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   const json c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
                                protocol.randomize_identity_params);
   WorkDir work(options_.work_root, options_.keep_work_dir);
+  double overhead = 0;
   {
     WorkerSession ref(options_.worker_path, "reference", work);
     auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
@@ -1117,20 +1248,29 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
     if (!reply || !reply->value("ok", false)) {
       throw EvaluationError("repeat timing: the reference failed: " + (reply ? reply->value("message", "?") : ref.failure()));
     }
+    overhead = sample_overhead_seconds(ref, rules, options_.run_timeout);
     ref.finish();
   }
   std::vector<TimingSummary> out;
   for (int i = 0; i < n; ++i) {
     WorkerSession cand = candidate_session(options_, work, cb.library_path, cpu);
-    auto reply = cand.call(load_command(cb.library_path, "candidate", spec, options_), options_.load_timeout);
-    if (reply && reply->value("ok", false)) {
-      reply = cand.call({{"op", "time"}, {"dir", work.shared()}, {"out_dir", work.sandbox()}, {"case", c}, {"rules", to_json(rules)}},
-                        options_.run_timeout);
+    auto fail = [&](const std::optional<json>& r) {
+      if (!r || !r->value("ok", false)) {
+        throw EvaluationError("repeat timing: the candidate failed: " + (r ? r->value("message", "?") : cand.failure()));
+      }
+    };
+    fail(cand.call(load_command(cb.library_path, "candidate", spec, options_), options_.load_timeout));
+    double seconds = 0;
+    CandidateTiming timed;
+    try {
+      timed = time_candidate(cand, {{"op", "time_setup"}, {"dir", work.shared()}, {"case", c}, {"rules", to_json(rules)}},
+                             rules, cpu, overhead, options_.run_timeout, fail, seconds,
+                             {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", "file"}});
+    } catch (const ProtocolViolation& e) {
+      throw EvaluationError(std::string("repeat timing: protocol_violation: ") + e.what());
     }
-    if (!reply || !reply->value("ok", false)) {
-      throw EvaluationError("repeat timing: the candidate failed: " + (reply ? reply->value("message", "?") : cand.failure()));
-    }
-    out.push_back(summary_from_json(reply->at("timing")));
+    if (!timed.implausible.empty()) throw EvaluationError("repeat timing: implausible_timing: " + timed.implausible);
+    out.push_back(timed.summary);
     cand.finish();
   }
   return out;

@@ -81,6 +81,9 @@ struct Verdict {
   std::optional<TimingSummary> reference_time_tf32;  // GPU: TF32 on (cuBLAS and cuDNN)
   std::string baseline = "fp32";                     // which of the two reference_time is
   std::optional<TimingSummary> candidate_wall;       // GPU: host view (launch to completion)
+  // The check of the candidate's claimed times against the wall time the
+  // driver saw: samples_run, batches, claimed/observed/allowed seconds.
+  nlohmann::json timing_check;
   std::string timing_statistic = "median";
   std::optional<double> speedup;
   bool baseline_cached = false;  // the reference times came from the baseline cache

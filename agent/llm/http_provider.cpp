@@ -1,6 +1,7 @@
 // The request/retry loop shared by the HTTP providers. Every text that can
-// leave this file (errors, stored responses) passes through redact() so a
-// key echoed back by a server never reaches a log or a run folder.
+// leave this file (errors, answers, stored responses) passes through the
+// provider's Redactor so a key or header value echoed back by a server
+// never reaches a log, a run folder or the next prompt.
 #include "agent/llm/http_provider.h"
 
 #include <cstdlib>
@@ -12,19 +13,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr char kRedacted[] = "[REDACTED]";
-
 std::string strip_trailing_slashes(std::string url) {
   while (!url.empty() && url.back() == '/') url.pop_back();
   return url;
-}
-
-std::string replace_all(std::string text, const std::string& needle, const std::string& with) {
-  if (needle.empty()) return text;
-  for (std::size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + with.size())) {
-    text.replace(pos, needle.size(), with);
-  }
-  return text;
 }
 
 std::string read_key(const std::string& env_name) {
@@ -100,23 +91,20 @@ HttpProvider::HttpProvider(const ProviderConfig& config, std::string default_bas
   identity_.url = base_url_;
   identity_.api_key_env = config.api_key_env.empty() ? default_key_env : config.api_key_env;
   api_key_ = read_key(identity_.api_key_env);
+  redactor_.add(secrets());
+}
+
+std::vector<std::string> HttpProvider::secrets() const {
+  std::vector<std::string> out = {api_key_};
+  // A header value shorter than a credential ("X-Priority: 1") would blank
+  // ordinary text wherever it occurs.
+  for (const auto& header : config_.extra_headers) {
+    if (header.second.size() >= kMinSecretLength) out.push_back(header.second);
+  }
+  return out;
 }
 
 std::string HttpProvider::describe() const { return config_.kind + " " + config_.model + " @ " + base_url_; }
-
-std::string HttpProvider::redact(std::string text) const { return replace_all(std::move(text), api_key_, kRedacted); }
-
-nlohmann::json HttpProvider::redact(const nlohmann::json& value) const {
-  if (api_key_.empty()) return value;
-  if (value.is_string()) return redact(value.get<std::string>());
-  if (value.is_structured()) {
-    if (value.dump().find(api_key_) == std::string::npos) return value;
-    nlohmann::json copy = value;
-    for (auto it = copy.begin(); it != copy.end(); ++it) it.value() = redact(it.value());
-    return copy;
-  }
-  return value;
-}
 
 GenerationResult HttpProvider::generate(const GenerationRequest& request) {
   auto start = Clock::now();
@@ -146,7 +134,10 @@ GenerationResult HttpProvider::generate(const GenerationRequest& request) {
           auto json = nlohmann::json::parse(response.body);
           GenerationResult result;
           read_response(json, result);
-          result.raw_response = redact(json);
+          result.text = redactor_.redact(result.text);
+          result.reasoning = redactor_.redact(result.reasoning);
+          result.finish_reason = redactor_.redact(result.finish_reason);
+          result.raw_response = redactor_.redact_json(json);
           result.attempts = attempt;
           result.latency_seconds = response.seconds;
           result.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -159,8 +150,8 @@ GenerationResult HttpProvider::generate(const GenerationRequest& request) {
         }
         break;
       case StatusClass::kFatal: {
-        const std::string server = redact(server_error_message(response.body));
-        const std::string message = redact(fatal_status_message(identity_, response.status, server));
+        const std::string server = redactor_.redact(server_error_message(response.body));
+        const std::string message = redactor_.redact(fatal_status_message(identity_, response.status, server));
         // A conversation that outgrew the context window ends this chain, not
         // the run: other problems' prompts may still fit.
         if (response.status == 413 || (response.status == 400 && is_context_length_error(server))) {
@@ -178,7 +169,7 @@ GenerationResult HttpProvider::generate(const GenerationRequest& request) {
         break;
     }
     if (attempt >= policy_.max_attempts()) {
-      throw ProviderError(redact(describe() + ": gave up after " + std::to_string(attempt) +
+      throw ProviderError(redactor_.redact(describe() + ": gave up after " + std::to_string(attempt) +
                                  " attempts (provider.max_retries = " + std::to_string(config_.max_retries) +
                                  "); last failure: " + last_failure));
     }

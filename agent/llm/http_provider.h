@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agent/llm/provider.h"
+#include "agent/llm/redactor.h"
 #include "agent/llm/retry_policy.h"
 
 namespace kloop {
@@ -65,6 +66,9 @@ class HttpProvider : public LlmProvider {
 
   GenerationResult generate(const GenerationRequest& request) final;
   std::string describe() const override;
+  // The API key and the values of provider.headers (those of at least
+  // kMinSecretLength characters).
+  std::vector<std::string> secrets() const override;
 
  protected:
   virtual std::string endpoint_url() const = 0;
@@ -78,12 +82,10 @@ class HttpProvider : public LlmProvider {
   const std::string& base_url() const { return base_url_; }  // no trailing slash
 
  private:
-  std::string redact(std::string text) const;
-  nlohmann::json redact(const nlohmann::json& value) const;
-
   ProviderConfig config_;
   std::string base_url_;
   std::string api_key_;
+  Redactor redactor_;
   ProviderIdentity identity_;
   RetryPolicy policy_;
   ConcurrencyLimit limit_;

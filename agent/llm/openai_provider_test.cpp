@@ -2,6 +2,8 @@
 // what a user of OpenAI or any OpenAI-compatible server depends on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "agent/llm/provider_factories.h"
 #include "tests/support/fake_http_server.h"
 #include "tests/support/provider_test_support.h"
@@ -152,6 +154,34 @@ TEST_F(OpenAiProviderTest, KeyEchoedInAResponseIsRedactedFromTheStoredResponse) 
   GenerationResult r = make_provider(config())->generate(conversation());
   EXPECT_EQ(r.raw_response.dump().find(kKey), std::string::npos) << r.raw_response.dump();
   EXPECT_EQ(r.raw_response["debug"]["echo"], "Bearer [REDACTED]");
+}
+
+// provider.headers may carry credentials (an org token, a gateway key): their
+// values are redacted wherever the key is, and the scaffold learns them
+// from secrets() to keep them out of prompts.
+TEST_F(OpenAiProviderTest, HeaderValuesAreRedactedLikeTheKey) {
+  const std::string header = "team-gateway-token-77";
+  ProviderConfig c = config();
+  c.extra_headers = {{"X-Gateway-Token", header}, {"X-Priority", "1"}};
+  server_.enqueue_json(200, R"({"choices": [{"finish_reason": "stop", "message": {"content": "saw )" + header +
+                                R"("}}], "debug": {"echo": ")" + header + R"("}})");
+  auto p = make_provider(c);
+  GenerationResult r = p->generate(conversation());
+  EXPECT_EQ(server_.requests().at(0).headers.at("x-gateway-token"), header) << "the header is still sent";
+  EXPECT_EQ(r.text, "saw [REDACTED]");
+  EXPECT_EQ(r.raw_response.dump().find(header), std::string::npos) << r.raw_response.dump();
+  const std::vector<std::string> secrets = p->secrets();
+  EXPECT_NE(std::find(secrets.begin(), secrets.end(), kKey), secrets.end());
+  EXPECT_NE(std::find(secrets.begin(), secrets.end(), header), secrets.end());
+  EXPECT_EQ(std::find(secrets.begin(), secrets.end(), "1"), secrets.end()) << "too short to be a credential";
+
+  server_.enqueue_json(401, R"({"error": {"message": "bad token )" + header + R"("}})");
+  try {
+    p->generate(conversation());
+    FAIL() << "expected FatalProviderError";
+  } catch (const FatalProviderError& e) {
+    EXPECT_EQ(std::string(e.what()).find(header), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(OpenAiProviderTest, DescribeNamesModelAndUrlButNotKey) {

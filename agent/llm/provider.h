@@ -6,8 +6,9 @@
 // call cost. Transient failures (429, 5xx, network) are retried inside
 // generate(); failures that will not go away (bad key, unknown model) throw
 // FatalProviderError so the run stops at once instead of failing every
-// problem. API keys come from environment variables named in the config and
-// never appear in logs, errors or stored responses.
+// problem. API keys come from environment variables named in the config;
+// they and the configured header values never appear in logs, errors,
+// stored responses or prompts (secrets(), redactor.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -104,6 +105,10 @@ class LlmProvider {
   virtual ~LlmProvider() = default;
   virtual GenerationResult generate(const GenerationRequest& request) = 0;
   virtual std::string describe() const = 0;  // "openai gpt-5 @ https://..." (no key)
+  // The values this provider holds that must never reach a log, a run
+  // folder or a prompt (its API key, its configured header values). The
+  // scaffold redacts them from everything it feeds back (redactor.h).
+  virtual std::vector<std::string> secrets() const { return {}; }
 };
 
 // Builds the provider named by config.kind; throws std::invalid_argument

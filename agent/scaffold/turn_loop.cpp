@@ -13,6 +13,7 @@
 
 #include "agent/extract/code_extract.h"
 #include "agent/prompt/prompt_builder.h"
+#include "agent/scaffold/redaction.h"
 #include "evaluator/build/content_hash.h"
 #include "evaluator/evaluate.h"
 #include "evaluator/problem/registry.h"
@@ -88,7 +89,11 @@ LoopSummary TurnLoop::run() {
   }
   if (specs.empty()) throw std::invalid_argument(config_.path + ": field 'problems': selects no problem");
   PromptBuilder prompts(config_.prompts);
-  const std::string system = prompts.system();
+  // Everything that goes back to the model or into the run folder from an
+  // evaluation passes through this: the provider's key and header values
+  // and the environment's credentials never reach a prompt.
+  const Redactor redactor = feedback_redactor(provider_);
+  const std::string system = redactor.redact(prompts.system());
   std::map<std::string, std::string> tasks;
   for (const auto& s : specs) tasks[s.name] = prompts.task(s);
 
@@ -167,6 +172,8 @@ LoopSummary TurnLoop::run() {
       GenerationRequest req;
       req.system = system;
       req.messages = conversation(tasks.at(spec.name), chain.history, config_.scaffold);
+      // Again at sending: a resumed turn's feedback comes from the run folder.
+      for (auto& m : req.messages) m.content = redactor.redact(std::move(m.content));
       req.key = {spec.name, chain.sample, turn};
       json prompt_json = {{"system", req.system}, {"messages", json::array()}};
       for (const auto& m : req.messages) prompt_json["messages"].push_back({{"role", m.role}, {"content", m.content}});
@@ -215,12 +222,13 @@ LoopSummary TurnLoop::run() {
             std::lock_guard<std::mutex> lock(eval_mutex);
             v = evaluator.evaluate(spec, source);
           }
-          RunStore::write_text(dir + "/verdict.json", v.to_json().dump(2) + "\n");
+          v = redact_verdict(std::move(v), redactor);
+          RunStore::write_text(dir + "/verdict.json", redactor.redact_json(v.to_json()).dump(2) + "\n");
           RunStore::write_text(dir + "/build.log", v.build.log);
           rec.verdict = verdict_name(v.verdict);
           rec.speedup = v.speedup;
           rec.message = v.message;
-          feedback = prompts.feedback(v);
+          feedback = redactor.redact(prompts.feedback(v));
         } catch (const std::exception& e) {  // kloop-side: the reference, the spec, the machine
           std::lock_guard<std::mutex> lock(summary_mutex);
           summary.errors.push_back(spec.name + " sample " + std::to_string(chain.sample) + " turn " +

@@ -439,7 +439,24 @@ BuildResult Builder::build(const std::string& source_path, ModuleRole role, Buil
   }
   for (const auto& part : cmd) r.command += (r.command.empty() ? "" : " ") + part;
 
-  CommandResult c = run_command(cmd, tmp.string(), config_.timeout);
+  // The compiler reads model-written source: a candidate's compile runs in
+  // the sandbox (its folder writable, the headers and libraries it links
+  // read-only), so an #include of a file elsewhere fails.
+  SandboxSpec sandbox;
+  if (role == ModuleRole::kCandidate) {
+    sandbox.level = config_.isolation;
+    sandbox.read_only = config_.include_dirs;
+    sandbox.read_only.insert(sandbox.read_only.end(), config_.library_dirs.begin(), config_.library_dirs.end());
+    sandbox.writable = {tmp.string()};
+    sandbox.file_size_bytes = 4ull << 30;
+  }
+  CommandResult c = run_command(cmd, tmp.string(), config_.timeout, sandbox);
+  if (role == ModuleRole::kCandidate && geteuid() == 0) {
+    // Back from the sandbox's uid to ours, before the entry is trusted.
+    std::error_code ec;
+    (void)!chown(tmp.c_str(), 0, 0);
+    for (const auto& f : fs::recursive_directory_iterator(tmp, ec)) (void)!lchown(f.path().c_str(), 0, 0);
+  }
   r.log = c.output;
   r.compile_seconds = c.seconds;
   r.diagnostics = parse_compiler_output(r.log);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "evaluator/build/diagnostics.h"
+#include "evaluator/isolation/sandbox.h"
 
 namespace kloop {
 
@@ -33,6 +34,8 @@ struct BuilderConfig {
   std::string optimization = "-O2";
   bool use_reference_pch = true;  // precompile reference_api.h once per configuration
   std::chrono::seconds timeout{300};
+  // The sandbox a candidate's compile runs in (references are kloop's own).
+  Isolation isolation = Isolation::kStrict;
 
   // Compiler, LibTorch and kernel API locations found when kloop was configured;
   // KLOOP_CACHE_DIR, KLOOP_CXX, KLOOP_REFERENCE_CXX and KLOOP_NVCC override.
@@ -61,6 +64,7 @@ class Builder {
   std::string cache_key(const std::string& source_text, ModuleRole role, BuildTarget target);
   const BuilderConfig& config() const { return config_; }
   void set_cuda_arch(const std::string& arch) { config_.cuda_arch = arch; }
+  void set_isolation(Isolation level) { config_.isolation = level; }
 
  private:
   std::vector<std::string> command(ModuleRole role, BuildTarget target, const std::string& source,

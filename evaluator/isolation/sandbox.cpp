@@ -431,7 +431,12 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
       if (mount("tmpfs", p.root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m") != 0) {
         fail(fd, "mounting the sandbox root");
       }
-      // /dev and /dev/shm first: the evaluation's folder may live under /dev/shm.
+      // /tmp, /dev and /dev/shm first: the evaluation's folder may live under
+      // /dev/shm or /tmp, and is bound onto those new mounts.
+      if (mkdir(p.tmp.c_str(), 01777) != 0 && errno != EEXIST) fail(fd, "creating /tmp");
+      if (mount("tmpfs", p.tmp.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=1g") != 0) {
+        fail(fd, "mounting /tmp");
+      }
       if (mkdir(p.dev.c_str(), 0755) != 0 && errno != EEXIST) fail(fd, "creating /dev");
       if (mount("tmpfs", p.dev.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") != 0) {
         fail(fd, "mounting /dev");
@@ -460,9 +465,6 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
       for (const auto& [target, link] : p.symlinks) {
         if (symlink(target.c_str(), link.c_str()) != 0 && errno != EEXIST) fail(fd, "creating a link in the sandbox root");
       }
-      if (mount("tmpfs", p.tmp.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=1g") != 0) {
-        fail(fd, "mounting /tmp");
-      }
       if (mount("proc", p.proc.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
         fail(fd, "mounting a new /proc");
       }
@@ -478,6 +480,23 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
         if (setresgid(p.gid, p.gid, p.gid) != 0) fail(fd, "setresgid");
         if (setresuid(p.uid, p.uid, p.uid) != 0) fail(fd, "setresuid");
       }
+    }
+    if (spec_.level == Isolation::kWeak && p.as_root) {
+      // Root without namespaces keeps uid 0 (its files stay readable), but
+      // loses every capability for good: no ptrace of the undumpable
+      // reference, no reading other users' memory, no regaining at exec.
+      for (int c = 0; c <= 63; ++c) prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+      if (prctl(PR_SET_SECUREBITS, 0x2f /* NOROOT, NO_SETUID_FIXUP, their locks, KEEP_CAPS_LOCKED */, 0, 0, 0) != 0) {
+        fail(fd, "PR_SET_SECUREBITS");
+      }
+      struct {
+        uint32_t version;
+        int pid;
+      } header = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
+      struct {
+        uint32_t effective, permitted, inheritable;
+      } data[2] = {};
+      if (syscall(SYS_capset, &header, data) != 0) fail(fd, "dropping capabilities");
     }
     if (spec_.level != Isolation::kNone) {
       if (spec_.address_space_bytes) set_limit(RLIMIT_AS, *spec_.address_space_bytes);

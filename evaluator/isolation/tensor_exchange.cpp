@@ -10,8 +10,10 @@
 #include "evaluator/runtime/host_tensor.h"
 
 #ifdef KLOOP_WITH_CUDA
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #endif
+#include <unistd.h>
 
 namespace kloop {
 namespace {
@@ -30,22 +32,38 @@ void check(cudaError_t e, const std::string& what) {
   }
 }
 
-std::string to_hex(const void* data, std::size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    s += digits[p[i] >> 4];
-    s += digits[p[i] & 15];
+void check(CUresult r, const std::string& what) {
+  if (r != CUDA_SUCCESS) {
+    const char* text = nullptr;
+    cuGetErrorString(r, &text);
+    throw std::runtime_error("CUDA IPC: " + what + ": " + (text ? text : "error " + std::to_string(r)));
   }
-  return s;
 }
 
-void from_hex(const std::string& s, void* data, std::size_t n) {
-  if (s.size() != 2 * n) throw std::invalid_argument("CUDA IPC: a handle of " + std::to_string(s.size()) + " hex digits");
-  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  auto* p = static_cast<unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<unsigned char>(nibble(s[2 * i]) << 4 | nibble(s[2 * i + 1]));
+uint64_t round_up(uint64_t n, uint64_t g) { return (std::max<uint64_t>(n, 1) + g - 1) / g * g; }
+
+CUmemAllocationProp exportable(int device) {
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
+}
+
+// Maps `handle` read-write on `device` at a fresh address range of `size`.
+void map_buffer(VmmBuffer& b, CUmemGenericAllocationHandle handle, uint64_t size, uint64_t granularity, int device,
+                const char* what) {
+  b.handle = handle;
+  b.size = size;
+  check(cuMemAddressReserve(&b.address, size, granularity, 0, 0), std::string("reserving addresses for ") + what);
+  check(cuMemMap(b.address, size, 0, handle, 0), std::string("mapping ") + what);
+  b.mapped = true;
+  CUmemAccessDesc access = {};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = device;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  check(cuMemSetAccess(b.address, size, &access, 1), std::string("granting access to ") + what);
 }
 #endif
 
@@ -55,11 +73,25 @@ json file_entry(const std::string& path) { return {{"path", path}}; }
 
 ExchangeExport::~ExchangeExport() { release(); }
 
+void VmmBuffer::release() {
+#ifdef KLOOP_WITH_CUDA
+  if (mapped) cuMemUnmap(address, size);
+  if (address) cuMemAddressFree(address, size);
+  if (handle) cuMemRelease(handle);
+#endif
+  address = 0;
+  size = 0;
+  handle = 0;
+  mapped = false;
+}
+
 void ExchangeExport::release() {
 #ifdef KLOOP_WITH_CUDA
-  if (buffer_) cudaFree(buffer_);
+  if (buffer_.address) cudaDeviceSynchronize();
 #endif
-  buffer_ = nullptr;
+  buffer_.release();
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
 }
 
 json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
@@ -92,28 +124,44 @@ json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::
   for (std::size_t i = 0; i < outputs.size(); ++i) plan(outputs[i], "output", i);
   for (std::size_t k = 0; k < inputs.size(); ++k) plan(inputs[k], "input", k);
   const at::Device device = outputs.empty() ? (inputs.empty() ? at::Device("cuda:0") : inputs[0].device()) : outputs[0].device();
-  check(cudaMalloc(&buffer_, std::max<uint64_t>(total, kAlign)), "allocating " + std::to_string(total) + " bytes");
+  const int ordinal = device.has_index() ? device.index() : 0;
+  check(cudaSetDevice(ordinal), "selecting the device");
+  // VMM memory exported as a POSIX descriptor: it crosses PID namespaces
+  // (over the channel, as SCM_RIGHTS), where legacy cudaIpc handles do not.
+  CUmemAllocationProp prop = exportable(ordinal);
+  size_t granularity = 0;
+  check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "granularity");
+  const uint64_t size = round_up(total, granularity);
+  CUmemGenericAllocationHandle handle = 0;
+  check(cuMemCreate(&handle, size, &prop, 0), "allocating " + std::to_string(size) + " bytes");
+  try {
+    map_buffer(buffer_, handle, size, granularity, ordinal, "the exchange buffer");
+  } catch (...) {
+    if (!buffer_.handle) cuMemRelease(handle);
+    release();
+    throw;
+  }
+  char* base = reinterpret_cast<char*>(buffer_.address);
   std::size_t n = 0;
   for (const auto* list : {&outputs, &inputs}) {
     for (const auto& t : *list) {
       const json& e = tensors[n++];
-      at::Tensor view = at::from_blob(static_cast<char*>(buffer_) + e["offset"].get<uint64_t>(), t.sizes(),
+      at::Tensor view = at::from_blob(base + e["offset"].get<uint64_t>(), t.sizes(),
                                       at::TensorOptions().dtype(t.scalar_type()).device(device));
       view.copy_(t);
     }
   }
   check(cudaDeviceSynchronize(), "copying into the exchange buffer");
-  cudaIpcMemHandle_t handle;
-  check(cudaIpcGetMemHandle(&handle, buffer_), "exporting the exchange buffer");
-  return {{"transport", "cuda_ipc"}, {"handle", to_hex(&handle, sizeof(handle))}, {"bytes", total},
-          {"tensors", tensors}};
+  check(cuMemExportToShareableHandle(&fd_, buffer_.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+        "exporting the exchange buffer");
+  return {{"transport", "cuda_ipc"}, {"bytes", total}, {"tensors", tensors}};
 #else
   (void)stem;
   throw std::runtime_error("this kloop-worker was built without CUDA: no cuda_ipc transport");
 #endif
 }
 
-ExchangeImport::ExchangeImport(const json& d, const std::string& device) {
+ExchangeImport::ExchangeImport(const json& d, const std::string& device, int fd) {
   const std::string transport = d.at("transport");
   if (transport == "file") {
     for (auto& h : read_tensor_file(d.at("outputs").at("path"))) outputs_.push_back(to_device(host_to_tensor(h), device));
@@ -122,24 +170,50 @@ ExchangeImport::ExchangeImport(const json& d, const std::string& device) {
   }
   if (transport != "cuda_ipc") throw std::invalid_argument("unknown tensor transport '" + transport + "'");
 #ifdef KLOOP_WITH_CUDA
-  cudaIpcMemHandle_t handle;
-  from_hex(d.at("handle").get<std::string>(), &handle, sizeof(handle));
-  check(cudaIpcOpenMemHandle(&mapped_, handle, cudaIpcMemLazyEnablePeerAccess), "opening the candidate's buffer");
+  if (fd < 0) throw std::runtime_error("CUDA IPC: no descriptor came with the description");
+  const at::Device dev(device);
+  const int ordinal = dev.has_index() ? dev.index() : 0;
+  check(cudaSetDevice(ordinal), "selecting the device");
   const uint64_t total = d.at("bytes");
+  if (total > (uint64_t{1} << 46)) throw std::runtime_error("CUDA IPC: a published buffer of " + std::to_string(total) + " bytes");
+  CUmemGenericAllocationHandle handle = 0;
+  check(cuMemImportFromShareableHandle(&handle, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+        "importing the published buffer");
+  CUmemAllocationProp prop = {};
+  size_t granularity = 0;
+  try {
+    check(cuMemGetAllocationPropertiesFromHandle(&prop, handle), "reading the published buffer's properties");
+    check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "granularity");
+    // Mapping fails when the allocation is smaller than it claims, so no
+    // tensor below can reach past it.
+    map_buffer(mapped_, handle, round_up(total, granularity), granularity, ordinal, "the published buffer");
+  } catch (...) {
+    if (!mapped_.handle) cuMemRelease(handle);
+    mapped_.release();
+    throw;
+  }
+  char* base = reinterpret_cast<char*>(mapped_.address);
   for (const auto& e : d.at("tensors")) {
     const uint64_t offset = e.at("offset"), bytes = e.at("bytes");
-    if (offset + bytes > total) throw std::runtime_error("CUDA IPC: a tensor outside the exported buffer");
+    if (offset > total || bytes > total - offset) throw std::runtime_error("CUDA IPC: a tensor outside the exported buffer");
     auto dtype = parse_dtype(e.at("dtype"));
     if (!dtype) throw std::runtime_error("CUDA IPC: unknown dtype " + e.at("dtype").dump());
-    at::Tensor t = at::from_blob(static_cast<char*>(mapped_) + offset, e.at("shape").get<std::vector<int64_t>>(),
-                                 at::TensorOptions().dtype(scalar_type_of(*dtype)).device(at::Device(device)));
-    if (static_cast<uint64_t>(t.numel()) * t.element_size() != bytes) {
-      throw std::runtime_error("CUDA IPC: a tensor's shape and byte count disagree");
+    const auto shape = e.at("shape").get<std::vector<int64_t>>();
+    uint64_t numel = 1;
+    for (int64_t s : shape) {
+      if (s < 0 || (s > 0 && numel > total / static_cast<uint64_t>(s))) throw std::runtime_error("CUDA IPC: a corrupt shape");
+      numel *= static_cast<uint64_t>(s);
     }
-    (e.at("role") == "output" ? outputs_ : inputs_).push_back(t);
+    if (numel * dtype_size(*dtype) != bytes) throw std::runtime_error("CUDA IPC: a tensor's shape and byte count disagree");
+    at::Tensor t = at::from_blob(base + offset, shape, at::TensorOptions().dtype(scalar_type_of(*dtype)).device(dev));
+    const std::string role = e.at("role");
+    if (role != "output" && role != "input") throw std::runtime_error("CUDA IPC: a tensor of role '" + role + "'");
+    (role == "output" ? outputs_ : inputs_).push_back(t);
   }
 #else
   (void)device;
+  (void)fd;
   throw std::runtime_error("this kloop-worker was built without CUDA: no cuda_ipc transport");
 #endif
 }
@@ -148,11 +222,9 @@ ExchangeImport::~ExchangeImport() {
   outputs_.clear();
   inputs_.clear();
 #ifdef KLOOP_WITH_CUDA
-  if (mapped_) {
-    cudaDeviceSynchronize();
-    cudaIpcCloseMemHandle(mapped_);
-  }
+  if (mapped_.address) cudaDeviceSynchronize();
 #endif
+  mapped_.release();
 }
 
 }  // namespace kloop

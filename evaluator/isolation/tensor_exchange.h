@@ -3,10 +3,14 @@
 // inputs reach the candidate. Two transports:
 //   file      tensor files in the evaluation's work folder (CPU evaluations,
 //             and the fallback when CUDA IPC is refused);
-//   cuda_ipc  one device allocation of the candidate's, packed with copies of
-//             the tensors and exported with cudaIpcGetMemHandle; the judge
-//             maps it and compares in place, so a multi-GB output never
-//             crosses the host and the judge sends nothing back.
+//   cuda_ipc  one device allocation (CUDA VMM) packed with copies of the
+//             tensors and exported as a POSIX file descriptor, which travels
+//             over the worker channel (SCM_RIGHTS) and so crosses the
+//             sandbox's PID namespace; the judge maps it and compares in
+//             place, so a multi-GB output never crosses the host and the
+//             judge sends nothing back. The description (layout) is
+//             untrusted: every offset and size is checked against the
+//             mapping, which itself fails if the memory is smaller.
 // The candidate's process never receives a handle, a file or a value of the
 // expected outputs: what the reference publishes is a copy of the inputs
 // alone, in an allocation of its own.
@@ -20,6 +24,15 @@
 #include <vector>
 
 namespace kloop {
+
+// A CUDA VMM allocation mapped into this process (empty without CUDA).
+struct VmmBuffer {
+  unsigned long long address = 0;  // CUdeviceptr
+  uint64_t size = 0;
+  unsigned long long handle = 0;  // CUmemGenericAllocationHandle
+  bool mapped = false;
+  void release();
+};
 
 // The candidate's side: publishes tensors and keeps them available until
 // the next publish (or destruction).
@@ -35,16 +48,20 @@ class ExchangeExport {
   nlohmann::json publish(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
                          const std::string& transport, const std::string& stem);
   void release();
+  // The descriptor of the last cuda_ipc publish (owned here), or -1.
+  int fd() const { return fd_; }
 
  private:
-  void* buffer_ = nullptr;  // cuda_ipc: the exported allocation
+  VmmBuffer buffer_;  // cuda_ipc: the exported allocation, mapped here
+  int fd_ = -1;
 };
 
 // The judge's side: the published tensors, on `device`. cuda_ipc tensors are
 // views of the mapped allocation, valid while this object lives.
 class ExchangeImport {
  public:
-  ExchangeImport(const nlohmann::json& description, const std::string& device);
+  // `fd`: the descriptor that came with a cuda_ipc description (not taken over).
+  ExchangeImport(const nlohmann::json& description, const std::string& device, int fd = -1);
   ~ExchangeImport();
   ExchangeImport(const ExchangeImport&) = delete;
   ExchangeImport& operator=(const ExchangeImport&) = delete;
@@ -53,7 +70,7 @@ class ExchangeImport {
   const std::vector<at::Tensor>& inputs() const { return inputs_; }
 
  private:
-  void* mapped_ = nullptr;
+  VmmBuffer mapped_;
   std::vector<at::Tensor> outputs_, inputs_;
 };
 

@@ -198,6 +198,20 @@ class Worker {
     incoming_fds_.clear();
   }
 
+  // A description published by `e`, with its descriptor (cuda_ipc) queued
+  // to travel with the reply.
+  json attach(const ExchangeExport& e, json description) {
+    if (e.fd() >= 0 && description.value("transport", "") == "cuda_ipc") {
+      int copy = dup(e.fd());
+      if (copy < 0) throw std::runtime_error("cannot duplicate the exported descriptor");
+      outgoing_fds_.emplace_back(copy);
+    }
+    return description;
+  }
+
+  // The descriptor that came with the command (a CUDA memory export), or -1.
+  int incoming_fd() const { return incoming_fds_.empty() ? -1 : incoming_fds_.front().get(); }
+
   void set_phase(const std::string& what) {
     current_ = what;
     phase(role_, what);
@@ -214,7 +228,10 @@ class Worker {
     if (op == "run") return run(cmd);
     if (op == "export") return export_again(cmd);
     if (op == "audit") return audit(cmd);
-    if (op == "time") return time(cmd);
+    if (op == "time_setup") return time_setup(cmd);
+    if (op == "time_batch") return time_batch(cmd);
+    if (op == "time_post") return time_post(cmd);
+    if (op == "timing_floor") return timing_floor(cmd);
     if (op == "baseline") return baseline(cmd);
     if (op == "profile") return profile(cmd);
     throw WorkerError{"runtime_error", "kloop-worker: unknown op '" + op + "'"};
@@ -280,7 +297,7 @@ class Worker {
   // Where a candidate writes what it publishes: its own folder (the shared
   // one is read-only to it).
   static std::string out_file(const json& cmd, const std::string& name) {
-    return cmd.value("out_dir", cmd.at("dir").get<std::string>()) + "/" + name;
+    return (cmd.contains("out_dir") ? cmd.at("out_dir") : cmd.at("dir")).get<std::string>() + "/" + name;
   }
 
   std::map<std::string, at::Tensor> read_weights(const std::string& path) {
@@ -523,8 +540,8 @@ class Worker {
     if (const std::string t = cmd.value("publish_inputs", ""); !t.empty()) {
       set_phase("publishing inputs, " + label);
       try {
-        inputs_exchange = input_export_.publish({}, pristine_, t, file(cmd, "case" + std::to_string(c.at("id").get<int>()) +
-                                                                                ".call" + std::to_string(call) + ".reference"));
+        inputs_exchange = attach(input_export_, input_export_.publish({}, pristine_, t, file(cmd, "case" + std::to_string(c.at("id").get<int>()) +
+                                                                                ".call" + std::to_string(call) + ".reference")));
       } catch (const std::exception& e) {  // the driver lets the candidate draw them instead
         inputs_exchange = json{{"error", e.what()}};
       }
@@ -643,7 +660,15 @@ class Worker {
     at::AutoGradMode no_grad(false);
     const Tolerance tol = tolerance_from_json(cmd.at("tolerance"));
     set_phase("importing the candidate's tensors");
-    ExchangeImport got(cmd.at("exchange"), device_);
+    // What the candidate published is untrusted: any failure to read it is
+    // its failure (exchange_error), not the judge's.
+    std::unique_ptr<ExchangeImport> imported;
+    try {
+      imported = std::make_unique<ExchangeImport>(cmd.at("exchange"), device_, incoming_fd());
+    } catch (const std::exception& e) {
+      throw WorkerError{"exchange_error", e.what()};
+    }
+    const ExchangeImport& got = *imported;
     set_phase("comparing on " + device_);
     const bool post = cmd.value("post", false);
     const auto& expected = post ? retained_expected_ : expected_;
@@ -721,7 +746,7 @@ class Worker {
       // the mapping closes; a transport that fails is the driver's to handle.
       set_phase("importing inputs, " + label);
       try {
-        ExchangeImport from_reference(cmd["inputs_exchange"], device_);
+        ExchangeImport from_reference(cmd["inputs_exchange"], device_, incoming_fd());
         for (const auto& t : from_reference.inputs()) inputs.push_back(t.clone());
         synchronize();
       } catch (const std::exception& e) {
@@ -761,7 +786,7 @@ class Worker {
   json publish(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
                const std::string& transport, const std::string& stem) {
     try {
-      return exchange_.publish(outputs, inputs, transport, stem);
+      return attach(exchange_, exchange_.publish(outputs, inputs, transport, stem));
     } catch (const std::exception& e) {
       if (transport == "file") throw;
       json d = exchange_.publish(outputs, inputs, "file", stem);
@@ -773,7 +798,7 @@ class Worker {
   // Candidate: the last call's tensors again, with another transport (the
   // driver falls back to files when the judge cannot map CUDA IPC memory).
   json export_again(const json& cmd) {
-    return {{"exchange", exchange_.publish(last_outputs_, last_inputs_, cmd.at("transport"), last_stem_)}};
+    return {{"exchange", attach(exchange_, exchange_.publish(last_outputs_, last_inputs_, cmd.at("transport"), last_stem_))}};
   }
 
   // Repeated forward calls rotating over the input sets until the stopping
@@ -819,40 +844,94 @@ class Worker {
             {"persisting_l2_limit", session_->persisting_l2_limit()}};
   }
 
-  // Times the case's module on its input sets, drawn here from the case's
-  // seed (the inputs of its calls); with `post_check` the candidate runs once
-  // more on the first set and publishes that output for the judge.
-  json time(const json& cmd) {
+  // The candidate's timing is driven from outside, in three commands, so
+  // that the driver can hold the claimed times against the wall time it
+  // sees itself (nothing this process reports is believed on its own):
+  //   time_setup  the case's module and its input sets, then the warm-up;
+  //   time_batch  exactly `samples` timed calls, rotating over the sets;
+  //               their event (GPU) or wall (CPU) times, and what the device
+  //               saw (throttling, the persisting-L2 limit);
+  //   time_post   one more call on a fresh set, published for the judge.
+  json time_setup(const json& cmd) {
     at::AutoGradMode no_grad(false);
     const json& c = cmd.at("case");
     const int id = c.at("id");
-    const std::string label = "case " + std::to_string(id);
+    timing_label_ = "case " + std::to_string(id);
     release_call_state();
     auto weights = read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt"));
-    auto module = construct(weights, c.at("args"), label);
-    std::vector<std::vector<at::Tensor>> sets;
+    timing_module_ = construct(weights, c.at("args"), timing_label_);
     for (int call = 0; call < c.value("calls", 1); ++call) {
-      set_phase("drawing inputs for " + label + " call " + std::to_string(call));
-      sets.push_back(draw_args(c, call));
+      set_phase("drawing inputs for " + timing_label_ + " call " + std::to_string(call));
+      timing_sets_.push_back(draw_args(c, call));
     }
+    timing_case_ = c;
     const TimingRules rules = rules_from_json(cmd.at("rules"));
-    json answer = time_loop(*module, sets, rules, cmd.value("tf32", false), label);
-    if (cmd.value("post_check", false)) {
-      set_phase("post-timing check, " + label);
-      sets.clear();  // memory for the fresh set
-      auto fresh = draw_args(c, 0);  // the timed calls may have left anything in the old ones
-      auto out = module->forward(fresh);
+    session_->set_tf32(cmd.value("tf32", false));
+    session_->reset_persisting_l2();
+    set_phase("timing warm-up, " + timing_label_);
+    const auto warm_start = Clock::now();
+    for (int i = 0; i < rules.warmup_calls ||
+                    std::chrono::duration<double>(Clock::now() - warm_start).count() < rules.warmup_seconds;
+         ++i) {
+      timing_module_->forward(timing_sets_[timing_next_++ % timing_sets_.size()]);
       synchronize();
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        if (!out[i].defined() || out[i].device().str() != at::Device(device_).str()) {
-          throw WorkerError{"runtime_error", "after timing, forward returned output " + std::to_string(i) +
-                                                 " undefined or on another device"};
-        }
-      }
-      answer["exchange"] = publish(out, {}, cmd.value("transport", "file"),
-                                             out_file(cmd, "case" + std::to_string(id) + ".post"));
+      if (i > 10000) break;
     }
+    return json::object();
+  }
+
+  json time_batch(const json& cmd) {
+    if (!timing_module_) throw WorkerError{"runtime_error", "time_batch before time_setup"};
+    at::AutoGradMode no_grad(false);
+    const int n = cmd.at("samples");
+    const bool flush = cmd.value("l2_flush", true);
+    set_phase("timing, " + timing_label_);
+    json samples = json::array(), wall = json::array(), throttled = json::array();
+    for (int i = 0; i < n; ++i) {
+      const auto& in = timing_sets_[timing_next_++ % timing_sets_.size()];
+      session_->begin_sample(flush);
+      auto out = timing_module_->forward(in);
+      samples.push_back(session_->end_sample());
+      wall.push_back(session_->last_wall_seconds());
+      throttled.push_back(session_->last_sample_throttled());
+    }
+    return {{"samples", samples}, {"wall", wall}, {"throttled", throttled},
+            {"persisting_l2_limit", session_->persisting_l2_limit()}, {"clock_monitor", session_->clock_monitor()}};
+  }
+
+  json time_post(const json& cmd) {
+    if (!timing_module_) throw WorkerError{"runtime_error", "time_post before time_setup"};
+    at::AutoGradMode no_grad(false);
+    session_->set_tf32(false);
+    set_phase("post-timing check, " + timing_label_);
+    timing_sets_.clear();  // memory for the fresh set
+    auto fresh = draw_args(timing_case_, 0);  // the timed calls may have left anything in the old ones
+    auto out = timing_module_->forward(fresh);
+    synchronize();
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (!out[i].defined() || out[i].device().str() != at::Device(device_).str()) {
+        throw WorkerError{"runtime_error", "after timing, forward returned output " + std::to_string(i) +
+                                               " undefined or on another device"};
+      }
+    }
+    const std::string stem = out_file(cmd, "case" + std::to_string(timing_case_.at("id").get<int>()) + ".post");
+    json answer = {{"exchange", publish(out, {}, cmd.value("transport", "file"), stem)}};
+    timing_module_.reset();
     return answer;
+  }
+
+  // Reference: the sampling loop around no forward at all, for the driver's
+  // measure of what a sample costs beyond the call itself.
+  json timing_floor(const json& cmd) {
+    if (role_ != "reference") throw WorkerError{"runtime_error", "timing_floor is for references"};
+    const int n = cmd.at("samples");
+    const bool flush = cmd.value("l2_flush", true);
+    json samples = json::array();
+    for (int i = 0; i < n; ++i) {
+      session_->begin_sample(flush);
+      samples.push_back(session_->end_sample());
+    }
+    return {{"samples", samples}};
   }
 
   // The activity audit and, when asked, the hardware counters: in a phase of
@@ -973,6 +1052,8 @@ class Worker {
   // stay for the check after the candidate's timing): timing and profiling
   // at upstream sizes need the memory.
   void release_call_state() {
+    timing_module_.reset();
+    timing_sets_.clear();
     exchange_.release();
     input_export_.release();
     last_outputs_.clear();
@@ -996,6 +1077,12 @@ class Worker {
   // previous call and the retained one); the candidate's last call.
   std::unique_ptr<ModuleRunner> module_;
   int module_case_ = -1;
+  // The candidate's timing (time_setup .. time_post).
+  std::unique_ptr<ModuleRunner> timing_module_;
+  std::vector<std::vector<at::Tensor>> timing_sets_;
+  std::size_t timing_next_ = 0;
+  json timing_case_;
+  std::string timing_label_;
   std::vector<at::Tensor> pristine_, expected_, previous_expected_, retained_expected_, previous_actual_;
   std::vector<at::Tensor> fp64_expected_;  // the optional fp64 twin's outputs for the current call
   std::string fp64_unavailable_;

@@ -217,5 +217,61 @@ TEST_F(TurnLoopTest, ConfigErrorsNameTheField) {
   EXPECT_THROW(load_run_config((dir_ / "bad2.yaml").string()), std::invalid_argument);
 }
 
+// An OpenAI chat completion whose answer is `content`.
+std::string openai_answer(const std::string& content) {
+  return json{{"choices", {{{"index", 0}, {"finish_reason", "stop"},
+                            {"message", {{"role", "assistant"}, {"content", content}}}}}},
+              {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 20}}}}
+      .dump();
+}
+
+// Attack: model-written code gets the API key, a provider header value and a
+// credential from the environment into its compile log (here by a
+// static_assert whose message the compiler prints joined from pieces, so the
+// model's own answer never holds them whole). The feedback turn must not
+// carry them back to the provider, and no file of the run may hold them.
+TEST_F(TurnLoopTest, SecretsInACompileLogReachNeitherThePromptNorTheRunFolder) {
+  const std::string key = "sk-test-leak-key-1234", header = "team-header-secret-5678",
+                    env_secret = "env-password-9012";
+  test_support::FakeHttpServer server;
+  const std::string leak = std::string("```cpp\n#include <kloop/kernel_api.h>\n") +
+                           "static_assert(sizeof(int) == 0, \"sk-test-\" \"leak-key-1234 team-header-\" "
+                           "\"secret-5678 env-password-\" \"9012\");\n"
+                           "struct ModelNew {\n  explicit ModelNew(const kloop::ModuleInit&) {}\n"
+                           "  at::Tensor forward(const at::Tensor& x) { return x; }\n};\n"
+                           "KLOOP_REGISTER_CANDIDATE(ModelNew)\n```\n";
+  server.enqueue_json(200, openai_answer(leak));
+  server.enqueue_json(200, openai_answer(kProse));
+  setenv("KLOOP_TEST_LEAK_KEY", key.c_str(), 1);
+  setenv("KLOOP_TEST_DB_PASSWORD", env_secret.c_str(), 1);
+  std::ofstream(dir_ / "run.yaml") << "name: t\nruns_dir: runs\nproblems: {names: [19_ReLU]}\ndevice: cpu\n"
+                                      "provider: {kind: openai, model: m, api_key_env: KLOOP_TEST_LEAK_KEY, base_url: " +
+                                          server.base_url() + "/v1, headers: {X-Team-Token: " + header + "}}\n"
+                                      "scaffold: {kind: iterative, turns: 2}\n"
+                                      "evaluation: {timeout_s: 30, max_timing_seconds: 0.05, threads: 1}\n";
+  LoopSummary s = run(load_run_config((dir_ / "run.yaml").string()));
+  unsetenv("KLOOP_TEST_LEAK_KEY");
+  unsetenv("KLOOP_TEST_DB_PASSWORD");
+  ASSERT_TRUE(s.fatal_error.empty()) << s.fatal_error;
+  ASSERT_TRUE(s.errors.empty()) << s.errors.front();
+  auto r = results();
+  ASSERT_EQ(r.size(), 2u);
+  ASSERT_EQ(r[0]["verdict"], "compile_error") << r[0].dump();
+
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].headers.at("x-team-token"), header) << "the header still goes to the provider";
+  const std::string& body = requests[1].body;
+  EXPECT_NE(body.find("static assertion failed: [REDACTED]"), std::string::npos)
+      << "the compile log reached the feedback turn, redacted: " << body;
+  for (const std::string& secret : {key, header, env_secret}) {
+    EXPECT_EQ(body.find(secret), std::string::npos) << secret << " sent to the provider: " << body;
+    for (const auto& f : fs::recursive_directory_iterator(dir_ / "runs" / "t")) {
+      if (!f.is_regular_file()) continue;
+      EXPECT_EQ(read_file(f.path().string()).find(secret), std::string::npos) << secret << " stored in " << f.path();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kloop
