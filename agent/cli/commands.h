@@ -36,6 +36,7 @@ struct EvalCliOptions {
   double max_timing_s = 0;
   bool keep_work_dir = false;
   bool no_network_isolation = false;
+  std::string isolation = "strict";
   std::string dims = "full";  // GPU: full (upstream sizes) or small (the cpu dims)
 };
 void add_eval_options(CLI::App& app, EvalCliOptions& o);

@@ -24,8 +24,13 @@ void add_eval_options(CLI::App& app, EvalCliOptions& o) {
                "error analysis: the candidate's and the fp32 reference's errors against an fp64 run of the reference");
   app.add_option("--max-timing-seconds", o.max_timing_s, "cap the timing budget per model (0: the protocol's)")
       ->capture_default_str();
+  app.add_option("--isolation", o.isolation,
+                 "the candidate's sandbox: strict (namespaces, own uid, minimal filesystem, seccomp) or weak (no "
+                 "namespaces: machines that forbid them, and ncu/nsys)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"strict", "weak"}));
   app.add_flag("--no-network-isolation", o.no_network_isolation,
-               "run the candidate in kloop's network namespace (needed under ncu or nsys)");
+               "keep the candidate in kloop's network namespace (the rest of the sandbox stays)");
   app.add_flag("--keep-work-dir", o.keep_work_dir, "keep the scratch folder (weights, inputs, logs)");
   app.add_option("--dims", o.dims, "GPU problem sizes: full (upstream's) or small (the spec's cpu dims)")
       ->capture_default_str()
@@ -55,6 +60,7 @@ EvalOptions make_eval_options(const EvalCliOptions& o) {
   if (o.max_timing_s > 0) e.max_timing_seconds = o.max_timing_s;
   e.keep_work_dir = o.keep_work_dir;
   e.isolate_network = !o.no_network_isolation;
+  e.isolation = *parse_isolation(o.isolation);
   e.small_dims = o.dims == "small";
   return e;
 }

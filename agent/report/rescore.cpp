@@ -37,6 +37,7 @@ EvalOptions eval_options(const json& config, const RescoreOptions& o) {
   const double max_timing = o.max_timing_seconds.value_or(ev.value("max_timing_seconds", 0.0));
   if (max_timing > 0) e.max_timing_seconds = max_timing;
   e.worker_path = o.worker_path;
+  e.isolation = parse_isolation(ev.value("isolation", std::string("strict"))).value_or(Isolation::kStrict);
   return e;
 }
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "evaluator/build/build_config.h"
+#include "evaluator/isolation/sandbox.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop {
@@ -89,6 +90,9 @@ class Reader {
 }  // namespace
 
 json RunConfig::to_json() const {
+  // Stored only when not the default, so runs made before the field keep resuming.
+  json evaluation = {{"timeout_s", eval_timeout_s}, {"max_timing_seconds", max_timing_seconds}, {"threads", threads}};
+  if (isolation != "strict") evaluation["isolation"] = isolation;
   json feedback = json::array();
   for (auto k : scaffold.feedback) feedback.push_back(feedback_kind_name(k));
   json prov = {{"kind", provider.kind},
@@ -123,7 +127,7 @@ json RunConfig::to_json() const {
             {"keep_best", scaffold.keep_best},
             {"early_stop_speedup", scaffold.early_stop_speedup ? json(*scaffold.early_stop_speedup) : json(nullptr)}}},
           {"prompts", {{"dir", prompts.dir}, {"max_feedback_chars", prompts.max_feedback_chars}}},
-          {"evaluation", {{"timeout_s", eval_timeout_s}, {"max_timing_seconds", max_timing_seconds}, {"threads", threads}}}};
+          {"evaluation", evaluation}};
 }
 
 RunConfig load_run_config(const std::string& path) {
@@ -208,10 +212,14 @@ RunConfig load_run_config(const std::string& path) {
   c.prompts.feedback = c.scaffold.feedback;
 
   const json ev = j.value("evaluation", json::object());
-  r.known(ev, "evaluation", {"timeout_s", "max_timing_seconds", "threads"});
+  r.known(ev, "evaluation", {"timeout_s", "max_timing_seconds", "threads", "isolation"});
   c.eval_timeout_s = r.get<double>(ev, "timeout_s", "evaluation.timeout_s", 120);
   c.max_timing_seconds = r.get<double>(ev, "max_timing_seconds", "evaluation.max_timing_seconds", 0);
   c.threads = r.get<int>(ev, "threads", "evaluation.threads", 0);
+  c.isolation = r.get<std::string>(ev, "isolation", "evaluation.isolation", "strict");
+  if (!parse_isolation(c.isolation) || c.isolation == "none") {
+    r.fail("evaluation.isolation", "'" + c.isolation + "' is not a sandbox level; use strict (the default) or weak");
+  }
   return c;
 }
 

@@ -48,6 +48,7 @@ struct RunConfig {
   double eval_timeout_s = 120;
   double max_timing_seconds = 0;  // 0: the protocol's budget
   int threads = 0;
+  std::string isolation = "strict";  // the candidate's sandbox: strict or weak (evaluator/isolation/sandbox.h)
   int parallel_chains = 0;  // 0: the provider's concurrency
 
   // The resolved config as stored in the run folder (no secrets: only the

@@ -137,6 +137,7 @@ LoopSummary TurnLoop::run() {
   eval_opts.seed = config_.seed;
   eval_opts.run_timeout = std::chrono::milliseconds(static_cast<long long>(config_.eval_timeout_s * 1000));
   eval_opts.threads = config_.threads;
+  eval_opts.isolation = *parse_isolation(config_.isolation);
   if (config_.max_timing_seconds > 0) eval_opts.max_timing_seconds = config_.max_timing_seconds;
   // Counters cost a replay phase per candidate: only when the model sees them.
   eval_opts.profile = config_.scaffold.feedback.count(FeedbackKind::kProfiler) > 0 && config_.device != "cpu";
@@ -154,7 +155,9 @@ LoopSummary TurnLoop::run() {
 
   auto run_chain = [&](Chain& chain) {
     const ProblemSpec& spec = *chain.spec;
-    Builder prebuilder(BuilderConfig::from_environment());
+    BuilderConfig prebuild_config = BuilderConfig::from_environment();
+    prebuild_config.isolation = eval_opts.isolation;
+    Builder prebuilder(prebuild_config);
     for (int turn = static_cast<int>(chain.history.size()) + 1; turn <= config_.scaffold.turns && !chain.done; ++turn) {
       if (fatal) return;
       const std::string dir = store.attempt_dir(spec.name, chain.sample, turn);
