@@ -593,6 +593,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   v.protocol_name = protocol.name;
   v.protocol = protocol.to_json();
   v.candidate_path = candidate_path;
+  v.isolation = isolation_name(options_.isolation);
   const TimingRules rules = timing_rules(protocol, cpu, options_);
   v.timing_statistic = rules.statistic;
   auto finish = [&](VerdictClass cls, std::string message) {
@@ -669,7 +670,6 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   json device_info = ref_call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout,
                               v.phases.reference)
                          .value("device", json::object());
-  v.isolation = isolation_name(options_.isolation);
   WorkerSession cand = candidate_session(options_, work, cb.library_path, cpu);
   candidate_started = true;
   std::optional<json> reply;
@@ -681,7 +681,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   auto worker_failed = [&](const std::optional<json>& r) -> std::optional<Verdict> {
     if (!r) {
       v.log_tail = cand.log_tail();
-      if (cand.protocol_violation()) v.integrity.push_back({"protocol_violation", cand.failure()});
+      if (cand.protocol_violation()) {
+        v.integrity.push_back({"protocol_violation", cand.failure().substr(std::string("protocol_violation: ").size())});
+      }
       return finish(cand.failure_class(), cand.failure());
     }
     if (!r->value("ok", false)) {
@@ -939,12 +941,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       v.candidate_time = timed.summary;
       v.throttled_samples_discarded = timed.throttled_discarded;
       v.timing_check = timed.check;
-      if (!timed.implausible.empty()) {
-        // Under every protocol: the figure would not be a measurement.
-        v.integrity.push_back({"implausible_timing", timed.implausible});
-        cand.finish();
-        return finish(VerdictClass::kIntegrityViolation, "implausible_timing: " + timed.implausible);
-      }
+      if (!timed.implausible.empty()) v.integrity.push_back({"implausible_timing", timed.implausible});
       // Judged now: the activity audit below replaces what the candidate holds.
       bool still_correct = true;
       {
@@ -990,6 +987,11 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
           cand.finish();
           return finish(VerdictClass::kIntegrityViolation, v.integrity.front().check + ": " + v.integrity.front().message);
         }
+      }
+      if (!timed.implausible.empty()) {
+        // Under every protocol: the figure would not be a measurement.
+        cand.finish();
+        return finish(VerdictClass::kIntegrityViolation, "implausible_timing: " + timed.implausible);
       }
       if (!still_correct) {
         v.integrity.push_back({"corrupt_after_repeat",

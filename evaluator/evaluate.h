@@ -62,7 +62,7 @@ struct EvalOptions {
   // namespaces: for machines that forbid them, and for ncu/nsys).
   Isolation isolation = Isolation::kStrict;
   uint64_t file_size_limit_bytes = 64ull << 30;  // RLIMIT_FSIZE of the candidate
-  uint64_t process_limit = 4096;                 // RLIMIT_NPROC of the candidate's uid
+  uint64_t process_limit = 512;                  // RLIMIT_NPROC of the candidate's uid
 };
 
 // What running a problem's reference alone shows (for spec authors and CI).

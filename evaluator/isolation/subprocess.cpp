@@ -173,6 +173,9 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
   WorkerFds fds{devnull, log_pipe[1], sv[1]};
   std::vector<std::string> args = argv;
   args[0] = resolve_executable(args[0]);
+  // In a PID namespace the worker runs under an init of its own (see
+  // kloop-worker's --sandbox-init), not as PID 1 itself.
+  if (sandbox.level == Isolation::kStrict) args.insert(args.begin() + 1, "--sandbox-init");
   try {
     pid_ = prepared.spawn(args, worker_fds, &fds);
   } catch (...) {
@@ -194,6 +197,17 @@ WorkerProcess::~WorkerProcess() {
   drain_pending();
   if (log_pipe_ >= 0) close(log_pipe_);
   if (log_fd_ >= 0) close(log_fd_);
+}
+
+ExitStatus WorkerProcess::worker_status(int wstatus) const {
+  ExitStatus s = decode(wstatus);
+  // The sandbox's init mirrors a worker killed by signal N as exit 128 + N.
+  if (isolation_ == Isolation::kStrict && s.exited && s.code > 128 && s.code <= 128 + 64) {
+    s.exited = false;
+    s.signal = s.code - 128;
+    s.code = 0;
+  }
+  return s;
 }
 
 void WorkerProcess::drain_log(const char* data, std::size_t n) {
@@ -233,7 +247,7 @@ void WorkerProcess::kill() {
   int wstatus = 0;
   while (waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
   }
-  status_ = decode(wstatus);
+  status_ = worker_status(wstatus);
   drain_pending();
 }
 
@@ -245,7 +259,7 @@ ExitStatus WorkerProcess::wait(std::chrono::milliseconds timeout) {
     int wstatus = 0;
     pid_t r = waitpid(pid_, &wstatus, WNOHANG);
     if (r == pid_) {
-      status_ = decode(wstatus);
+      status_ = worker_status(wstatus);
       kill_group(pid_);
       drain_pending();
       return *status_;

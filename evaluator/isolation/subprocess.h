@@ -70,6 +70,7 @@ class WorkerProcess {
 
  private:
   void drain_log(const char* data, std::size_t n);
+  ExitStatus worker_status(int wstatus) const;
   void drain_pending();
 
   pid_t pid_ = -1;

@@ -87,12 +87,47 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"caches_result.cpp", "strict", "integrity_violation", "stale_output"},
         FixtureCase{"corrupt_later.cpp", "strict", "integrity_violation", "corrupt_after_repeat"},
         FixtureCase{"no_register.cpp", "strict", "load_error", "KLOOP_REGISTER_CANDIDATE(ModelNew)"},
-        FixtureCase{"wrong_arity.cpp", "strict", "load_error", "forward takes 2 tensor argument(s)"}),
+        FixtureCase{"wrong_arity.cpp", "strict", "load_error", "forward takes 2 tensor argument(s)"},
+        // Attacks on the worker channel (tests/fixtures/attacks): what a reply
+        // says is never believed, and a bad one is a verdict, not a crash.
+        FixtureCase{"../attacks/attack_forged_reply.cpp", "strict", "integrity_violation", "protocol_violation"},
+        FixtureCase{"../attacks/attack_forged_reply.cpp", "kernelbench", "integrity_violation", "protocol_violation"},
+        FixtureCase{"../attacks/attack_oversized_header.cpp", "strict", "integrity_violation", "protocol_violation"},
+        FixtureCase{"../attacks/attack_malformed_reply.cpp", "strict", "integrity_violation", "protocol_violation"}),
     [](const ::testing::TestParamInfo<FixtureCase>& info) {
-      std::string name = info.param.fixture.substr(0, info.param.fixture.find('.')) + "_" + info.param.protocol;
-      return name;
+      std::string f = info.param.fixture.substr(info.param.fixture.rfind('/') + 1);
+      return f.substr(0, f.find('.')) + "_" + info.param.protocol;
     });
 // clang-format on
+
+// The worker's timer slowed tenfold from inside its process (its GOT entry
+// for steady_clock::now rewritten) after the test calls: the outputs stay
+// right, the claimed times shrink tenfold, and the driver's own clock,
+// which the sandbox cannot reach, gives the lie away. At a size where a
+// call takes milliseconds, so per-call overhead allowances do not matter.
+TEST(EvalCliTest, TimingForgedByASlowedClockIsCaught) {
+  for (const std::string fixture : {"attacks/attack_slow_clock.cpp", "relu/correct.cpp"}) {
+    int status = 0;
+    std::string out = run(std::string(KLOOP_TEST_BINARY) +
+                              " eval --problem 19_ReLU --device cpu --json --set-dim batch_size=512 --threads 1"
+                              " --max-timing-seconds 0.3 --candidate " + KLOOP_TEST_FIXTURES + "/" + fixture + " 2>&1",
+                          &status);
+    json v;
+    try {
+      v = json::parse(out);
+    } catch (const json::exception&) {
+      FAIL() << "not JSON:\n" << out;
+    }
+    if (fixture.find("attack") != std::string::npos) {
+      EXPECT_EQ(v.value("verdict", ""), "integrity_violation") << out.substr(0, 3000);
+      EXPECT_NE(v.value("message", "").find("implausible_timing"), std::string::npos) << v.value("message", "");
+    } else {  // the honest loop at the same size passes the same check
+      EXPECT_EQ(v.value("verdict", ""), "correct") << out.substr(0, 3000);
+      ASSERT_TRUE(v.contains("timing_check"));
+      EXPECT_LE(v["timing_check"]["observed_seconds"].get<double>(), v["timing_check"]["allowed_seconds"].get<double>());
+    }
+  }
+}
 
 TEST(EvalCliTest, CompileErrorCarriesParsedDiagnostics) {
   json v = eval({"compile_error.cpp", "strict", "compile_error", ""});
