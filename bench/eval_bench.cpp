@@ -202,6 +202,45 @@ int main(int argc, char** argv) {
                   m.mean * 1e6, 100 * m.rel_stdev);
     }
   }
+  // 4. What the sandbox costs a cached evaluation: the same evaluation with
+  //    the candidate unsandboxed (kloop before the sandbox), weak and strict,
+  //    interleaved so drift hits all three alike.
+  {
+    kloop::ProblemRegistry reg(kloop::ProblemRegistry::default_root());
+    kloop::ProblemSpec spec = reg.load("19_ReLU");
+    std::string cand = std::string(KLOOP_SOURCE_DIR) + "/examples/cpu/19_ReLU_loop.cpp";
+    kloop::EvalOptions base;
+    base.max_timing_seconds = 0.2;
+    if (target == "cuda") {
+      base.device = "cuda:0";
+      base.small_dims = true;
+      cand = std::string(KLOOP_SOURCE_DIR) + "/tests/gpu/fixtures/relu_correct.cu";
+    }
+    const kloop::Isolation levels[] = {kloop::Isolation::kNone, kloop::Isolation::kWeak, kloop::Isolation::kStrict};
+    std::vector<double> totals[3], candidate[3];
+    for (int r = 0; r <= repeats; ++r) {
+      for (int l = 0; l < 3; ++l) {
+        kloop::EvalOptions o = base;
+        o.isolation = levels[l];
+        kloop::Evaluator ev(builder, o);
+        kloop::Verdict v = ev.evaluate(spec, cand);
+        if (v.verdict != kloop::VerdictClass::kCorrect) {
+          std::fprintf(stderr, "isolation %s: %s: %s\n", kloop::isolation_name(levels[l]), kloop::verdict_name(v.verdict),
+                       v.message.c_str());
+        }
+        if (r == 0) continue;  // the first round warms the caches
+        totals[l].push_back(v.phases.total);
+        candidate[l].push_back(v.phases.candidate);
+      }
+    }
+    std::printf("\n| cached evaluation of 19_ReLU by sandbox (%s), median of %d | total s | candidate s | total vs none |\n"
+                "|---|---|---|---|\n",
+                base.device.c_str(), repeats);
+    for (int l = 0; l < 3; ++l) {
+      std::printf("| %s | %.3f | %.3f | %.3fx |\n", kloop::isolation_name(levels[l]), median(totals[l]),
+                  median(candidate[l]), median(totals[l]) / median(totals[0]));
+    }
+  }
   fs::remove_all(scratch);
   return 0;
 }

@@ -246,7 +246,7 @@ class WorkerSession {
 WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const std::string& module, bool cpu) {
   SandboxSpec s;
   s.level = o.isolation;
-  s.read_only = {o.worker_path, module, work.shared()};
+  s.read_only = {o.worker_path, sandbox_init_path(o.worker_path), module, work.shared()};
   s.writable = {work.sandbox()};
   s.host_network = !o.isolate_network;
   if (cpu) s.address_space_bytes = o.memory_limit_bytes;

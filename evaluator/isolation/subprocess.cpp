@@ -85,6 +85,11 @@ void worker_fds(void* p) {
 
 }  // namespace
 
+std::string sandbox_init_path(const std::string& worker) {
+  const auto slash = worker.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : worker.substr(0, slash)) + "/kloop-sandbox-init";
+}
+
 std::string ExitStatus::describe() const {
   if (exited) return "exit status " + std::to_string(code);
   if (signal == 0) return "unknown status";
@@ -173,9 +178,9 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
   WorkerFds fds{devnull, log_pipe[1], sv[1]};
   std::vector<std::string> args = argv;
   args[0] = resolve_executable(args[0]);
-  // In a PID namespace the worker runs under an init of its own (see
-  // kloop-worker's --sandbox-init), not as PID 1 itself.
-  if (sandbox.level == Isolation::kStrict) args.insert(args.begin() + 1, "--sandbox-init");
+  // In a PID namespace the worker runs under an init of its own
+  // (sandbox_init.cpp, beside the worker), not as PID 1 itself.
+  if (sandbox.level == Isolation::kStrict) args.insert(args.begin(), sandbox_init_path(args[0]));
   try {
     pid_ = prepared.spawn(args, worker_fds, &fds);
   } catch (...) {

@@ -82,6 +82,9 @@ class WorkerProcess {
   std::optional<ExitStatus> status_;
 };
 
+// kloop-sandbox-init, the init of a strict sandbox: beside the worker.
+std::string sandbox_init_path(const std::string& worker);
+
 // The last `max_bytes` of a file (logs for diagnostics); "" when unreadable.
 std::string file_tail(const std::string& path, std::size_t max_bytes);
 

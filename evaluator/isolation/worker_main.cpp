@@ -21,7 +21,6 @@
 // files), time, baseline, profile, calibrate, exit.
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -1102,40 +1101,7 @@ class Worker {
 }  // namespace
 }  // namespace kloop
 
-namespace {
-
-// PID 1 of a strict sandbox (`kloop-worker --sandbox-init`): a fresh image
-// (no copy of the driver's memory), which starts the worker as its child so
-// that the worker gets ordinary signal semantics (PID 1 ignores its own
-// SIGABRT), reaps whatever the candidate orphans, and ends with the worker:
-// the kernel then kills everything left in the namespace. The worker's end
-// is mirrored in the exit code: its code, or 128 + the signal that killed it.
-int sandbox_init(const char* self) {
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  pid_t worker = fork();
-  if (worker < 0) return 125;
-  if (worker == 0) {
-    execl(self, self, static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  // The channel and the log belong to the worker: the driver must see them
-  // close when it ends.
-  for (int fd = 0; fd <= 3; ++fd) close(fd);
-  for (;;) {
-    int status = 0;
-    pid_t done = wait(&status);
-    if (done < 0 && errno == EINTR) continue;
-    if (done < 0) return 125;
-    if (done != worker) continue;  // an orphan of the candidate's
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  }
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "--sandbox-init") return sandbox_init(argv[0]);
+int main() {
   // cuBLAS is deterministic only with a fixed workspace configuration; it
   // must be set before the first CUDA call.
   setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
