@@ -13,15 +13,18 @@
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -171,6 +174,19 @@ int build_filter(struct sock_filter* out, bool confine_signals, pid_t self) {
       b.jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1);
       b.stmt(BPF_RET | BPF_K, deny);
     }
+    // A file's owner (fcntl F_SETOWN/F_SETOWN_EX, ioctl FIOSETOWN/SIOCSPGRP)
+    // is signalled by the kernel on I/O (F_SETSIG picks any signal), checked
+    // only against the caller's euid, where root passes for every process:
+    // a candidate sets no owner at all (tests/fixtures/attacks/attack_signal_reference.cpp).
+    for (auto [nr, cmd_a, cmd_b] : {std::array<uint32_t, 3>{SYS_fcntl, F_SETOWN, F_SETOWN_EX},
+                                    std::array<uint32_t, 3>{SYS_ioctl, FIOSETOWN, SIOCSPGRP}}) {
+      b.jump(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 5);
+      b.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1]));
+      b.jump(BPF_JMP | BPF_JEQ | BPF_K, cmd_a, 2, 0);
+      b.jump(BPF_JMP | BPF_JEQ | BPF_K, cmd_b, 1, 0);
+      b.stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+      b.stmt(BPF_RET | BPF_K, deny);
+    }
   }
   b.stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
   return b.n < kMaxFilter ? b.n : -1;
@@ -286,6 +302,11 @@ std::vector<std::string> sandbox_environment(Isolation level, const std::string&
 
 PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd) : spec_(spec), plan_(new Plan) {
   Plan& p = *plan_;
+  // The process that runs a sandbox (kloop's driver) is undumpable from then
+  // on: under weak isolation by a non-root user the candidate has the
+  // driver's uid, and /proc/DRIVER/{mem,environ,fd} would be open to it
+  // (tests/fixtures/attacks, weak as uid 65534). Children get it back at exec.
+  if (spec.level != Isolation::kNone) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   p.strict = spec.level == Isolation::kStrict;
   p.as_root = geteuid() == 0;
   p.new_network = !spec.host_network;
@@ -423,9 +444,13 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
           if (f < 0 || write(f, text.data(), text.size()) != static_cast<ssize_t>(text.size())) fail(fd, path);
           close(f);
         };
+        // Our own /proc/self files belong to root while we are undumpable
+        // (as the driver is): dumpable just long enough to write the maps.
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
         write_file("/proc/self/setgroups", "deny");
         write_file("/proc/self/uid_map", p.uid_map);
         write_file("/proc/self/gid_map", p.gid_map);
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
       }
       if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) fail(fd, "making / private");
       if (mount("tmpfs", p.root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m") != 0) {
