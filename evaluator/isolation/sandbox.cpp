@@ -422,7 +422,9 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
   }
   // A raw clone: with CLONE_NEWPID the child is PID 1 of its namespace, so
   // when it ends the kernel ends everything it started, setsid or not.
-  pid_t pid = static_cast<pid_t>(syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr));
+  // Without namespaces, glibc's fork: a profiler injected into kloop (ncu)
+  // hooks it to follow the children.
+  pid_t pid = p.strict ? static_cast<pid_t>(syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr)) : fork();
   if (pid < 0) {
     const int err = errno;
     close(report[0]);
@@ -542,9 +544,13 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
       struct sock_fprog prog = {static_cast<unsigned short>(n), filter};
       if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) fail(fd, "installing the seccomp filter");
     }
-    // Nothing but 0-3 crosses exec (the report pipe is close-on-exec).
+    // Nothing but 0-3 crosses exec into a sandbox (the report pipe is
+    // close-on-exec). Trusted children keep what a profiler (ncu) handed
+    // kloop for its descendants.
 #ifdef SYS_close_range
-    if (syscall(SYS_close_range, 4u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) != 0)
+    if (spec_.level != Isolation::kNone && syscall(SYS_close_range, 4u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) != 0)
+#else
+    if (spec_.level != Isolation::kNone)
 #endif
     {
       for (int i = 4; i < 65536; ++i) {
