@@ -240,6 +240,19 @@ class WorkerSession {
   std::vector<UniqueFd> fds_;
 };
 
+// The verified module, copied into the evaluation's shared folder, which
+// the candidate cannot write: what it loads is what the cache's MAC checked
+// (no window to swap the file), and readable by the sandbox's uid.
+std::string stage_module(const WorkDir& work, const std::string& library) {
+  const std::string staged = work.shared() + "/candidate.so";
+  std::error_code ec;
+  fs::copy_file(library, staged, fs::copy_options::overwrite_existing, ec);
+  if (ec) throw EvaluationError("cannot stage the candidate's module " + library + ": " + ec.message());
+  fs::permissions(staged, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
+                  ec);
+  return staged;
+}
+
 // The candidate's worker in its sandbox: it sees the system folders, the
 // worker, its module, the reference's shared folder (read-only) and its own
 // folder. A sandbox that cannot be set up refuses the evaluation.
@@ -248,6 +261,7 @@ WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const
   s.level = o.isolation;
   s.read_only = {o.worker_path, sandbox_init_path(o.worker_path), module, work.shared()};
   s.writable = {work.sandbox()};
+  s.weak_as_sandbox_uid = true;
   s.host_network = !o.isolate_network;
   if (cpu) s.address_space_bytes = o.memory_limit_bytes;
   s.file_size_bytes = o.file_size_limit_bytes;
@@ -670,7 +684,8 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   json device_info = ref_call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout,
                               v.phases.reference)
                          .value("device", json::object());
-  WorkerSession cand = candidate_session(options_, work, cb.library_path, cpu);
+  const std::string module = stage_module(work, cb.library_path);
+  WorkerSession cand = candidate_session(options_, work, module, cpu);
   candidate_started = true;
   std::optional<json> reply;
   auto cand_call = [&](const json& cmd, std::chrono::milliseconds timeout, const std::vector<int>& fds = {}) {
@@ -696,7 +711,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   // untrusted, and a reference that dies is a verdict on the candidate
   // (it may have been attacked), never a lost attempt.
   try {
-    cand_call(load_command(cb.library_path, "candidate", spec, options_), options_.load_timeout);
+    cand_call(load_command(module, "candidate", spec, options_), options_.load_timeout);
     if (auto bad = worker_failed(reply)) return *bad;
 
     // 4. The tests, one call at a time: the reference draws the inputs and
@@ -1255,13 +1270,14 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   }
   std::vector<TimingSummary> out;
   for (int i = 0; i < n; ++i) {
-    WorkerSession cand = candidate_session(options_, work, cb.library_path, cpu);
+    const std::string module = stage_module(work, cb.library_path);
+    WorkerSession cand = candidate_session(options_, work, module, cpu);
     auto fail = [&](const std::optional<json>& r) {
       if (!r || !r->value("ok", false)) {
         throw EvaluationError("repeat timing: the candidate failed: " + (r ? r->value("message", "?") : cand.failure()));
       }
     };
-    fail(cand.call(load_command(cb.library_path, "candidate", spec, options_), options_.load_timeout));
+    fail(cand.call(load_command(module, "candidate", spec, options_), options_.load_timeout));
     double seconds = 0;
     CandidateTiming timed;
     try {

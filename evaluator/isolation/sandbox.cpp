@@ -211,6 +211,7 @@ struct PreparedSandbox::Plan {
     unsigned long locked_flags = 0;  // the source mount's nosuid/nodev/noexec, kept on remount
   };
   bool keep_environment = false;  // level none: the parent's environment as it is
+  bool weak_drop_uid = false;     // weak as root: become the sandbox uid
   bool strict = false;
   bool as_root = false;
   bool new_network = true;
@@ -318,6 +319,15 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
   const std::string tmp_inside = p.strict ? "/tmp" : (cwd.empty() ? fs::temp_directory_path().string() : cwd);
   p.keep_environment = spec.level == Isolation::kNone;
   if (!p.keep_environment) p.env = sandbox_environment(spec.level, tmp_inside);
+  p.weak_drop_uid = spec.level == Isolation::kWeak && p.as_root && spec.weak_as_sandbox_uid;
+  if (p.as_root && (p.strict || p.weak_drop_uid)) {
+    // Writable folders belong to the sandbox's uid while it runs.
+    for (const auto& w : spec.writable) {
+      if (chown(w.c_str(), p.uid, p.gid) != 0) {
+        throw IsolationError("cannot hand " + w + " to uid " + std::to_string(p.uid) + ": " + strerror(errno));
+      }
+    }
+  }
   for (auto& e : p.env) p.envp.push_back(e.data());
   p.envp.push_back(nullptr);
   if (!p.strict) return;
@@ -390,14 +400,6 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
            {"/proc/self/fd", "/fd"}, {"/proc/self/fd/0", "/stdin"}, {"/proc/self/fd/1", "/stdout"},
            {"/proc/self/fd/2", "/stderr"}}) {
     p.symlinks.push_back({target, p.dev + link});
-  }
-  if (p.as_root) {
-    // Writable folders belong to the sandbox's uid while it runs.
-    for (const auto& w : spec.writable) {
-      if (chown(w.c_str(), p.uid, p.gid) != 0) {
-        throw IsolationError("cannot hand " + w + " to uid " + std::to_string(p.uid) + ": " + strerror(errno));
-      }
-    }
   }
 }
 
@@ -508,7 +510,11 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
         if (setresuid(p.uid, p.uid, p.uid) != 0) fail(fd, "setresuid");
       }
     }
-    if (spec_.level == Isolation::kWeak && p.as_root) {
+    if (p.weak_drop_uid) {
+      if (setgroups(0, nullptr) != 0) fail(fd, "setgroups");
+      if (setresgid(p.gid, p.gid, p.gid) != 0) fail(fd, "setresgid");
+      if (setresuid(p.uid, p.uid, p.uid) != 0) fail(fd, "setresuid");
+    } else if (spec_.level == Isolation::kWeak && p.as_root) {
       // Root without namespaces keeps uid 0 (its files stay readable), but
       // loses every capability for good: no ptrace of the undumpable
       // reference, no reading other users' memory, no regaining at exec.

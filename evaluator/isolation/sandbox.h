@@ -45,6 +45,12 @@ struct SandboxSpec {
   std::vector<std::string> writable;
   // Keep the host's network namespace (only to run under ncu/nsys).
   bool host_network = false;
+  // Weak, as root: run as the sandbox uid (nobody) rather than as a root
+  // without capabilities, which could still write every root-owned file.
+  // Only for children whose files are reachable by that uid (the worker:
+  // its module and weights sit in the evaluation's folder); a compiler
+  // writing into root's cache keeps uid 0.
+  bool weak_as_sandbox_uid = false;
   // The limits (all levels).
   std::optional<uint64_t> address_space_bytes;  // RLIMIT_AS
   std::optional<uint64_t> cpu_seconds;          // RLIMIT_CPU
