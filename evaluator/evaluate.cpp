@@ -266,6 +266,8 @@ WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const
   if (cpu) s.address_space_bytes = o.memory_limit_bytes;
   s.file_size_bytes = o.file_size_limit_bytes;
   s.processes = o.process_limit;
+  if (cpu) s.group_memory_bytes = o.memory_limit_bytes;  // the whole tree's, where a cgroup can be made
+  s.group_processes = o.process_limit;
   try {
     return WorkerSession(o.worker_path, "candidate", work, work.sandbox(), s);
   } catch (const IsolationError& e) {

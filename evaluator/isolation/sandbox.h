@@ -56,6 +56,38 @@ struct SandboxSpec {
   std::optional<uint64_t> cpu_seconds;          // RLIMIT_CPU
   uint64_t file_size_bytes = 0;                 // RLIMIT_FSIZE; 0 = none
   uint64_t processes = 0;                       // new processes/threads allowed (cgroup-free: RLIMIT_NPROC); 0 = none
+  // Limits for the whole process tree, where kloop runs as root and the
+  // machine has a cgroup memory / pids controller (v2, or v1): a forked
+  // child's memory counts with its parent's. 0 = none.
+  uint64_t group_memory_bytes = 0;
+  uint64_t group_processes = 0;
+};
+
+// A cgroup (one folder per controller) holding one sandboxed tree; removed
+// when destroyed (once the tree is gone).
+class SandboxGroup {
+ public:
+  SandboxGroup() = default;
+  ~SandboxGroup();
+  SandboxGroup(SandboxGroup&& o) noexcept { *this = std::move(o); }
+  SandboxGroup& operator=(SandboxGroup&& o) noexcept;
+  SandboxGroup(const SandboxGroup&) = delete;
+  SandboxGroup& operator=(const SandboxGroup&) = delete;
+
+  // A new group with these limits, or an empty one when the machine has no
+  // usable controller (not root, no cgroup fs): the per-process limits remain.
+  static SandboxGroup create(uint64_t memory_bytes, uint64_t processes);
+  bool empty() const { return dirs_.empty(); }
+  // cgroup.procs of each folder: the child writes "0" to them to enter.
+  const std::vector<std::string>& procs_files() const { return procs_; }
+  // "cgroup v2 (memory, pids)" and the like, for the record.
+  std::string describe() const;
+
+ private:
+  void remove();
+  std::vector<std::string> dirs_;
+  std::vector<std::string> procs_;
+  std::string kind_;
 };
 
 // The system folders every sandbox sees read-only, plus the LibTorch and
@@ -90,6 +122,8 @@ class PreparedSandbox {
   pid_t spawn(const std::vector<std::string>& argv, void (*setup_fds)(void*), void* context);
 
   const SandboxSpec& spec() const { return spec_; }
+  // The group the child joins (it must outlive the child: take it).
+  SandboxGroup take_group();
 
  private:
   struct Plan;

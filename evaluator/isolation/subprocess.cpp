@@ -188,6 +188,7 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
     close(log_fd_);
     throw;
   }
+  group_ = prepared.take_group();
   close(sv[1]);
   close(log_pipe[1]);
   close(devnull);

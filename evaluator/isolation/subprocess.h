@@ -67,6 +67,8 @@ class WorkerProcess {
   ExitStatus wait(std::chrono::milliseconds timeout);
   pid_t pid() const { return pid_; }
   Isolation isolation() const { return isolation_; }
+  // The cgroup limiting the worker's whole tree ("" when none was usable).
+  std::string group() const { return group_.describe(); }
 
  private:
   void drain_log(const char* data, std::size_t n);
@@ -79,6 +81,7 @@ class WorkerProcess {
   int log_fd_ = -1;
   std::size_t logged_ = 0;
   Isolation isolation_ = Isolation::kNone;
+  SandboxGroup group_;
   std::optional<ExitStatus> status_;
 };
 

@@ -405,6 +405,20 @@ TEST_F(IsolationTest, StrictCompilerCannotIncludeASecretFile) {
   EXPECT_NE(v.build.log.find(key + ": No such file or directory"), std::string::npos) << v.build.log;
 }
 
+// Six forked children touch 1 GiB each under a 2 GiB limit: RLIMIT_AS is
+// per process, so only a group limit (a cgroup: root and a memory
+// controller) stops the tree. Where no cgroup can be made the attack is out
+// of reach of this machine's kloop, and the test says so.
+TEST_F(IsolationTest, ForkedChildrenShareTheMemoryLimit) {
+  if (SandboxGroup::create(1u << 30, 0).empty()) GTEST_SKIP() << "no cgroup memory controller kloop can use here";
+  for (Isolation level : {Isolation::kStrict, Isolation::kWeak}) {
+    EvalOptions o = base_options();
+    o.memory_limit_bytes = 2ull << 30;
+    Verdict v = evaluate(level, std::string(KLOOP_TEST_FIXTURES) + "/attacks/attack_fork_memory.cpp", o);
+    expect_blocked_verdict(v);
+  }
+}
+
 // 200 MiB of output: drained and capped, the verdict unaffected.
 TEST_F(IsolationTest, StrictOutputFloodIsCapped) {
   EvalOptions o = base_options();
