@@ -305,6 +305,13 @@ SandboxGroup& SandboxGroup::operator=(SandboxGroup&& o) noexcept {
 
 std::string SandboxGroup::describe() const { return dirs_.empty() ? "" : kind_; }
 
+bool SandboxGroup::has_members() const {
+  for (const auto& procs : procs_) {
+    if (read_first_line(procs).empty()) return false;
+  }
+  return !procs_.empty();
+}
+
 struct PreparedSandbox::Plan {
   struct Mount {
     std::string source, target;  // target: inside the new root, before pivot
@@ -545,11 +552,15 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
     close(report[0]);
     if (setpgid(0, 0) != 0 && !p.strict) fail(fd, "setpgid");
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(fd, "PR_SET_PDEATHSIG");
-    // Into the group first: everything it forks is counted with it.
+    // Into the group first: everything it forks is counted with it. A
+    // group that will not take it (a container's cgroup rules) is dropped
+    // by the parent, which finds it empty; the per-process limits remain.
     for (const auto& procs : p.group.procs_files()) {
       int g = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-      if (g < 0 || write(g, "0", 1) != 1) fail(fd, "joining the sandbox's cgroup");
-      close(g);
+      if (g >= 0) {
+        (void)!write(g, "0", 1);
+        close(g);
+      }
     }
     if (setup_fds) setup_fds(context);
     if (p.strict) {

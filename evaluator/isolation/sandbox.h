@@ -78,6 +78,8 @@ class SandboxGroup {
   // usable controller (not root, no cgroup fs): the per-process limits remain.
   static SandboxGroup create(uint64_t memory_bytes, uint64_t processes);
   bool empty() const { return dirs_.empty(); }
+  // True when every folder holds a process (the child did join).
+  bool has_members() const;
   // cgroup.procs of each folder: the child writes "0" to them to enter.
   const std::vector<std::string>& procs_files() const { return procs_; }
   // "cgroup v2 (memory, pids)" and the like, for the record.

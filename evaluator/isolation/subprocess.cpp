@@ -189,6 +189,7 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
     throw;
   }
   group_ = prepared.take_group();
+  if (!group_.empty() && !group_.has_members()) group_ = SandboxGroup();
   close(sv[1]);
   close(log_pipe[1]);
   close(devnull);
