@@ -93,7 +93,8 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"../attacks/attack_forged_reply.cpp", "strict", "integrity_violation", "protocol_violation"},
         FixtureCase{"../attacks/attack_forged_reply.cpp", "kernelbench", "integrity_violation", "protocol_violation"},
         FixtureCase{"../attacks/attack_oversized_header.cpp", "strict", "integrity_violation", "protocol_violation"},
-        FixtureCase{"../attacks/attack_malformed_reply.cpp", "strict", "integrity_violation", "protocol_violation"}),
+        FixtureCase{"../attacks/attack_malformed_reply.cpp", "strict", "integrity_violation", "protocol_violation"},
+        FixtureCase{"../attacks/attack_forged_aliasing.cpp", "strict", "integrity_violation", "protocol_violation"}),
     [](const ::testing::TestParamInfo<FixtureCase>& info) {
       std::string f = info.param.fixture.substr(info.param.fixture.rfind('/') + 1);
       return f.substr(0, f.find('.')) + "_" + info.param.protocol;
