@@ -3,6 +3,7 @@
 // verdict; only failures on kloop's side throw EvaluationError.
 #include "evaluator/evaluate.h"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -34,6 +35,12 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// True when the filesystem of `path` is mounted noexec.
+bool noexec(const std::string& path) {
+  struct statvfs sv;
+  return statvfs(path.c_str(), &sv) == 0 && (sv.f_flag & ST_NOEXEC) != 0;
+}
+
 // A per-evaluation scratch folder, removed on scope exit unless kept:
 //   shared/   written by the reference (weights, published inputs), read-only
 //             to the candidate;
@@ -44,7 +51,8 @@ class WorkDir {
   WorkDir(const std::string& root, bool keep) : keep_(keep) {
     std::string base = root;
     if (base.empty()) {
-      base = (access("/dev/shm", W_OK) == 0) ? "/dev/shm" : fs::temp_directory_path().string();
+      // /dev/shm when it can hold the staged module (containers often mount it noexec).
+      base = (access("/dev/shm", W_OK) == 0 && !noexec("/dev/shm")) ? "/dev/shm" : fs::temp_directory_path().string();
     }
     std::string tmpl = base + "/kloop-eval-XXXXXX";
     if (!mkdtemp(tmpl.data())) throw EvaluationError("cannot create a work folder under " + base);
@@ -244,6 +252,7 @@ class WorkerSession {
 // the candidate cannot write: what it loads is what the cache's MAC checked
 // (no window to swap the file), and readable by the sandbox's uid.
 std::string stage_module(const WorkDir& work, const std::string& library) {
+  if (noexec(work.shared())) return library;  // a module cannot be mapped from there: load it where it is
   const std::string staged = work.shared() + "/candidate.so";
   std::error_code ec;
   fs::copy_file(library, staged, fs::copy_options::overwrite_existing, ec);
