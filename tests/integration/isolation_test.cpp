@@ -169,7 +169,18 @@ class Scratch {
            source_root;
   }
   std::string trusted_files_fixture() {
-    return fixture("attack_trusted_files.cpp", "#define KLOOP_ATTACK_PATHS \"" + trusted_paths() + "\"\n");
+    std::string devs;
+    const std::string paths = trusted_paths();
+    for (std::size_t b = 0; b <= paths.size();) {
+      std::size_t e = paths.find(':', b);
+      if (e == std::string::npos) e = paths.size();
+      struct stat st;
+      const std::string p = paths.substr(b, e - b);
+      devs += (b ? ":" : "") + std::to_string(!p.empty() && stat(p.c_str(), &st) == 0 ? st.st_dev : 0);
+      b = e + 1;
+    }
+    return fixture("attack_trusted_files.cpp", "#define KLOOP_ATTACK_PATHS \"" + paths + "\"\n#define KLOOP_ATTACK_DEVS \"" +
+                                                   devs + "\"\n");
   }
   std::string unix_fixture() {
     return unique(fixture("attack_unix_connect.cpp", "#define KLOOP_ATTACK_ABSTRACT \"" + abstract_name +
