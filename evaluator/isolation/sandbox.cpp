@@ -27,6 +27,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -198,6 +199,47 @@ void set_limit(int resource, uint64_t value) {
   setrlimit(resource, &rl);
 }
 
+// Landlock, by number (the build machine's headers may predate the ABI the
+// kernel speaks).
+constexpr uint64_t kLandlockMakeChar = 1ull << 6;
+constexpr uint64_t kLandlockMakeBlock = 1ull << 11;
+constexpr uint64_t kLandlockScopeSignal = 1ull << 1;
+
+int landlock_abi() {
+#ifdef SYS_landlock_create_ruleset
+  long v = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u /* LANDLOCK_CREATE_RULESET_VERSION */);
+  return v > 0 ? static_cast<int>(v) : 0;
+#else
+  return 0;
+#endif
+}
+
+// A Landlock domain of the sandbox's own: the kernel then refuses every
+// ptrace access from inside it to a process outside it (ptrace,
+// process_vm_*, /proc/PID/{mem,environ,fd,root,...}), whatever the uids and
+// dumpable flags, and from ABI 6 on every signal to outside. It guards the
+// windows undumpability leaves open: a kloop process between its exec and
+// its prctl, and a strict sandbox's child while it writes its user
+// namespace's maps (dumpable, with a copy of the driver's memory), both of
+// which a weak candidate with the same uid could otherwise open. The only
+// file rights it handles (device nodes) are denied everywhere anyway.
+bool enter_landlock_domain(int abi) {
+#ifdef SYS_landlock_create_ruleset
+  struct {
+    uint64_t handled_access_fs, handled_access_net, scoped;
+  } attr = {kLandlockMakeChar | kLandlockMakeBlock, 0, abi >= 6 ? kLandlockScopeSignal : 0};
+  const size_t size = abi >= 6 ? 24 : abi >= 4 ? 16 : 8;
+  long ruleset = syscall(SYS_landlock_create_ruleset, &attr, size, 0u);
+  if (ruleset < 0) return false;
+  const bool ok = syscall(SYS_landlock_restrict_self, static_cast<int>(ruleset), 0u) == 0;
+  close(static_cast<int>(ruleset));
+  return ok;
+#else
+  (void)abi;
+  return false;
+#endif
+}
+
 bool exists(const std::string& p) {
   std::error_code ec;
   return fs::exists(p, ec);
@@ -336,6 +378,7 @@ struct PreparedSandbox::Plan {
   std::string cwd;
   std::vector<std::string> env;
   std::vector<char*> envp;
+  int landlock_abi = 0;  // 0: the kernel has no Landlock
 };
 
 const char* isolation_name(Isolation level) {
@@ -427,6 +470,16 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
   p.gid_map = std::to_string(getegid()) + " " + std::to_string(getegid()) + " 1\n";
   const std::string tmp_inside = p.strict ? "/tmp" : (cwd.empty() ? fs::temp_directory_path().string() : cwd);
   p.keep_environment = spec.level == Isolation::kNone;
+  static const int abi = landlock_abi();
+  if (spec.level != Isolation::kNone) p.landlock_abi = abi;
+  if (abi == 0 && spec.level == Isolation::kWeak && !p.as_root) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      std::fprintf(stderr,
+                   "kloop: warning: this kernel has no Landlock; under --isolation weak the candidate has your uid "
+                   "and only kloop's undumpable processes are out of its reach\n");
+    }
+  }
   if (!p.keep_environment) p.env = sandbox_environment(spec.level, tmp_inside);
   p.weak_drop_uid = spec.level == Isolation::kWeak && p.as_root && spec.weak_as_sandbox_uid;
   if (spec.level != Isolation::kNone) p.group = SandboxGroup::create(spec.group_memory_bytes, spec.group_processes);
@@ -662,6 +715,7 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
     set_limit(RLIMIT_CORE, 0);
     if (!p.cwd.empty() && chdir(p.cwd.c_str()) != 0) fail(fd, "entering the working folder");
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(fd, "PR_SET_NO_NEW_PRIVS");
+    if (p.landlock_abi > 0 && !enter_landlock_domain(p.landlock_abi)) fail(fd, "entering a Landlock domain");
     if (spec_.level != Isolation::kNone) {
       struct sock_filter filter[kMaxFilter];
       const int n = build_filter(filter, !p.strict, getpid());

@@ -23,7 +23,9 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -538,8 +540,53 @@ void PrintTo(const CliAttack& c, std::ostream* os) { *os << c.fixture << " under
 
 class UnprivilegedAttackTest : public UnprivilegedTest, public ::testing::WithParamInterface<CliAttack> {};
 
+// Whether the kernel speaks Landlock (the sandbox's ptrace and signal scope).
+bool have_landlock() {
+#ifdef SYS_landlock_create_ruleset
+  return syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u /* LANDLOCK_CREATE_RULESET_VERSION */) > 0;
+#else
+  return false;
+#endif
+}
+
+// A dumpable process of uid 65534 outside any sandbox, standing for the
+// moments a kloop process of the same user is dumpable: between its exec and
+// its prctl, and a strict sandbox's child writing its user namespace's maps
+// with a copy of the driver's memory (a concurrent strict evaluation reached
+// so by a weak candidate was CI's failure). Without Landlock only
+// undumpability guards kloop's processes, and a bystander is reachable.
+class Bystander {
+ public:
+  Bystander() {
+    pid_ = fork();
+    if (pid_ == 0) {
+      execlp("setpriv", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "300", nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 500 && pid_ > 0; ++i) {
+      std::ifstream comm("/proc/" + std::to_string(pid_) + "/comm");
+      std::string name;
+      if (std::getline(comm, name) && name == "sleep") return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ~Bystander() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  Bystander(const Bystander&) = delete;
+  Bystander& operator=(const Bystander&) = delete;
+
+ private:
+  pid_t pid_ = -1;
+};
+
 TEST_P(UnprivilegedAttackTest, IsBlocked) {
   const CliAttack& c = GetParam();
+  std::unique_ptr<Bystander> bystander;
+  if (c.fixture == "attack_reference_memory.cpp" && have_landlock()) bystander = std::make_unique<Bystander>();
   CliResult r = eval_as_nobody(scratch().fixture(c.fixture), c.isolation);
   expect_blocked_cli(r, c.isolation);
 }
