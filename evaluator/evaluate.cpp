@@ -15,6 +15,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -327,13 +329,49 @@ struct CandidateTiming {
   long long persisting_l2_limit = 0;
   json post_exchange;  // what time_post published
   json check;          // the figures of the plausibility check
+  int checked_calls = 0;  // timed calls whose output was checked against the reference
   std::string implausible;  // why the claims cannot be true; "" when they can
 };
+
+// Checks the output the last timing batch kept, computed on input set `set`,
+// against the reference; throws CandidateFailed or ProtocolViolation, or
+// records a finding.
+using TimedCallCheck = std::function<void(int set)>;
+
+// Random numbers the candidate cannot predict: nonces for the timing inputs,
+// the order of the input sets, which timed calls are checked.
+class Unpredictable {
+ public:
+  Unpredictable() : rng_(std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32)) {}
+  uint64_t nonce() { return rng_(); }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  int below(int n) { return n <= 1 ? 0 : static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+// The timing case: case `c`'s model and weights with `sets` input sets
+// drawn from a fresh nonce, so no timed call repeats a test input, nor one of
+// an earlier evaluation or process.
+json timing_case_of(const json& c, int sets, uint64_t nonce) {
+  json t = c;
+  t["seed"] = nonce;
+  t["calls"] = std::max(2, sets);
+  return t;
+}
+
+// Timed calls checked per batch, on average, and at most per evaluation (each
+// costs the reference one forward on the same inputs).
+constexpr double kCheckChance = 0.25;
+constexpr int kMaxChecks = 6;
+// What the kept outputs of one batch may hold in the candidate's memory.
+constexpr double kKeptBytesCpu = 256.0 * (1 << 20), kKeptBytesGpu = 2.0 * (1 << 30);
 
 CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const TimingRules& rules, bool cpu,
                                double overhead_per_sample, std::chrono::milliseconds timeout,
                                const std::function<void(const std::optional<json>&)>& check_reply,
-                               double& candidate_seconds, const json& post_cmd) {
+                               double& candidate_seconds, const json& post_cmd, const TimedCallCheck& check_call) {
   auto call = [&](const json& cmd) {
     const auto t0 = Clock::now();
     auto r = cand.call(cmd, timeout);
@@ -342,32 +380,62 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
     check_reply(r);
     return std::make_pair(*r, seconds);
   };
-  call(setup_cmd);
+  auto [setup, setup_seconds] = call(setup_cmd);
+  (void)setup_seconds;
+  const int sets = static_cast<int>(setup_cmd.at("case").value("calls", 1));
+  const json& claimed_bytes = setup.value("output_bytes", json(0));
+  const double output_bytes = claimed_bytes.is_number() ? std::max(0.0, claimed_bytes.get<double>()) : 0;
+  Unpredictable random;
+  int previous_set = -1;
+  auto next_set = [&] {
+    // Never the set of the call before: no two consecutive calls share inputs.
+    int s = sets <= 1 ? 0 : previous_set < 0 ? random.below(sets) : (previous_set + 1 + random.below(sets - 1)) % sets;
+    previous_set = s;
+    return s;
+  };
   constexpr int kMaxDiscarded = 200;
   StoppingRule rule(rules);
   CandidateTiming out;
+  std::set<int> checked_sets;
   std::vector<double> wall;
   double claimed = 0, observed = 0;
   int run = 0, batches = 0;
   int batch = std::max(1, std::min(rules.min_samples, 1000));
-  while (!rule.done()) {
-    auto [r, seconds] = call({{"op", "time_batch"}, {"samples", batch}, {"l2_flush", rules.l2_flush}});
-    const json samples = r.value("samples", json()), walls = r.value("wall", json()), thr = r.value("throttled", json());
-    if (!samples.is_array() || samples.size() != static_cast<std::size_t>(batch) || !walls.is_array() ||
-        walls.size() != samples.size() || !thr.is_array() || thr.size() != samples.size()) {
-      throw ProtocolViolation("a timing batch did not return the " + std::to_string(batch) + " samples asked for");
+  auto run_batch = [&](int n, bool keep_one, bool count) {
+    json order = json::array();
+    for (int i = 0; i < n; ++i) order.push_back(next_set());
+    // The kept call: a random one, of a set no check has seen yet where the
+    // batch has one (so the checks cover every set).
+    int kept_at = -1;
+    if (keep_one) {
+      std::vector<int> fresh;
+      for (int i = 0; i < n; ++i) {
+        if (!checked_sets.count(order[static_cast<std::size_t>(i)].get<int>())) fresh.push_back(i);
+      }
+      kept_at = fresh.empty() ? random.below(n) : fresh[static_cast<std::size_t>(random.below(static_cast<int>(fresh.size())))];
+      checked_sets.insert(order[static_cast<std::size_t>(kept_at)].get<int>());
     }
-    ++batches;
-    run += batch;
-    observed += seconds;
+    json keep = keep_one ? json::array({kept_at}) : json::array();
+    auto [r, seconds] = call({{"op", "time_batch"}, {"samples", n}, {"l2_flush", rules.l2_flush}, {"sets", order}, {"keep", keep}});
+    const json samples = r.value("samples", json()), walls = r.value("wall", json()), thr = r.value("throttled", json());
+    if (!samples.is_array() || samples.size() != static_cast<std::size_t>(n) || !walls.is_array() ||
+        walls.size() != samples.size() || !thr.is_array() || thr.size() != samples.size()) {
+      throw ProtocolViolation("a timing batch did not return the " + std::to_string(n) + " samples asked for");
+    }
+    // A batch that kept an output also copied it: outside the wall check.
+    if (!keep_one) {
+      ++batches;
+      run += n;
+      observed += seconds;
+    }
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const double t = samples[i].is_number() ? samples[i].get<double>() : -1;
       const double w = walls[i].is_number() ? walls[i].get<double>() : -1;
       if (!std::isfinite(t) || t < 0 || t > 1e4 || !std::isfinite(w) || w < 0 || w > 1e4 || !thr[i].is_boolean()) {
         throw ProtocolViolation("a timing sample that is not a time");
       }
-      claimed += t;
-      if (rule.done()) continue;  // the batch overshot the stopping point
+      if (!keep_one) claimed += t;
+      if (!count || rule.done()) continue;  // the batch overshot the stopping point
       if (thr[i].get<bool>() && out.throttled_discarded < kMaxDiscarded) {
         ++out.throttled_discarded;
         continue;
@@ -378,6 +446,16 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
     if (const json& l2 = r.value("persisting_l2_limit", json(0)); l2.is_number() && l2.get<double>() != 0) {
       out.persisting_l2_limit = l2.get<long long>();
     }
+    if (keep_one) {
+      ++out.checked_calls;
+      check_call(order[static_cast<std::size_t>(kept_at)].get<int>());
+    }
+  };
+  const double kept_budget = cpu ? kKeptBytesCpu : kKeptBytesGpu;
+  while (!rule.done()) {
+    const bool keep_one = check_call && out.checked_calls < kMaxChecks && output_bytes <= kept_budget &&
+                          random.chance(kCheckChance);
+    run_batch(batch, keep_one, true);
     const auto& taken = rule.samples();
     const double median = taken.empty() ? 1e-3 : summarize(taken).median;
     // About 0.1 s per batch: few round trips, and no batch the timeout could cut.
@@ -387,13 +465,21 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
       throw ProtocolViolation("timing went on far past its budget (" + std::to_string(observed) + " s)");
     }
   }
+  // Every input set gets at least one checked call: more batches, like the
+  // others, until each has.
+  for (int extra = 0; check_call && output_bytes <= kept_budget && extra < 4 * sets &&
+                     static_cast<int>(checked_sets.size()) < std::min(sets, kMaxChecks);
+       ++extra) {
+    run_batch(1 + random.below(std::min(batch, 8)), true, false);
+  }
   out.summary = rule.summary();
   out.wall = summarize(wall);
   const double per_sample = 2 * overhead_per_sample + (cpu ? 50e-6 : 20e-6);
   const double per_batch = cpu ? 20e-3 : 5e-3;
   const double allowed = kTimingClaimMargin * claimed + run * per_sample + batches * per_batch;
   out.check = {{"samples_run", run},          {"batches", batches},           {"claimed_seconds", claimed},
-               {"observed_seconds", observed}, {"allowed_seconds", allowed},   {"overhead_per_sample", overhead_per_sample}};
+               {"observed_seconds", observed}, {"allowed_seconds", allowed},   {"overhead_per_sample", overhead_per_sample},
+               {"input_sets", sets},           {"checked_calls", out.checked_calls}};
   if (observed > allowed) {
     char buf[256];
     std::snprintf(buf, sizeof(buf),
@@ -436,6 +522,14 @@ void reference_baseline(WorkerSession& ref, const json& c, const BaselineKey& ke
   }
   r.input_bytes = reply->value("input_bytes", 0.0);
   if (!cpu) store_baseline(cache_dir, key, Baseline{*r.fp32, r.tf32, utc_now()});
+}
+
+// The message of the timed_call_incorrect finding.
+std::string timed_wrong_message(const Verdict& v) {
+  for (const auto& f : v.integrity) {
+    if (f.check == "timed_call_incorrect") return f.message;
+  }
+  return "";
 }
 
 VerdictClass class_from_name(const std::string& name) {
@@ -957,13 +1051,50 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     // 6. Timing, then one more call that must still be correct.
     if (options_.measure_time) {
       const double overhead = sample_overhead_seconds(ref, rules, options_.run_timeout);
+      // The timed calls get inputs of their own, from a nonce: the model of
+      // case 0 (same weights), never a test input, never an earlier run's.
+      const json timing_case = timing_case_of(cases[0], calls, Unpredictable().nonce());
+      ref_call({{"op", "prepare"}, {"dir", work.shared()}, {"case", timing_case}}, options_.run_timeout,
+               v.phases.reference);
+      std::string timed_wrong;
+      int check_number = 0;
+      auto check_timed_call = [&](int set) {
+        ref_call({{"op", "expect"}, {"dir", work.shared()}, {"case", timing_case}, {"call", set}}, options_.run_timeout,
+                 v.phases.reference);
+        const std::string name = "timing.check" + std::to_string(check_number++);
+        cand_call({{"op", "time_check"}, {"kept", 0}, {"out_dir", work.sandbox()}, {"name", name},
+                   {"transport", transport()}},
+                  options_.run_timeout);
+        if (auto bad = worker_failed(reply)) throw CandidateFailed{*bad};
+        const json j = judge(reply->value("exchange", json()), work.sandbox() + "/" + name, false, false);
+        if (!timed_wrong.empty()) return;
+        if (j.at("output_count") != j.at("expected_count")) {
+          timed_wrong = "returned " + j.at("output_count").dump() + " output(s), expected " + j.at("expected_count").dump();
+        }
+        for (const auto& cmp : j.at("outputs")) {
+          if (!timed_wrong.empty() || cmp.value("passed", false)) continue;
+          const TensorComparison c = comparison_from_json(cmp);
+          timed_wrong = !c.problem.empty() ? c.name + ": " + c.problem
+                                           : c.name + " differs in " + std::to_string(c.mismatches) + " of " +
+                                                 std::to_string(c.numel) + " elements (max abs error " +
+                                                 std::to_string(c.max_abs_error) + ")";
+        }
+      };
       const CandidateTiming timed = time_candidate(
-          cand, {{"op", "time_setup"}, {"dir", work.shared()}, {"case", cases[0]}, {"rules", to_json(rules)}}, rules, cpu,
-          overhead, options_.run_timeout,
+          cand,
+          {{"op", "time_setup"}, {"dir", work.shared()}, {"case", timing_case}, {"post_case", cases[0]},
+           {"rules", to_json(rules)}},
+          rules, cpu, overhead, options_.run_timeout,
           [&](const std::optional<json>& r) {
             if (auto bad = worker_failed(r)) throw CandidateFailed{*bad};
           },
-          v.phases.candidate, {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", transport()}});
+          v.phases.candidate, {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", transport()}},
+          check_timed_call);
+      if (!timed_wrong.empty()) {
+        v.integrity.push_back({"timed_call_incorrect",
+                               "a timed call, on inputs of its own, gave a wrong result (" + timed_wrong +
+                                   "), though the test calls were right: it computes only when checked"});
+      }
       v.candidate_time = timed.summary;
       v.throttled_samples_discarded = timed.throttled_discarded;
       v.timing_check = timed.check;
@@ -1026,6 +1157,10 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
           cand.finish();
           return finish(VerdictClass::kIntegrityViolation, "corrupt_after_repeat: " + v.integrity.back().message);
         }
+      }
+      if (!timed_wrong.empty() && protocol.integrity_checks) {
+        cand.finish();
+        return finish(VerdictClass::kIntegrityViolation, "timed_call_incorrect: " + timed_wrong_message(v));
       }
       if (v.reference_time && v.candidate_time->headline(rules.statistic) > 0) {
         v.speedup = v.reference_time->headline(rules.statistic) / v.candidate_time->headline(rules.statistic);
@@ -1292,9 +1427,13 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
     double seconds = 0;
     CandidateTiming timed;
     try {
-      timed = time_candidate(cand, {{"op", "time_setup"}, {"dir", work.shared()}, {"case", c}, {"rules", to_json(rules)}},
+      // Each process its own nonce: no cache in a file carries over.
+      const json tc = timing_case_of(c, protocol.calls_per_case, Unpredictable().nonce());
+      timed = time_candidate(cand,
+                             {{"op", "time_setup"}, {"dir", work.shared()}, {"case", tc}, {"post_case", c},
+                              {"rules", to_json(rules)}},
                              rules, cpu, overhead, options_.run_timeout, fail, seconds,
-                             {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", "file"}});
+                             {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", "file"}}, nullptr);
     } catch (const ProtocolViolation& e) {
       throw EvaluationError(std::string("repeat timing: protocol_violation: ") + e.what());
     }

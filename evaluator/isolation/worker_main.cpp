@@ -38,6 +38,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "evaluator/check/tensor_compare.h"
@@ -230,6 +231,7 @@ class Worker {
     if (op == "audit") return audit(cmd);
     if (op == "time_setup") return time_setup(cmd);
     if (op == "time_batch") return time_batch(cmd);
+    if (op == "time_check") return time_check(cmd);
     if (op == "time_post") return time_post(cmd);
     if (op == "timing_floor") return timing_floor(cmd);
     if (op == "baseline") return baseline(cmd);
@@ -852,6 +854,12 @@ class Worker {
   //               their event (GPU) or wall (CPU) times, and what the device
   //               saw (throttling, the persisting-L2 limit);
   //   time_post   one more call on a fresh set, published for the judge.
+  // Candidate: the timing loop's state. The case is the driver's timing
+  // case (inputs from a nonce of its own, never the test inputs): its
+  // `calls` input sets are drawn here once; the driver says which set each
+  // timed call gets and which calls' outputs to keep for its checks, both
+  // after the fact for the candidate (a kept output is copied once the
+  // call's timing has ended, and no phase text tells the calls apart).
   json time_setup(const json& cmd) {
     at::AutoGradMode no_grad(false);
     const json& c = cmd.at("case");
@@ -860,24 +868,25 @@ class Worker {
     release_call_state();
     auto weights = read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt"));
     timing_module_ = construct(weights, c.at("args"), timing_label_);
-    for (int call = 0; call < c.value("calls", 1); ++call) {
-      set_phase("drawing inputs for " + timing_label_ + " call " + std::to_string(call));
-      timing_sets_.push_back(draw_args(c, call));
-    }
+    set_phase("timed calls, " + timing_label_);
+    for (int call = 0; call < c.value("calls", 1); ++call) timing_sets_.push_back(draw_args(c, call));
     timing_case_ = c;
+    post_case_ = cmd.value("post_case", c);
     const TimingRules rules = rules_from_json(cmd.at("rules"));
     session_->set_tf32(cmd.value("tf32", false));
     session_->reset_persisting_l2();
-    set_phase("timing warm-up, " + timing_label_);
     const auto warm_start = Clock::now();
+    double output_bytes = 0;
     for (int i = 0; i < rules.warmup_calls ||
                     std::chrono::duration<double>(Clock::now() - warm_start).count() < rules.warmup_seconds;
          ++i) {
-      timing_module_->forward(timing_sets_[timing_next_++ % timing_sets_.size()]);
+      auto out = timing_module_->forward(timing_sets_[timing_next_++ % timing_sets_.size()]);
       synchronize();
+      output_bytes = 0;
+      for (const auto& t : out) output_bytes += t.defined() ? static_cast<double>(t.numel() * t.element_size()) : 0;
       if (i > 10000) break;
     }
-    return json::object();
+    return {{"sets", timing_sets_.size()}, {"output_bytes", output_bytes}};
   }
 
   json time_batch(const json& cmd) {
@@ -885,27 +894,57 @@ class Worker {
     at::AutoGradMode no_grad(false);
     const int n = cmd.at("samples");
     const bool flush = cmd.value("l2_flush", true);
-    set_phase("timing, " + timing_label_);
+    const json sets = cmd.value("sets", json::array());
+    const json keep = cmd.value("keep", json::array());
+    if (!sets.is_array() || (!sets.empty() && sets.size() != static_cast<std::size_t>(n))) {
+      throw WorkerError{"runtime_error", "time_batch: 'sets' must give one input set per sample"};
+    }
+    std::set<int> keep_at;
+    for (const auto& k : keep) keep_at.insert(k.get<int>());
+    kept_.clear();
     json samples = json::array(), wall = json::array(), throttled = json::array();
     for (int i = 0; i < n; ++i) {
-      const auto& in = timing_sets_[timing_next_++ % timing_sets_.size()];
+      const std::size_t set = sets.empty() ? timing_next_++ % timing_sets_.size() : sets[static_cast<std::size_t>(i)].get<std::size_t>();
+      if (set >= timing_sets_.size()) throw WorkerError{"runtime_error", "time_batch: no input set " + std::to_string(set)};
+      const auto& in = timing_sets_[set];
       session_->begin_sample(flush);
       auto out = timing_module_->forward(in);
       samples.push_back(session_->end_sample());
       wall.push_back(session_->last_wall_seconds());
       throttled.push_back(session_->last_sample_throttled());
+      if (keep_at.count(i)) {
+        std::vector<at::Tensor> copy;
+        for (const auto& t : out) copy.push_back(t.defined() ? t.clone() : t);
+        synchronize();
+        kept_.push_back(std::move(copy));
+      }
     }
     return {{"samples", samples}, {"wall", wall}, {"throttled", throttled},
             {"persisting_l2_limit", session_->persisting_l2_limit()}, {"clock_monitor", session_->clock_monitor()}};
+  }
+
+  // Candidate: publishes the k-th output the last batch kept, for the
+  // driver's check against the reference on the same input set.
+  json time_check(const json& cmd) {
+    const std::size_t k = cmd.at("kept").get<std::size_t>();
+    if (k >= kept_.size()) throw WorkerError{"runtime_error", "time_check: no kept output " + std::to_string(k)};
+    const std::vector<at::Tensor>& out = kept_[k];
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (!out[i].defined() || out[i].device().str() != at::Device(device_).str()) {
+        throw WorkerError{"runtime_error", "a timed call returned output " + std::to_string(i) +
+                                               " undefined or on another device"};
+      }
+    }
+    return {{"exchange", publish(out, {}, cmd.value("transport", "file"), out_file(cmd, cmd.at("name").get<std::string>()))}};
   }
 
   json time_post(const json& cmd) {
     if (!timing_module_) throw WorkerError{"runtime_error", "time_post before time_setup"};
     at::AutoGradMode no_grad(false);
     session_->set_tf32(false);
-    set_phase("post-timing check, " + timing_label_);
     timing_sets_.clear();  // memory for the fresh set
-    auto fresh = draw_args(timing_case_, 0);  // the timed calls may have left anything in the old ones
+    kept_.clear();
+    auto fresh = draw_args(post_case_, 0);  // the timed calls may have left anything in the old ones
     auto out = timing_module_->forward(fresh);
     synchronize();
     for (std::size_t i = 0; i < out.size(); ++i) {
@@ -914,7 +953,7 @@ class Worker {
                                                " undefined or on another device"};
       }
     }
-    const std::string stem = out_file(cmd, "case" + std::to_string(timing_case_.at("id").get<int>()) + ".post");
+    const std::string stem = out_file(cmd, "case" + std::to_string(post_case_.at("id").get<int>()) + ".post");
     json answer = {{"exchange", publish(out, {}, cmd.value("transport", "file"), stem)}};
     timing_module_.reset();
     return answer;
@@ -1054,6 +1093,7 @@ class Worker {
   void release_call_state() {
     timing_module_.reset();
     timing_sets_.clear();
+    kept_.clear();
     exchange_.release();
     input_export_.release();
     last_outputs_.clear();
@@ -1082,6 +1122,8 @@ class Worker {
   std::vector<std::vector<at::Tensor>> timing_sets_;
   std::size_t timing_next_ = 0;
   json timing_case_;
+  json post_case_;
+  std::vector<std::vector<at::Tensor>> kept_;  // outputs of timed calls the driver will check
   std::string timing_label_;
   std::vector<at::Tensor> pristine_, expected_, previous_expected_, retained_expected_, previous_actual_;
   std::vector<at::Tensor> fp64_expected_;  // the optional fp64 twin's outputs for the current call

@@ -110,6 +110,16 @@ TEST_F(GpuEvalTest, CachedResultIsCaught) {
   EXPECT_TRUE(has_check(v, "stale_output")) << v.message;
 }
 
+// Replays its first output for inputs it has seen: every test input is new,
+// the timed calls' are not. A checked timed call (on inputs of their own, from
+// a nonce) is wrong.
+TEST_F(GpuEvalTest, ReplayOnSeenInputsIsCaughtByACheckedTimedCall) {
+  Verdict v = eval("relu_replays_seen.cu");
+  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
+  EXPECT_TRUE(has_check(v, "timed_call_incorrect")) << v.message;
+  std::cout << "relu_replays_seen: " << v.message << "\n";
+}
+
 TEST_F(GpuEvalTest, PersistingL2CarveOutIsCaught) {
   Verdict v = eval("relu_persisting_l2.cu");
   EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;

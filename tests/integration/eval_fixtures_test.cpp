@@ -86,6 +86,9 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"returns_input.cpp", "kernelbench", "correct", "test calls passed"},
         FixtureCase{"caches_result.cpp", "strict", "integrity_violation", "stale_output"},
         FixtureCase{"corrupt_later.cpp", "strict", "integrity_violation", "corrupt_after_repeat"},
+        // Replays its first output for inputs it has seen: the tests are new,
+        // the timed calls are not; a checked timed call catches it.
+        FixtureCase{"replays_seen.cpp", "strict", "integrity_violation", "timed_call_incorrect"},
         FixtureCase{"no_register.cpp", "strict", "load_error", "KLOOP_REGISTER_CANDIDATE(ModelNew)"},
         FixtureCase{"wrong_arity.cpp", "strict", "load_error", "forward takes 2 tensor argument(s)"},
         // Attacks on the worker channel (tests/fixtures/attacks): what a reply
