@@ -7,13 +7,23 @@
 
 namespace kloop {
 
-nlohmann::json to_json(const Tolerance& tol) { return {{"atol", tol.atol}, {"rtol", tol.rtol}}; }
+nlohmann::json to_json(const Tolerance& tol) {
+  nlohmann::json j = {{"atol", tol.atol}, {"rtol", tol.rtol}};
+  if (tol.magnitude > 0) j["magnitude"] = tol.magnitude;
+  return j;
+}
 
 Tolerance tolerance_from_json(const nlohmann::json& j) {
   Tolerance tol;
   tol.atol = j.at("atol");
   tol.rtol = j.at("rtol");
+  tol.magnitude = j.value("magnitude", 0.0);
   return tol;
+}
+
+double effective_atol(const Tolerance& tol, double rms_expected) {
+  if (tol.magnitude <= 0 || !(rms_expected > 0)) return tol.atol;
+  return std::min(tol.atol, tol.magnitude * rms_expected);
 }
 
 std::vector<int64_t> unravel_index(int64_t flat, const std::vector<int64_t>& shape) {
@@ -40,6 +50,26 @@ TensorComparison compare_tensors(const HostTensor& expected, const HostTensor& a
                 dtype_name(actual.dtype);
     return c;
   }
+  double squares = 0;
+  int64_t finite = 0;
+  double e_min = INFINITY, e_max = -INFINITY, a_min = INFINITY, a_max = -INFINITY;
+  bool a_nan = false;
+  for (int64_t i = 0; i < c.numel; ++i) {
+    const double e = expected.at(static_cast<std::size_t>(i));
+    const double a = actual.at(static_cast<std::size_t>(i));
+    if (std::isfinite(e)) {
+      squares += e * e;
+      ++finite;
+      e_min = std::min(e_min, e);
+      e_max = std::max(e_max, e);
+    }
+    a_nan = a_nan || std::isnan(a);
+    a_min = std::min(a_min, a);
+    a_max = std::max(a_max, a);
+  }
+  c.rms_expected = finite ? std::sqrt(squares / static_cast<double>(finite)) : 0.0;
+  c.atol_used = effective_atol(tol, c.rms_expected);
+  const double atol = c.atol_used;
   for (int64_t i = 0; i < c.numel; ++i) {
     const double e = expected.at(static_cast<std::size_t>(i));
     const double a = actual.at(static_cast<std::size_t>(i));
@@ -54,7 +84,7 @@ TensorComparison compare_tensors(const HostTensor& expected, const HostTensor& a
       abs_err = ok ? 0.0 : INFINITY;
     } else {
       abs_err = std::fabs(a - e);
-      ok = abs_err <= tol.atol + tol.rtol * std::fabs(e);
+      ok = abs_err <= atol + tol.rtol * std::fabs(e);
     }
     if (std::isfinite(e) && !std::isfinite(a)) ++c.non_finite;
     c.max_abs_error = std::max(c.max_abs_error, abs_err);
@@ -67,6 +97,10 @@ TensorComparison compare_tensors(const HostTensor& expected, const HostTensor& a
     }
   }
   c.passed = (c.mismatches == 0);
+  if (tol.magnitude > 0 && c.numel > 1 && !a_nan && a_min == a_max && e_min < e_max) {
+    c.passed = false;
+    c.problem = "constant output: every element is " + std::to_string(a_min) + " where the expected values vary";
+  }
   return c;
 }
 
@@ -83,6 +117,8 @@ nlohmann::json to_json(const TensorComparison& c) {
                       {"max_abs_error", c.max_abs_error},
                       {"max_rel_error", c.max_rel_error},
                       {"max_abs_expected", c.max_abs_expected},
+                      {"rms_expected", c.rms_expected},
+                      {"atol_used", c.atol_used},
                       {"first_mismatches", mism}};
   if (!c.problem.empty()) j["problem"] = c.problem;
   return j;
@@ -102,6 +138,8 @@ TensorComparison comparison_from_json(const nlohmann::json& j) {
   c.max_abs_error = number(j.value("max_abs_error", nlohmann::json(0.0)), INFINITY);
   c.max_rel_error = number(j.value("max_rel_error", nlohmann::json(0.0)), INFINITY);
   c.max_abs_expected = number(j.value("max_abs_expected", nlohmann::json(0.0)), 0.0);
+  c.rms_expected = number(j.value("rms_expected", nlohmann::json(0.0)), 0.0);
+  c.atol_used = number(j.value("atol_used", nlohmann::json(0.0)), 0.0);
   for (const auto& m : j.value("first_mismatches", nlohmann::json::array())) {
     c.first_mismatches.push_back({m.at("index").get<std::vector<int64_t>>(), number(m.at("expected"), NAN),
                                   number(m.at("actual"), NAN)});

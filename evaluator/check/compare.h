@@ -16,6 +16,11 @@ namespace kloop {
 struct Tolerance {
   double atol = 1e-3;
   double rtol = 1e-3;
+  // Magnitude-aware judging (strict): when > 0, atol is at most this
+  // fraction of the expected output's RMS, so an all-zero or constant answer
+  // cannot pass on outputs far below atol; and a constant output where the
+  // expected one varies fails as such. 0: plain atol + rtol * |expected|.
+  double magnitude = 0;
 };
 
 // The form the driver sends to the reference worker: {"atol": .., "rtol": ..}.
@@ -38,8 +43,13 @@ struct TensorComparison {
   double max_abs_error = 0;
   double max_rel_error = 0;
   double max_abs_expected = 0;
+  double rms_expected = 0;  // over the expected's finite values
+  double atol_used = 0;     // the absolute tolerance applied (see Tolerance::magnitude)
   std::vector<Mismatch> first_mismatches;
 };
+
+// The absolute tolerance for an expected output of this RMS.
+double effective_atol(const Tolerance& tol, double rms_expected);
 
 TensorComparison compare_tensors(const HostTensor& expected, const HostTensor& actual,
                                  const Tolerance& tol, int max_listed = 5);

@@ -33,6 +33,34 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
   const at::Tensor e_all = expected.contiguous().view({-1});
   const at::Tensor a_all = actual.contiguous().view({-1});
   const std::vector<int64_t> shape = expected.sizes().vec();
+  // First pass: the expected's scale (for a magnitude-aware atol) and
+  // whether either side is constant.
+  double squares = 0;
+  int64_t finite = 0;
+  double e_min = INFINITY, e_max = -INFINITY, a_min = INFINITY, a_max = -INFINITY;
+  bool a_nan = false;
+  for (int64_t begin = 0; begin < c.numel; begin += chunk) {
+    const int64_t len = std::min(chunk, c.numel - begin);
+    const at::Tensor e = e_all.narrow(0, begin, len).to(at::kDouble);
+    const at::Tensor a = a_all.narrow(0, begin, len).to(at::kDouble);
+    const at::Tensor e_fin = e.isfinite();
+    const at::Tensor ef = at::where(e_fin, e, at::zeros_like(e));
+    squares += (ef * ef).sum().item<double>();
+    const int64_t n_fin = e_fin.sum().item<int64_t>();
+    finite += n_fin;
+    if (n_fin > 0) {
+      e_min = std::min(e_min, at::where(e_fin, e, at::full_like(e, INFINITY)).min().item<double>());
+      e_max = std::max(e_max, at::where(e_fin, e, at::full_like(e, -INFINITY)).max().item<double>());
+    }
+    a_nan = a_nan || a.isnan().any().item<bool>();
+    if (!a_nan) {
+      a_min = std::min(a_min, a.min().item<double>());
+      a_max = std::max(a_max, a.max().item<double>());
+    }
+  }
+  c.rms_expected = finite ? std::sqrt(squares / static_cast<double>(finite)) : 0.0;
+  c.atol_used = effective_atol(tol, c.rms_expected);
+  const double atol = c.atol_used;
   for (int64_t begin = 0; begin < c.numel; begin += chunk) {
     const int64_t len = std::min(chunk, c.numel - begin);
     const at::Tensor e = e_all.narrow(0, begin, len).to(at::kDouble);
@@ -42,7 +70,7 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
     const at::Tensor either_nan = e_nan.logical_or(a_nan);
     const at::Tensor both_finite = e_fin.logical_and(a_fin);
     const at::Tensor diff = (a - e).abs();
-    const at::Tensor within = diff.le(tol.atol + tol.rtol * e.abs());
+    const at::Tensor within = diff.le(atol + tol.rtol * e.abs());
     // NaN matches only NaN; an infinity only the same infinity; finite
     // values within atol + rtol * |expected|.
     const at::Tensor ok = at::where(either_nan, e_nan.logical_and(a_nan), at::where(both_finite, within, e.eq(a)));
@@ -72,6 +100,10 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
     }
   }
   c.passed = c.mismatches == 0;
+  if (tol.magnitude > 0 && c.numel > 1 && !a_nan && a_min == a_max && e_min < e_max) {
+    c.passed = false;
+    c.problem = "constant output: every element is " + std::to_string(a_min) + " where the expected values vary";
+  }
   return c;
 }
 

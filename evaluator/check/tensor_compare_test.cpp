@@ -24,6 +24,8 @@ void expect_same(const TensorComparison& host, const TensorComparison& dev) {
   EXPECT_DOUBLE_EQ(host.max_abs_error, dev.max_abs_error);
   EXPECT_DOUBLE_EQ(host.max_rel_error, dev.max_rel_error);
   EXPECT_DOUBLE_EQ(host.max_abs_expected, dev.max_abs_expected);
+  EXPECT_NEAR(host.rms_expected, dev.rms_expected, 1e-12 * (1 + host.rms_expected));
+  EXPECT_NEAR(host.atol_used, dev.atol_used, 1e-12 * (1 + host.atol_used));  // sums in another order
   ASSERT_EQ(host.first_mismatches.size(), dev.first_mismatches.size());
   for (std::size_t i = 0; i < host.first_mismatches.size(); ++i) {
     EXPECT_EQ(host.first_mismatches[i].index, dev.first_mismatches[i].index);
@@ -155,6 +157,45 @@ TEST(TensorExchangeTest, UnknownTransportIsAnError) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("CUDA tensors only"), std::string::npos) << e.what();
   }
+}
+
+// Outputs far below atol (a softmax over long rows, values near 1/N): plain
+// atol passes zeros and a constant 1/N; the magnitude-aware tolerance
+// (strict) fails both, on the host and on the device alike, and still passes
+// an answer off by fp32 rounding.
+TEST(TensorCompareTest, MagnitudeAwareToleranceFailsZerosAndConstantsOnTinyOutputs) {
+  at::manual_seed(3);
+  const int64_t n = 4096;
+  at::Tensor e = at::softmax(at::rand({4, n}, at::kDouble), 1).to(at::kFloat);  // as 23_Softmax's U(0,1) rows
+  at::Tensor zeros = at::zeros_like(e);
+  at::Tensor constant = at::full_like(e, 1.0 / static_cast<double>(n));
+  at::Tensor rounded = (e.to(at::kDouble) * (1 + 1e-6)).to(at::kFloat);
+  const Tolerance plain{1e-3, 1e-3};
+  Tolerance strict = plain;
+  strict.magnitude = 1e-3;
+  EXPECT_TRUE(compare_tensors(e, zeros, "output0", plain).passed);
+  EXPECT_TRUE(compare_tensors(e, constant, "output0", plain).passed);
+  for (int64_t chunk : {int64_t{1} << 26, int64_t{1000}}) {
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    const TensorComparison z = compare_tensors(e, zeros, "output0", strict, 5, chunk);
+    EXPECT_FALSE(z.passed);
+    EXPECT_GT(z.mismatches, z.numel / 2);
+    EXPECT_LT(z.atol_used, 1e-6);
+    expect_same(on_host(e, zeros, strict), z);
+    const TensorComparison c = compare_tensors(e, constant, "output0", strict, 5, chunk);
+    EXPECT_FALSE(c.passed);
+    EXPECT_NE(c.problem.find("constant output"), std::string::npos) << c.problem;
+    expect_same(on_host(e, constant, strict), c);
+    const TensorComparison r = compare_tensors(e, rounded, "output0", strict, 5, chunk);
+    EXPECT_TRUE(r.passed) << r.max_abs_error << " vs atol " << r.atol_used;
+    expect_same(on_host(e, rounded, strict), r);
+  }
+  // Outputs of ordinary size keep the plain atol; an all-zero expected one too.
+  at::Tensor big = 3 * at::randn({64});  // RMS about 3: unit scale and above keep atol
+  EXPECT_DOUBLE_EQ(compare_tensors(big, big, "output0", strict).atol_used, 1e-3);
+  EXPECT_TRUE(compare_tensors(at::zeros({8}), at::full({8}, 1e-4), "output0", strict).passed);
+  // A constant expected output may be answered by a constant.
+  EXPECT_TRUE(compare_tensors(at::full({8}, 0.5), at::full({8}, 0.5), "output0", strict).passed);
 }
 
 }  // namespace
