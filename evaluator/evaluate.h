@@ -100,6 +100,7 @@ struct BaselineReport {
   std::string problem;
   std::string error;
   bool cached = false;
+  std::string measured_at;  // when (UTC), by a reference with no candidate process alive
   std::optional<TimingSummary> fp32;
   std::optional<TimingSummary> tf32;
   double input_bytes = 0;

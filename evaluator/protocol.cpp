@@ -1,6 +1,7 @@
 // The three built-in protocols and their test plans.
 #include "evaluator/protocol.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace kloop {
@@ -54,6 +55,7 @@ nlohmann::json Protocol::to_json() const {
   return {{"name", name},
           {"atol", tolerance.atol},
           {"rtol", tolerance.rtol},
+          {"magnitude", tolerance.magnitude},
           {"seeds", seeds},
           {"extra_scalings", scalings},
           {"hidden_shapes", hidden_shapes},
@@ -69,6 +71,13 @@ nlohmann::json Protocol::to_json() const {
 }
 
 std::vector<std::string> protocol_names() { return {"kernelbench", "verified", "strict"}; }
+
+// Under strict, atol is meant for outputs of unit scale: below it, it
+// scales with the expected output's RMS (Tolerance::magnitude, as a fraction
+// of the RMS: atol 1e-3 becomes 1e-3 * RMS). Zeros, a constant or an
+// estimate that skips the work then miss outputs far below atol, while fp32
+// rounding stays near 1e-6 of their size.
+constexpr double kStrictMagnitude = 1e-3;
 
 Protocol protocol_by_name(const std::string& name) {
   Protocol p;
@@ -94,9 +103,10 @@ Protocol protocol_by_name(const std::string& name) {
     } else {
       p.description =
           "verified + hidden shapes, randomised non-identity parameters, all integrity checks, custom kernels only, "
-          "speed-of-light floor";
+          "speed-of-light floor, atol scaled by the output's RMS below unit scale, timed calls checked";
       p.hidden_shapes = true;
       p.randomize_identity_params = true;
+      p.tolerance.magnitude = kStrictMagnitude;
       p.require_custom_kernels = true;
       p.speed_of_light_floor = true;
     }
@@ -135,6 +145,11 @@ std::vector<TestCase> plan_tests(const ProblemSpec& spec, const Protocol& protoc
     }
   }
   return out;
+}
+
+bool excluded_by_protocol(const ProblemSpec& spec, const std::string& protocol) {
+  return protocol_by_name(protocol).exclude_degenerate &&
+         std::find(spec.excluded_from.begin(), spec.excluded_from.end(), protocol) != spec.excluded_from.end();
 }
 
 }  // namespace kloop

@@ -60,4 +60,9 @@ struct TestCase {
 std::vector<TestCase> plan_tests(const ProblemSpec& spec, const Protocol& protocol, bool cpu,
                                  uint64_t base_seed);
 
+// Whether `protocol` leaves this problem out (its spec's excluded_from,
+// under a protocol that excludes degenerate tasks): never sent to a model,
+// never evaluated, not in the denominator.
+bool excluded_by_protocol(const ProblemSpec& spec, const std::string& protocol);
+
 }  // namespace kloop

@@ -103,6 +103,11 @@ json Verdict::to_json() const {
     if (candidate_wall) timing["candidate_wall"] = kloop::to_json(*candidate_wall);
     timing["baseline"] = baseline;
     timing["baseline_cached"] = baseline_cached;
+    if (!baseline_measured_at.empty()) {
+      timing["baseline_provenance"] = {{"source", baseline_cached ? "cache" : "measured"},
+                                       {"measured_at", baseline_measured_at},
+                                       {"candidate_process_alive", false}};
+    }
     if (speedup) timing["speedup"] = *speedup;
     if (sol_floor_seconds) {
       timing["speed_of_light"] = {{"floor_seconds", *sol_floor_seconds}, {"bound", sol_bound}};
@@ -111,6 +116,7 @@ json Verdict::to_json() const {
     timing["throttled_samples_discarded"] = throttled_samples_discarded;
     j["timing"] = timing;
   }
+  if (!environment.is_null()) j["environment"] = environment;
   if (!activity.is_null()) {
     j["activity"] = activity;
     j["activity"]["reference_kernels_per_call"] = reference_kernels_per_call;

@@ -87,6 +87,9 @@ struct Verdict {
   std::string timing_statistic = "median";
   std::optional<double> speedup;
   bool baseline_cached = false;  // the reference times came from the baseline cache
+  // When the baseline was measured (UTC), always by the reference alone:
+  // before the candidate's process started, or earlier into the cache.
+  std::string baseline_measured_at;
   // GPU with a calibration: the speed-of-light floor of the problem's
   // FLOPs and bytes, and the candidate's share of it (100% = at the floor).
   std::optional<double> sol_floor_seconds;
@@ -96,6 +99,9 @@ struct Verdict {
   // GPU: what the candidate's forward launched (the activity audit), the
   // reference's kernel count, and the profile digests when asked for.
   nlohmann::json activity;          // null when no audit ran
+  // kloop's build (version, commit, compiler, LibTorch, CUDA) and, once the
+  // reference has loaded, its device (evaluator/build/environment.h).
+  nlohmann::json environment;
   double reference_kernels_per_call = -1;
   std::vector<std::string> vendor_libraries;
   std::string profile_digest;

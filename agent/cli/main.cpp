@@ -4,11 +4,13 @@
 #include <map>
 
 #include "agent/cli/commands.h"
+#include "evaluator/build/environment.h"
 #include "evaluator/problem/registry.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kloop: an agentic feedback-loop runner for LLM-written GPU kernels"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", kloop::version_text(), "print kloop's version, commit, LibTorch and CUDA, then exit");
   kloop::cli::GlobalOptions global;
   global.problems_dir = kloop::ProblemRegistry::default_root();
   auto* problems_opt = app.add_option("--problems", global.problems_dir, "folder holding the problem suites")

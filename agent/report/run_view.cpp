@@ -85,11 +85,6 @@ void drop_excluded(RunView& v, const ProblemRegistry& registry) {
 
 }  // namespace
 
-bool excluded_by_protocol(const ProblemSpec& spec, const std::string& protocol) {
-  return protocol_by_name(protocol).exclude_degenerate &&
-         std::find(spec.excluded_from.begin(), spec.excluded_from.end(), protocol) != spec.excluded_from.end();
-}
-
 std::string RunView::label() const { return run_name + " [" + protocol + "]"; }
 
 std::string rescore_results_file(const std::string& protocol) { return "rescore-" + protocol + ".jsonl"; }

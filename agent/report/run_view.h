@@ -10,6 +10,7 @@
 
 #include "agent/report/metrics.h"
 #include "evaluator/problem/registry.h"
+#include "evaluator/protocol.h"
 
 namespace kloop::report {
 
@@ -51,8 +52,7 @@ std::vector<SelectedProblem> selected_problems(const nlohmann::json& config, con
 // The protocols a run has results for: its own first, then each rescore.
 std::vector<std::string> run_protocols(const std::string& run_dir);
 
-// True when `spec` is a degenerate task that `protocol` leaves out.
-bool excluded_by_protocol(const ProblemSpec& spec, const std::string& protocol);
+// excluded_by_protocol (evaluator/protocol.h) says which tasks a protocol leaves out.
 
 // Loads a run under `protocol` ("" = the run's own). Problems the protocol
 // excludes leave the denominator (needs the registry). Throws

@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <set>
 #include <stdexcept>
+#include <type_traits>
 
 #include "evaluator/build/build_config.h"
 #include "evaluator/isolation/sandbox.h"
 #include "evaluator/problem/registry.h"
+#include "evaluator/protocol.h"
 
 namespace kloop {
 namespace {
@@ -71,6 +73,14 @@ class Reader {
   template <typename T>
   T get(const json& obj, const std::string& key, const std::string& field, T fallback) const {
     if (!obj.contains(key) || obj[key].is_null()) return fallback;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // No silent rounding (samples: 1.5 is not 1) and no wrap-around.
+      const json& v = obj[key];
+      if (!v.is_number_integer()) fail(field, "expected a whole number, got " + v.dump());
+      if (std::is_unsigned_v<T> && v.is_number_integer() && !v.is_number_unsigned() && v.get<long long>() < 0) {
+        fail(field, "expected a number >= 0, got " + v.dump());
+      }
+    }
     try {
       return obj[key].get<T>();
     } catch (const json::exception&) {
@@ -108,6 +118,19 @@ json RunConfig::to_json() const {
                {"command", provider.command},
                {"transcript", provider.transcript},
                {"prices", {{"input", provider.prices.input}, {"output", provider.prices.output}}}};
+  // Everything else a request depends on; of the extra headers only the
+  // names (values may be credentials).
+  json header_names = json::array();
+  for (const auto& [name, value] : provider.extra_headers) header_names.push_back(name);
+  prov["stop"] = provider.stop;
+  prov["extra_body"] = provider.extra_body;
+  prov["header_names"] = header_names;
+  prov["connect_timeout_s"] = provider.connect_timeout.count() / 1000.0;
+  prov["timeout_s"] = provider.total_timeout.count() / 1000.0;
+  prov["max_retries"] = provider.max_retries;
+  prov["initial_backoff_s"] = provider.initial_backoff.count() / 1000.0;
+  prov["max_backoff_s"] = provider.max_backoff.count() / 1000.0;
+  prov["concurrency"] = provider.concurrency;
   return {{"name", name},
           {"config_file", path},
           {"problems",
@@ -127,7 +150,8 @@ json RunConfig::to_json() const {
             {"keep_best", scaffold.keep_best},
             {"early_stop_speedup", scaffold.early_stop_speedup ? json(*scaffold.early_stop_speedup) : json(nullptr)}}},
           {"prompts", {{"dir", prompts.dir}, {"max_feedback_chars", prompts.max_feedback_chars}}},
-          {"evaluation", evaluation}};
+          {"evaluation", evaluation},
+          {"parallel_chains", parallel_chains}};
 }
 
 RunConfig load_run_config(const std::string& path) {
@@ -154,6 +178,20 @@ RunConfig load_run_config(const std::string& path) {
   c.problems_dir = r.resolve_path(r.get<std::string>(j, "problems_dir", "problems_dir", ProblemRegistry::default_root()));
   c.device = r.get<std::string>(j, "device", "device", "cpu");
   c.protocol = r.get<std::string>(j, "protocol", "protocol", "strict");
+  try {
+    (void)protocol_by_name(c.protocol);
+  } catch (const std::invalid_argument& e) {
+    r.fail("protocol", e.what());
+  }
+  if (c.device != "cpu" && c.device != "cuda" && c.device.rfind("cuda:", 0) != 0) {
+    r.fail("device", "'" + c.device + "' is not a device; use cpu, cuda or cuda:N");
+  }
+#ifndef KLOOP_WITH_CUDA
+  if (c.device != "cpu") {
+    r.fail("device", "this kloop was built without CUDA (a CPU LibTorch); build it against a CUDA LibTorch "
+                     "(scripts/build with KLOOP_CMAKE_ARGS=-DCMAKE_PREFIX_PATH=...) or use device: cpu");
+  }
+#endif
   c.seed = r.get<unsigned long long>(j, "seed", "seed", 1);
   c.parallel_chains = r.get<int>(j, "parallel_chains", "parallel_chains", 0);
 
@@ -165,6 +203,15 @@ RunConfig load_run_config(const std::string& path) {
     c.problems.level = r.get<int>(problems, "level", "problems.level", 0);
   }
   c.problems.names = r.get<std::vector<std::string>>(problems, "names", "problems.names", {});
+  if (!c.problems.names.empty() && c.problems.level) {
+    r.fail("problems", "give either level (every problem of a level) or names (those problems), not both");
+  }
+  {
+    std::set<std::string> seen;
+    for (const auto& n : c.problems.names) {
+      if (!seen.insert(n).second) r.fail("problems.names", "'" + n + "' is listed twice; list each problem once");
+    }
+  }
 
   if (!j.contains("provider")) r.fail("provider", "missing; e.g. {kind: openai, model: gpt-5, api_key_env: OPENAI_API_KEY}");
   c.provider = provider_config_from_json(j["provider"], path);

@@ -15,8 +15,10 @@
 #include "agent/prompt/prompt_builder.h"
 #include "agent/scaffold/redaction.h"
 #include "evaluator/build/content_hash.h"
+#include "evaluator/build/environment.h"
 #include "evaluator/evaluate.h"
 #include "evaluator/problem/registry.h"
+#include "evaluator/protocol.h"
 
 namespace kloop {
 namespace {
@@ -73,6 +75,23 @@ std::vector<ChatMessage> conversation(const std::string& task, const std::vector
   return m;
 }
 
+// The prompt templates' contents: a run resumed or extended with other
+// prompts would mix two experiments.
+std::string prompts_digest(const std::string& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_regular_file(ec)) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  ContentHash h;
+  for (const auto& f : files) {
+    h.add(f.filename().string());
+    h.add_file(f.string());
+  }
+  return h.hex();
+}
+
 }  // namespace
 
 TurnLoop::TurnLoop(RunConfig config, LlmProvider& provider, std::ostream& progress)
@@ -88,6 +107,27 @@ LoopSummary TurnLoop::run() {
     for (const auto& e : registry.list(config_.problems.suite, config_.problems.level)) specs.push_back(registry.load(e));
   }
   if (specs.empty()) throw std::invalid_argument(config_.path + ": field 'problems': selects no problem");
+  // Tasks the protocol leaves out: said once, never sent to the model, not
+  // counted (as the protocol defines its denominator).
+  std::vector<std::string> excluded;
+  for (auto it = specs.begin(); it != specs.end();) {
+    if (excluded_by_protocol(*it, config_.protocol)) {
+      excluded.push_back(it->name);
+      it = specs.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!excluded.empty()) {
+    std::string list;
+    for (const auto& n : excluded) list += (list.empty() ? "" : ", ") + n;
+    progress_ << "kloop: " << excluded.size() << " problem(s) excluded by the " << config_.protocol
+              << " protocol, left out of the run: " << list << "\n";
+  }
+  if (specs.empty()) {
+    throw std::invalid_argument(config_.path + ": field 'problems': every selected problem is excluded by the " +
+                                config_.protocol + " protocol");
+  }
   PromptBuilder prompts(config_.prompts);
   // Everything that goes back to the model or into the run folder from an
   // evaluation passes through this: the provider's key and header values
@@ -97,14 +137,40 @@ LoopSummary TurnLoop::run() {
   std::map<std::string, std::string> tasks;
   for (const auto& s : specs) tasks[s.name] = prompts.task(s);
 
+  EvalOptions eval_opts;
+  eval_opts.device = config_.device;
+  eval_opts.protocol = config_.protocol;
+  eval_opts.seed = config_.seed;
+  eval_opts.run_timeout = std::chrono::milliseconds(static_cast<long long>(config_.eval_timeout_s * 1000));
+  eval_opts.threads = config_.threads;
+  eval_opts.isolation = *parse_isolation(config_.isolation);
+  if (config_.max_timing_seconds > 0) eval_opts.max_timing_seconds = config_.max_timing_seconds;
+  // Counters cost a replay phase per candidate: only when the model sees them.
+  eval_opts.profile = config_.scaffold.feedback.count(FeedbackKind::kProfiler) > 0 && config_.device != "cpu";
+  // The device and the worker are checked here, before the run folder or
+  // any request exists.
+  Builder eval_builder(BuilderConfig::from_environment());
+  Evaluator evaluator(eval_builder, eval_opts);
+
   RunStore store(config_.runs_dir, config_.name);
+  const RunLock run_lock(store.path(), progress_);
   json resolved = config_.to_json();
   resolved["model_identity"] = config_.provider.kind + ":" + config_.provider.model;
-  store.write_config(resolved, {"problems", "protocol", "device", "seed", "scaffold", "model_identity"});
+  resolved["prompts_digest"] = prompts_digest(config_.prompts.dir);
+  // What this driver runs with (the latest one's, on a resumed run).
+  resolved["environment"] = {{"build", build_environment()}, {"machine", machine_environment(config_.device)},
+                             {"started_at", utc_timestamp()}};
+  // What changes earlier attempts; more turns, samples or problems extend
+  // the run instead.
+  // Redacted like everything else in the folder (extra_body, stop words).
+  resolved = redactor.redact_json(resolved);
+  store.write_config(resolved, {"model_identity", "protocol", "device", "seed", "scaffold.kind", "scaffold.feedback",
+                                "scaffold.context", "scaffold.keep_best", "prompts_digest"});
 
   LoopSummary summary;
   summary.run_path = store.path();
   summary.problems = static_cast<int>(specs.size());
+  summary.excluded = excluded;
 
   // Resume: rebuild each chain's history from the run store.
   std::map<std::pair<std::string, int>, std::vector<AttemptRecord>> done;
@@ -123,7 +189,9 @@ LoopSummary TurnLoop::run() {
         c.history.push_back({r.turn, read_or_empty(dir / "response.txt"), read_or_empty(dir / "feedback.txt"),
                              r.verdict, r.speedup});
         ++summary.attempts_resumed;
-        if (r.chain_done) c.done = true;
+        // A chain that ended on its turn budget goes on when the run now
+        // has more turns; one that stopped early stays stopped.
+        if (r.chain_done && r.stop_reason != "turns") c.done = true;
       }
       if (static_cast<int>(c.history.size()) >= config_.scaffold.turns) c.done = true;
       chains.push_back(std::move(c));
@@ -131,18 +199,6 @@ LoopSummary TurnLoop::run() {
   }
   summary.chains = static_cast<int>(chains.size());
 
-  EvalOptions eval_opts;
-  eval_opts.device = config_.device;
-  eval_opts.protocol = config_.protocol;
-  eval_opts.seed = config_.seed;
-  eval_opts.run_timeout = std::chrono::milliseconds(static_cast<long long>(config_.eval_timeout_s * 1000));
-  eval_opts.threads = config_.threads;
-  eval_opts.isolation = *parse_isolation(config_.isolation);
-  if (config_.max_timing_seconds > 0) eval_opts.max_timing_seconds = config_.max_timing_seconds;
-  // Counters cost a replay phase per candidate: only when the model sees them.
-  eval_opts.profile = config_.scaffold.feedback.count(FeedbackKind::kProfiler) > 0 && config_.device != "cpu";
-  Builder eval_builder(BuilderConfig::from_environment());
-  Evaluator evaluator(eval_builder, eval_opts);
   std::mutex eval_mutex;      // one evaluation at a time on the device
   std::mutex progress_mutex;  // whole lines on the progress stream
   std::mutex summary_mutex;
@@ -321,6 +377,11 @@ std::string format_summary(const LoopSummary& s) {
     const auto& b = s.by_turn.back();
     out << "one-shot -> iterative: correct " << a.correct << " -> " << b.correct << ", fast_1 " << a.fast_1 << " -> "
         << b.fast_1 << "\n";
+  }
+  if (!s.excluded.empty()) {
+    out << s.excluded.size() << " problem(s) excluded by the protocol and not counted:";
+    for (const auto& n : s.excluded) out << " " << n;
+    out << "\n";
   }
   for (const auto& e : s.errors) out << "error: " << e << "\n";
   if (s.chains_incomplete) out << s.chains_incomplete << " chain(s) incomplete; run the same command again to resume\n";

@@ -33,6 +33,7 @@ struct LoopSummary {
   std::vector<TurnSummary> by_turn;
   std::string fatal_error;  // set when the provider refused for good (bad key, unknown model)
   std::vector<std::string> errors;
+  std::vector<std::string> excluded;  // problems the protocol leaves out (not in `problems`)
 };
 
 class TurnLoop {

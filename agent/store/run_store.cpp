@@ -2,8 +2,11 @@
 #include "agent/store/run_store.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -115,6 +118,29 @@ RunStore::RunStore(const std::string& runs_dir, const std::string& name)
   fs::create_directories(fs::path(path_) / "attempts");
 }
 
+namespace {
+
+// obj's value at a dotted path ("scaffold.kind"); null when absent. `found`
+// says whether every step existed.
+json at_path(const json& obj, const std::string& path, bool* found) {
+  const json* cur = &obj;
+  std::size_t from = 0;
+  *found = true;
+  while (true) {
+    const std::size_t dot = path.find('.', from);
+    const std::string key = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+    if (!cur->is_object() || !cur->contains(key)) {
+      *found = false;
+      return json();
+    }
+    cur = &(*cur)[key];
+    if (dot == std::string::npos) return *cur;
+    from = dot + 1;
+  }
+}
+
+}  // namespace
+
 void RunStore::write_config(const json& resolved, const std::vector<std::string>& identity_fields) {
   const fs::path p = fs::path(path_) / "config.json";
   if (fs::exists(p)) {
@@ -124,18 +150,66 @@ void RunStore::write_config(const json& resolved, const std::vector<std::string>
     } catch (const json::exception&) {
       old = json::object();
     }
+    std::string differ;
+    int count = 0;
     for (const auto& f : identity_fields) {
-      json a = old.value(f, json());
-      json b = resolved.value(f, json());
+      bool in_old = false, in_new = false;
+      const json a = at_path(old, f, &in_old);
+      const json b = at_path(resolved, f, &in_new);
+      // A field an older kloop did not store cannot be compared.
+      if (!in_old) continue;
       if (a != b) {
-        throw std::runtime_error(p.string() + ": this run was started with a different '" + f + "' (" + a.dump() +
-                                 " vs " + b.dump() + "); use another --name to start a new run");
+        differ += std::string(count++ ? "; " : "") + "'" + f + "' (" + a.dump() + " vs " + b.dump() + ")";
       }
+    }
+    if (count) {
+      throw std::runtime_error(p.string() + ": this run was started with a different " + differ +
+                               (count > 1 ? "; these change" : "; this changes") +
+                               " its earlier attempts. Use another --name to start a new run (more turns, samples or "
+                               "problems extend a run)");
     }
   }
   write_text(p.string(), resolved.dump(2) + "\n");
   std::lock_guard<std::mutex> lock(mutex_);
   record_key(true);
+}
+
+RunLock::RunLock(const std::string& run_path, std::ostream& notes) : path_((fs::path(run_path) / "lock").string()) {
+  fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error(path_ + ": cannot open the run's lock: " + std::strerror(errno));
+  auto holder = [&] {
+    std::string text(512, '\0');
+    const ssize_t n = pread(fd_, text.data(), text.size(), 0);
+    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.pop_back();
+    return text;
+  };
+  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const std::string who = holder();
+    close(fd_);
+    fd_ = -1;
+    throw std::runtime_error(path_ + ": the run is in use by " + (who.empty() ? "another kloop" : who) +
+                             "; wait for it to finish, or use another --name");
+  }
+  // Held by nobody but not cleared: its driver died (kill -9, a crash).
+  if (const std::string stale = holder(); !stale.empty()) {
+    notes << "kloop: taking over the run's lock from " << stale << ", which is no longer running\n";
+  }
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const std::time_t now = std::time(nullptr);
+  char when[32];
+  std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const std::string me = "pid " + std::to_string(getpid()) + " on host " + host + " since " + when + "\n";
+  if (ftruncate(fd_, 0) != 0 || pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    notes << "kloop: warning: cannot write " << path_ << ": " << std::strerror(errno) << "\n";
+  }
+}
+
+RunLock::~RunLock() {
+  if (fd_ < 0) return;
+  (void)!ftruncate(fd_, 0);  // a clean exit leaves no holder behind
+  close(fd_);                // releases the flock
 }
 
 bool RunStore::has_records() const {

@@ -15,6 +15,7 @@
 
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,22 @@ struct AttemptRecord {
   static AttemptRecord from_json(const nlohmann::json& j);
 };
 
+// A run's lock: runs/NAME/lock names the driver (pid, host, start) under an
+// flock held while it lives, so a second driver on the same run refuses,
+// naming the holder; a lock left by a driver that died is taken over with a
+// note on `notes`. Released (and cleared) on destruction.
+class RunLock {
+ public:
+  RunLock(const std::string& run_path, std::ostream& notes);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
 class RunStore {
  public:
   // Creates runs_dir/name when missing.
@@ -60,9 +77,11 @@ class RunStore {
   const std::string& name() const { return name_; }
 
   // Stores the resolved config (and makes the run's key when the run is
-  // new). When the run already has one whose
-  // `identity` fields differ, throws std::runtime_error: resuming a run with
-  // another model, problem set or scaffold would mix results.
+  // new). When the run already has one whose `identity` fields (top-level
+  // names or dotted paths such as "scaffold.kind") differ, throws
+  // std::runtime_error listing every one that does: resuming a run with
+  // another model, prompt or protocol would mix results. A field the stored
+  // config lacks (an older kloop's) is not compared.
   void write_config(const nlohmann::json& resolved, const std::vector<std::string>& identity_fields);
 
   // Every complete record; a torn last line (the run was killed mid-write)

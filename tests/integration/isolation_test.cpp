@@ -18,6 +18,7 @@
 //     gets a user namespace instead of a uid of its own, and the weak one
 //     shares the driver's uid (the driver must then be undumpable).
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -35,8 +36,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <set>
@@ -453,6 +456,34 @@ TEST_F(IsolationTest, StrictOutputFloodIsCapped) {
   EXPECT_EQ(logs, 1);
   std::error_code ec;
   fs::remove_all(o.work_root, ec);
+}
+
+// The worker is linked with full RELRO: a GNU_RELRO segment and BIND_NOW,
+// so its GOT is read-only once it runs (attack_slow_clock must mprotect it).
+TEST(WorkerHardeningTest, WorkerHasFullRelro) {
+  std::ifstream in(KLOOP_TEST_WORKER, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GE(bytes.size(), sizeof(Elf64_Ehdr));
+  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(bytes.data());
+  ASSERT_EQ(std::memcmp(eh->e_ident, ELFMAG, SELFMAG), 0);
+  ASSERT_EQ(eh->e_ident[EI_CLASS], ELFCLASS64);
+  bool relro = false, now = false;
+  for (int i = 0; i < eh->e_phnum; ++i) {
+    const std::size_t at = eh->e_phoff + static_cast<std::size_t>(i) * eh->e_phentsize;
+    ASSERT_LE(at + sizeof(Elf64_Phdr), bytes.size());
+    const auto* ph = reinterpret_cast<const Elf64_Phdr*>(bytes.data() + at);
+    if (ph->p_type == PT_GNU_RELRO) relro = true;
+    if (ph->p_type != PT_DYNAMIC) continue;
+    ASSERT_LE(ph->p_offset + ph->p_filesz, bytes.size());
+    for (std::size_t k = 0; k + sizeof(Elf64_Dyn) <= ph->p_filesz; k += sizeof(Elf64_Dyn)) {
+      const auto* d = reinterpret_cast<const Elf64_Dyn*>(bytes.data() + ph->p_offset + k);
+      if (d->d_tag == DT_BIND_NOW) now = true;
+      if (d->d_tag == DT_FLAGS && (d->d_un.d_val & DF_BIND_NOW)) now = true;
+      if (d->d_tag == DT_FLAGS_1 && (d->d_un.d_val & DF_1_NOW)) now = true;
+    }
+  }
+  EXPECT_TRUE(relro) << KLOOP_TEST_WORKER << " has no GNU_RELRO segment";
+  EXPECT_TRUE(now) << KLOOP_TEST_WORKER << " is not linked with -z now";
 }
 
 // ---------------------------------------------------------------------------

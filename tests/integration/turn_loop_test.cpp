@@ -66,10 +66,36 @@ class TurnLoopTest : public ::testing::Test {
 
   LoopSummary run(const RunConfig& c) {
     auto provider = make_provider(c.provider);
-    std::ostringstream progress;
-    TurnLoop loop(c, *provider, progress);
+    progress_.str("");
+    TurnLoop loop(c, *provider, progress_);
     return loop.run();
   }
+
+  // A config for the same run with a scaffold and problems of its own.
+  RunConfig config_with(const std::string& scaffold, const std::string& problems = "names: [19_ReLU]",
+                        const std::string& protocol = "strict") {
+    std::ofstream(dir_ / "run.yaml") << "name: t\nruns_dir: runs\nproblems: {" + problems + "}\n"
+                                        "device: cpu\nprotocol: " + protocol + "\n"
+                                        "provider: {kind: replay, model: scripted, transcript: t.jsonl}\n"
+                                        "scaffold: {" + scaffold + "}\n"
+                                        "evaluation: {timeout_s: 30, max_timing_seconds: 0.05, threads: 2}\n";
+    return load_run_config((dir_ / "run.yaml").string());
+  }
+
+  void config_error(const std::string& yaml, const std::string& field, const std::string& words) {
+    std::ofstream(dir_ / "bad.yaml") << yaml;
+    try {
+      load_run_config((dir_ / "bad.yaml").string());
+      ADD_FAILURE() << "accepted:\n" << yaml;
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("bad.yaml"), std::string::npos) << m;
+      EXPECT_NE(m.find("'" + field + "'"), std::string::npos) << m;
+      EXPECT_NE(m.find(words), std::string::npos) << m;
+    }
+  }
+
+  std::ostringstream progress_;
 
   std::vector<json> results() {
     std::vector<json> out;
@@ -215,6 +241,114 @@ TEST_F(TurnLoopTest, ConfigErrorsNameTheField) {
   }
   std::ofstream(dir_ / "bad2.yaml") << "name: x\nprovider: {kind: replay, transcript: t.jsonl}\nscafold: {}\n";
   EXPECT_THROW(load_run_config((dir_ / "bad2.yaml").string()), std::invalid_argument);
+}
+
+// Numbers are not rounded, a problem is not listed twice, level and names do
+// not mix, and an unknown protocol or a device this build cannot use is found
+// at load time, before any request or run folder.
+TEST_F(TurnLoopTest, ConfigValuesAreCheckedBeforeAnyRequest) {
+  const std::string head = "name: x\nprovider: {kind: replay, transcript: t.jsonl}\n";
+  config_error(head + "scaffold: {kind: best_of_k, samples: 1.5}\n", "scaffold.samples", "whole number");
+  config_error(head + "seed: -3\n", "seed", ">= 0");
+  config_error(head + "problems: {names: [19_ReLU, 23_Softmax, 19_ReLU]}\n", "problems.names", "listed twice");
+  config_error(head + "problems: {level: 1, names: [19_ReLU]}\n", "problems", "not both");
+  config_error(head + "protocol: kernelbnch\n", "protocol", "unknown protocol 'kernelbnch'");
+  config_error(head + "device: gpu\n", "device", "cpu, cuda or cuda:N");
+#ifndef KLOOP_WITH_CUDA
+  config_error(head + "device: cuda\n", "device", "built without CUDA");
+#endif
+  EXPECT_FALSE(fs::exists(dir_ / "runs"));
+}
+
+// Tasks the protocol excludes are said once, never sent to the model and
+// not counted (the replay transcript has no answer for them: a request
+// would fail the chain).
+TEST_F(TurnLoopTest, ExcludedTasksAreNeverRequested) {
+  transcript({kGood});
+  RunConfig c = config_with("kind: one_shot", "names: [19_ReLU, 94_MSELoss]");
+  LoopSummary s = run(c);
+  EXPECT_TRUE(s.errors.empty()) << s.errors.front();
+  EXPECT_EQ(s.chains_incomplete, 0);
+  EXPECT_EQ(s.problems, 1);
+  EXPECT_EQ(s.excluded, std::vector<std::string>{"94_MSELoss"});
+  EXPECT_NE(progress_.str().find("excluded by the strict protocol"), std::string::npos) << progress_.str();
+  EXPECT_NE(format_summary(s).find("94_MSELoss"), std::string::npos);
+  ASSERT_EQ(results().size(), 1u);
+  EXPECT_FALSE(fs::exists(dir_ / "runs/t/attempts/94_MSELoss"));
+}
+
+// More turns, samples or problems extend a run: every stored attempt is
+// reused and only the new ones are asked for. What would change earlier
+// attempts is refused, with every field that differs.
+TEST_F(TurnLoopTest, ExtendingARunReusesEveryStoredAttempt) {
+  {
+    std::ofstream out(dir_ / "t.jsonl");
+    for (int sample : {0, 1}) {
+      for (int turn : {1, 2, 3}) {
+        for (const char* problem : {"19_ReLU", "23_Softmax"}) {
+          out << json{{"problem", problem}, {"sample", sample}, {"turn", turn}, {"response", turn == 1 ? kHack : kGood}}.dump()
+              << "\n";
+        }
+      }
+    }
+  }
+  LoopSummary first = run(config_with("kind: iterative, turns: 1"));
+  EXPECT_EQ(first.attempts_run, 1);
+  LoopSummary more_turns = run(config_with("kind: iterative, turns: 3"));
+  EXPECT_EQ(more_turns.attempts_resumed, 1);
+  EXPECT_EQ(more_turns.attempts_run, 2);
+  ASSERT_EQ(results().size(), 3u);
+  EXPECT_EQ(results()[2]["verdict"], "correct");
+  LoopSummary more = run(config_with("kind: iterative, turns: 3, samples: 2", "names: [19_ReLU, 23_Softmax]"));
+  EXPECT_EQ(more.attempts_resumed, 3);
+  EXPECT_EQ(more.attempts_run, 9);  // ReLU sample 1, Softmax samples 0 and 1: three turns each
+  EXPECT_EQ(results().size(), 12u);
+  EXPECT_EQ(run(config_with("kind: iterative, turns: 3, samples: 2", "names: [19_ReLU, 23_Softmax]")).attempts_run, 0);
+  try {
+    run(config_with("kind: iterative, turns: 3, context: last", "names: [19_ReLU]", "verified"));
+    FAIL() << "a run resumed under another protocol and context";
+  } catch (const std::runtime_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("'protocol'"), std::string::npos) << m;
+    EXPECT_NE(m.find("'scaffold.context'"), std::string::npos) << m;
+    EXPECT_NE(m.find("another --name"), std::string::npos) << m;
+  }
+  EXPECT_EQ(results().size(), 12u);
+}
+
+// Two drivers on one run: the second refuses, naming the first; a lock left
+// by a driver that died is taken over with a note.
+TEST_F(TurnLoopTest, ASecondDriverOnTheSameRunRefuses) {
+  transcript({kGood});
+  RunConfig c = config_with("kind: one_shot");
+  fs::create_directories(dir_ / "runs/t");
+  {
+    std::ostringstream notes;
+    RunLock held((dir_ / "runs/t").string(), notes);
+    try {
+      run(c);
+      FAIL() << "two drivers ran the same run";
+    } catch (const std::runtime_error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("in use by pid " + std::to_string(getpid())), std::string::npos) << m;
+      EXPECT_NE(m.find("another --name"), std::string::npos) << m;
+    }
+    EXPECT_TRUE(results().empty());
+  }
+  std::ofstream(dir_ / "runs/t/lock") << "pid 999999 on host gone since 2026-01-01T00:00:00Z\n";
+  LoopSummary s = run(c);
+  EXPECT_EQ(s.attempts_run, 1);
+  EXPECT_NE(progress_.str().find("taking over the run's lock from pid 999999"), std::string::npos) << progress_.str();
+  EXPECT_EQ(read_file((dir_ / "runs/t/lock").string()), "") << "a clean exit clears the lock";
+  // What the run was made with: kloop's build and the machine, in the
+  // config and (the build half) in each verdict.
+  const json cfg = json::parse(read_file((dir_ / "runs/t/config.json").string()));
+  EXPECT_FALSE(cfg["environment"]["build"].value("kloop_commit", "").empty()) << cfg["environment"].dump(2);
+  EXPECT_FALSE(cfg["environment"]["build"].value("libtorch", "").empty());
+  EXPECT_FALSE(cfg["environment"]["machine"].value("cpu", "").empty());
+  EXPECT_EQ(cfg["provider"].value("max_retries", -1), c.provider.max_retries);
+  const json verdict = json::parse(read_file((dir_ / "runs/t/attempts/19_ReLU/sample0/turn1/verdict.json").string()));
+  EXPECT_EQ(verdict["environment"].value("kloop_commit", ""), cfg["environment"]["build"].value("kloop_commit", "x"));
 }
 
 // An OpenAI chat completion whose answer is `content`.
