@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -527,6 +528,23 @@ void reference_baseline(WorkerSession& ref, const json& c, const BaselineKey& ke
   if (!cpu) store_baseline(cache_dir, key, Baseline{*r.fp32, r.tf32, r.measured_at});
 }
 
+// Why the file reads as Python (KernelBench's torch.nn.Module ModelNew), or
+// "" when it does not.
+std::string python_candidate(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  for (int n = 0; n < 200 && std::getline(in, line); ++n) {
+    const std::size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos) continue;
+    const std::string l = line.substr(start);
+    for (const char* p : {"import torch", "from torch", "import triton", "class ModelNew(nn.Module)",
+                          "class ModelNew(torch.nn.Module)", "def forward(self"}) {
+      if (l.rfind(p, 0) == 0) return "line " + std::to_string(n + 1) + ": " + l.substr(0, 60);
+    }
+  }
+  return "";
+}
+
 // One failed output in words, with the tolerance it was held to.
 std::string describe_failed_output(const TensorComparison& c, const Tolerance& tol) {
   if (!c.problem.empty()) return c.name + ": " + c.problem;
@@ -752,6 +770,13 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
 
   // 1. Builds: the candidate first, since its errors need no reference.
   if (!fs::exists(candidate_path)) throw EvaluationError(candidate_path + ": no such file");
+  if (const std::string why = python_candidate(candidate_path); !why.empty()) {
+    return finish(VerdictClass::kCompileError,
+                  candidate_path + " is a Python ModelNew (" + why +
+                      "), KernelBench's format; kloop's candidates are C++: a struct ModelNew whose forward takes and "
+                      "returns at::Tensor, registered with KLOOP_REGISTER_CANDIDATE(ModelNew) (README: Writing a "
+                      "candidate)");
+  }
   BuildResult cb = builder_.build(candidate_path, ModuleRole::kCandidate, target);
   v.phases.build_candidate = cb.seconds;
   v.build = {cb.cached, cb.timed_out, cb.seconds, cb.compile_seconds, cb.key, cb.command, cb.log, cb.diagnostics};

@@ -1,6 +1,8 @@
 // JSON and text renderings of a Verdict.
 #include "evaluator/verdict.h"
 
+#include <algorithm>
+
 #include <cstdio>
 #include <sstream>
 
@@ -140,7 +142,23 @@ std::string Verdict::to_text() const {
       out << tail << (tail.empty() || tail.back() == '\n' ? "" : "\n");
     }
   }
-  for (const auto& f : integrity) out << "  integrity check " << f.check << ": " << f.message << "\n";
+  // One line per distinct finding, with how often it was made.
+  std::vector<std::pair<const IntegrityFinding*, int>> distinct;
+  for (const auto& f : integrity) {
+    auto same = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) {
+      return d.first->check == f.check && d.first->message == f.message;
+    });
+    if (same == distinct.end()) {
+      distinct.push_back({&f, 1});
+    } else {
+      ++same->second;
+    }
+  }
+  for (const auto& [f, count] : distinct) {
+    out << "  integrity check " << f->check << ": " << f->message;
+    if (count > 1) out << " (" << count << " times)";
+    out << "\n";
+  }
   int passed = 0;
   for (const auto& t : tests) passed += t.passed ? 1 : 0;
   if (!tests.empty()) {

@@ -43,7 +43,7 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
     std::vector<std::string> sources;
     for (const auto& e : entries) sources.push_back(reg.load(e).reference_path);
     build_many(builder.config(), sources, ModuleRole::kReference,
-               opts.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+               opts.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda, 0, build_progress_on_stderr("references"));
     int flagged = 0, failed = 0, undecided = 0;
     std::printf("%-60s %-12s %s\n", "problem", "max |out|", "flags");
     for (const auto& e : entries) {

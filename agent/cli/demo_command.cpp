@@ -39,12 +39,15 @@ Runner add_demo_command(CLI::App& app, const GlobalOptions& global) {
     ProblemRegistry reg(global.problems_dir);
     Builder builder(BuilderConfig::from_environment());
     Evaluator evaluator(builder, make_eval_options(st->eval));
-    int mismatched = 0;
+    int mismatched = 0, index = 0;
     std::printf("%-22s %-34s %-20s %-9s %-9s %s\n", "problem", "candidate", "verdict", "expected", "speedup", "time");
     for (const auto& item : root["candidates"]) {
       const std::string problem = item["problem"].as<std::string>();
       const fs::path candidate = base / item["candidate"].as<std::string>();
       const std::string expect = item["expect"] ? item["expect"].as<std::string>() : "";
+      // Said first: a cold evaluation builds the reference (about a minute).
+      std::fprintf(stderr, "kloop: [%d/%d] %s: %s ...\n", ++index, static_cast<int>(root["candidates"].size()),
+                   problem.c_str(), candidate.filename().c_str());
       Verdict v = evaluator.evaluate(reg.load(problem), candidate.lexically_normal().string());
       const bool ok = expect.empty() || expect == verdict_name(v.verdict);
       mismatched += ok ? 0 : 1;

@@ -107,7 +107,7 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
     }
     std::fprintf(stderr, "kloop: building %zu reference(s)...\n", sources.size());
     build_many(builder.config(), sources, ModuleRole::kReference,
-               opts.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+               opts.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda, 0, build_progress_on_stderr("references"));
     nlohmann::json rows = nlohmann::json::array();
     int failed = 0;
     std::printf("%-62s %10s %10s %6s %6s %9s %s\n", "task", "FP32 ms", "TF32 ms", "n", "rsd%", "inputs", "note");

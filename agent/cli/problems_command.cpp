@@ -131,7 +131,7 @@ int check(const GlobalOptions& g, const std::vector<std::string>& names, const s
     std::vector<std::string> sources;
     for (const auto& e : entries) sources.push_back(reg.load(e).reference_path);
     std::fprintf(stderr, "kloop: building %zu reference(s)...\n", sources.size());
-    build_many(builder.config(), sources, ModuleRole::kReference, device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+    build_many(builder.config(), sources, ModuleRole::kReference, device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda, 0, build_progress_on_stderr("references"));
   }
   int bad = 0;
   std::printf("%-60s %-4s %-8s %-6s %-13s %-14s %-8s %s\n", "problem", "ok", "outputs", "finite", "deterministic",

@@ -39,6 +39,13 @@ class AnthropicProvider : public HttpProvider {
 
  protected:
   std::string endpoint_url() const override { return base_url() + "/v1/messages"; }
+  // https://docs.anthropic.com/en/api/models-list: {"data": [{"id": ...}]}
+  std::string models_url() const override { return base_url() + "/v1/models?limit=1000"; }
+  std::vector<std::string> listed_models(const nlohmann::json& body) const override {
+    std::vector<std::string> out;
+    for (const auto& m : body.value("data", nlohmann::json::array())) out.push_back(m.value("id", ""));
+    return out;
+  }
 
   std::vector<std::pair<std::string, std::string>> auth_headers(const std::string& api_key) const override {
     std::vector<std::pair<std::string, std::string>> headers = {{"anthropic-version", kApiVersion}};

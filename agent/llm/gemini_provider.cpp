@@ -43,6 +43,17 @@ class GeminiProvider : public HttpProvider {
     if (api_key.empty()) return {};
     return {{"x-goog-api-key", api_key}};
   }
+  // https://ai.google.dev/api/models#method:-models.list: {"models": [{"name": "models/..."}]}
+  std::string models_url() const override { return base_url() + "/v1beta/models?pageSize=1000"; }
+  std::vector<std::string> listed_models(const nlohmann::json& body) const override {
+    std::vector<std::string> out;
+    for (const auto& m : body.value("models", nlohmann::json::array())) {
+      std::string name = m.value("name", "");
+      if (name.rfind("models/", 0) == 0) name.erase(0, 7);
+      out.push_back(name);
+    }
+    return out;
+  }
 
   nlohmann::json request_body(const GenerationRequest& request) const override {
     const ProviderConfig& c = config();

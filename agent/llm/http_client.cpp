@@ -63,7 +63,9 @@ std::optional<std::string> HttpResponse::header(const std::string& lower_name) c
   return it->second;
 }
 
-HttpResponse http_post_json(const HttpRequest& request) {
+namespace {
+
+HttpResponse perform(const HttpRequest& request, bool post) {
   init_curl_once();
   HttpResponse response;
   auto start = Clock::now();
@@ -74,7 +76,7 @@ HttpResponse http_post_json(const HttpRequest& request) {
   }
   CURL* h = handle.get();
 
-  curl_slist* raw_list = curl_slist_append(nullptr, "Content-Type: application/json");
+  curl_slist* raw_list = post ? curl_slist_append(nullptr, "Content-Type: application/json") : nullptr;
   // Without this curl waits for "100 Continue" before sending large bodies.
   raw_list = curl_slist_append(raw_list, "Expect:");
   for (const auto& [name, value] : request.headers) {
@@ -84,9 +86,13 @@ HttpResponse http_post_json(const HttpRequest& request) {
 
   char error_buffer[CURL_ERROR_SIZE] = {0};
   curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(h, CURLOPT_POST, 1L);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
-  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  if (post) {
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  } else {
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  }
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, header_list.get());
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
@@ -116,5 +122,11 @@ HttpResponse http_post_json(const HttpRequest& request) {
   if (response.status == 0) response.error = "no HTTP status in the response";
   return response;
 }
+
+}  // namespace
+
+HttpResponse http_post_json(const HttpRequest& request) { return perform(request, true); }
+
+HttpResponse http_get(const HttpRequest& request) { return perform(request, false); }
 
 }  // namespace kloop

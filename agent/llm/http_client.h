@@ -38,5 +38,7 @@ struct HttpResponse {
 // POSTs request.body with Content-Type: application/json plus request.headers.
 // Safe to call from several threads at once.
 HttpResponse http_post_json(const HttpRequest& request);
+// GETs request.url with request.headers (request.body is ignored).
+HttpResponse http_get(const HttpRequest& request);
 
 }  // namespace kloop

@@ -4,6 +4,8 @@
 // never reaches a log, a run folder or the next prompt.
 #include "agent/llm/http_provider.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 
 #include "agent/llm/http_client.h"
@@ -105,6 +107,46 @@ std::vector<std::string> HttpProvider::secrets() const {
 }
 
 std::string HttpProvider::describe() const { return config_.kind + " " + config_.model + " @ " + base_url_; }
+
+LlmProvider::Probe HttpProvider::probe() {
+  HttpRequest http;
+  http.url = models_url();
+  http.headers = auth_headers(api_key_);
+  for (const auto& header : config_.extra_headers) http.headers.push_back(header);
+  http.connect_timeout = config_.connect_timeout;
+  http.total_timeout = std::chrono::milliseconds(30000);
+  const HttpResponse r = http_get(http);
+  Probe p;
+  p.checked = true;
+  if (!r.received()) {
+    p.ok = false;
+    p.what = "no answer from " + http.url + " (" + redactor_.redact(r.error) + ")";
+    return p;
+  }
+  const std::string said = redactor_.redact(r.body.substr(0, 300));
+  if (r.status == 401 || r.status == 403) {
+    p.ok = false;
+    p.what = "the key in " + identity_.api_key_env + " was refused (HTTP " + std::to_string(r.status) + "): " + said;
+    return p;
+  }
+  if (r.status / 100 != 2) {
+    // Some OpenAI-compatible servers have no model list: not a reason to
+    // stop, but worth saying.
+    p.what = http.url + " answered HTTP " + std::to_string(r.status) + " (" + said + "); the key was not refused";
+    return p;
+  }
+  std::vector<std::string> models;
+  try {
+    models = listed_models(nlohmann::json::parse(r.body));
+  } catch (const std::exception&) {
+  }
+  std::string want = config_.model;
+  if (want.rfind("models/", 0) == 0) want.erase(0, 7);
+  const bool listed = std::find(models.begin(), models.end(), want) != models.end();
+  p.what = "reachable, key accepted (HTTP " + std::to_string(r.status) + "); model '" + config_.model + "' " +
+           (listed ? "listed" : "not among the " + std::to_string(models.size()) + " models listed (check its id)");
+  return p;
+}
 
 GenerationResult HttpProvider::generate(const GenerationRequest& request) {
   auto start = Clock::now();

@@ -69,9 +69,15 @@ class HttpProvider : public LlmProvider {
   // The API key and the values of provider.headers (those of at least
   // kMinSecretLength characters).
   std::vector<std::string> secrets() const override;
+  // GET models_url() with the key: reachable, key accepted, model listed.
+  Probe probe() override;
 
  protected:
   virtual std::string endpoint_url() const = 0;
+  // The API's model list (GET, no tokens billed), and the model ids in its
+  // answer.
+  virtual std::string models_url() const = 0;
+  virtual std::vector<std::string> listed_models(const nlohmann::json& body) const = 0;
   virtual std::vector<std::pair<std::string, std::string>> auth_headers(const std::string& api_key) const = 0;
   virtual nlohmann::json request_body(const GenerationRequest& request) const = 0;
   // Fills text, reasoning, finish_reason and token counts; throws

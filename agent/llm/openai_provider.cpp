@@ -32,6 +32,13 @@ class OpenAiProvider : public HttpProvider {
 
  protected:
   std::string endpoint_url() const override { return base_url() + "/chat/completions"; }
+  // https://platform.openai.com/docs/api-reference/models/list: {"data": [{"id": ...}]}
+  std::string models_url() const override { return base_url() + "/models"; }
+  std::vector<std::string> listed_models(const nlohmann::json& body) const override {
+    std::vector<std::string> out;
+    for (const auto& m : body.value("data", nlohmann::json::array())) out.push_back(m.value("id", ""));
+    return out;
+  }
 
   std::vector<std::pair<std::string, std::string>> auth_headers(const std::string& api_key) const override {
     if (api_key.empty()) return {};

@@ -109,6 +109,16 @@ class LlmProvider {
   // folder or a prompt (its API key, its configured header values). The
   // scaffold redacts them from everything it feeds back (redactor.h).
   virtual std::vector<std::string> secrets() const { return {}; }
+  // A cheap check, before a run's first request, that the provider answers
+  // and takes the key (HTTP kinds: the API's model list), with no tokens
+  // spent. `ok` false: the run would fail; `checked` false: this kind has
+  // nothing to check beyond its config.
+  struct Probe {
+    bool checked = false;
+    bool ok = true;
+    std::string what;
+  };
+  virtual Probe probe() { return {false, true, "nothing to check beyond the config"}; }
 };
 
 // Builds the provider named by config.kind; throws std::invalid_argument

@@ -86,6 +86,9 @@ json view_json(const RunView& v, const RunMetrics& m) {
             {"eval_seconds", c.eval_seconds},
             {"wall_seconds", c.wall_seconds}}},
           {"excluded_problems", v.excluded},
+          {"chains", v.chains},
+          {"unfinished_chains", v.unfinished_chains},
+          {"attempts_not_rescored", v.attempts_not_rescored},
           {"duplicate_records", m.duplicate_records},
           {"records_outside_selection", m.records_outside_selection}};
 }

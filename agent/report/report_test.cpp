@@ -16,6 +16,7 @@
 #include "agent/report/report_text.h"
 #include "agent/report/run_view.h"
 #include "evaluator/problem/registry.h"
+#include "agent/store/run_store.h"
 #include "tests/support/synthetic_run.h"
 
 namespace kloop::report {
@@ -141,6 +142,33 @@ TEST_F(ReportTest, RescoredProtocolSitsBesideTheRunsOwn) {
   EXPECT_NE(text.find("side by side"), std::string::npos) << text;
   EXPECT_NE(text.find("synth [kernelbench]"), std::string::npos) << text;
   EXPECT_NE(text.find("(rescored)"), std::string::npos) << text;
+}
+
+// A run still under way (21_Sigmoid has no attempt) and a rescore older
+// than the run (an attempt added after it) are said in the header.
+TEST_F(ReportTest, UnfinishedRunAndPartialRescoreAreSaid) {
+  testing::write_synthetic_rescore(run_);
+  RunView own = view();
+  EXPECT_EQ(own.chains, 4);
+  EXPECT_EQ(own.unfinished_chains, 1);
+  EXPECT_EQ(view("kernelbench").attempts_not_rescored, 0);
+  const fs::path folder(run_);
+  RunStore store(folder.parent_path().string(), folder.filename().string());
+  AttemptRecord later;
+  later.run = "synth";
+  later.problem = "21_Sigmoid";
+  later.level = 1;
+  later.turn = 1;
+  later.verdict = "correct";
+  later.protocol = "strict";
+  later.attempt_dir = store.relative_attempt_dir("21_Sigmoid", 0, 1);
+  store.append(later);
+  const std::vector<RunView> views = {view(), view("kernelbench")};
+  EXPECT_EQ(views[1].attempts_not_rescored, 1);
+  const std::string text =
+      render_text_report(views, {metrics_of(views[0]), metrics_of(views[1])}, TextFormat::kTerminal);
+  EXPECT_NE(text.find("UNFINISHED: 1 of 4 chains"), std::string::npos) << text;
+  EXPECT_NE(text.find("PARTIAL RESCORE: 1 of the run's attempts"), std::string::npos) << text;
 }
 
 TEST_F(ReportTest, JsonSummaryAndCsv) {

@@ -224,6 +224,15 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
     out << ")";
   }
   if (m.duplicate_records) out << "; " << m.duplicate_records << " duplicate records ignored";
+  if (v.unfinished_chains) {
+    out << "\nUNFINISHED: " << v.unfinished_chains << " of " << v.chains
+        << " chains have not reached their last turn (kloop run CONFIG resumes the run)";
+  }
+  if (v.attempts_not_rescored) {
+    out << "\nPARTIAL RESCORE: " << v.attempts_not_rescored << " of the run's attempts have no " << v.protocol
+        << " record (the run went on after the rescore, or it stopped part way; kloop rescore " << v.run_dir
+        << " --protocol " << v.protocol << " completes it)";
+  }
   if (m.records_outside_selection)
     out << "; " << m.records_outside_selection << " records outside the selection ignored";
   out << "\n";

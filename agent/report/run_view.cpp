@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "agent/report/failure_kind.h"
 #include "evaluator/protocol.h"
@@ -188,6 +190,31 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   v.problems = selected_problems(config, registry, records, (fs::path(run_dir) / "config.json").string());
   if (registry && protocol_by_name(v.protocol).exclude_degenerate) drop_excluded(v, *registry);
   for (const auto& r : records) v.attempts.push_back(attempt_of(r, run_dir, v.verdict_root));
+
+  // Where the run itself stands, from its own records.
+  const std::vector<AttemptRecord> own_records = v.rescored ? store.load_results(RunStore::kResultsFile) : records;
+  std::set<std::string> selected;
+  for (const auto& p : v.problems) selected.insert(p.name);
+  std::map<std::pair<std::string, int>, bool> finished;
+  for (const auto& r : own_records) {
+    if (!selected.count(r.problem)) continue;
+    bool& done = finished[{r.problem, r.sample}];
+    done = done || (r.chain_done && (r.stop_reason != "turns" || r.turn >= v.turns));
+  }
+  v.chains = static_cast<int>(v.problems.size()) * v.samples;
+  for (const auto& p : v.problems) {
+    for (int s = 0; s < v.samples; ++s) {
+      auto it = finished.find({p.name, s});
+      if (it == finished.end() || !it->second) ++v.unfinished_chains;
+    }
+  }
+  if (v.rescored) {
+    std::set<std::tuple<std::string, int, int>> rescored;
+    for (const auto& r : records) rescored.insert({r.problem, r.sample, r.turn});
+    for (const auto& r : own_records) {
+      if (selected.count(r.problem) && !rescored.count({r.problem, r.sample, r.turn})) ++v.attempts_not_rescored;
+    }
+  }
   return v;
 }
 

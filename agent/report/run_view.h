@@ -29,6 +29,15 @@ struct RunView {
   std::vector<SelectedProblem> problems;  // the denominator
   std::vector<std::string> excluded;      // selected, but degenerate tasks this protocol skips (spec's excluded_from)
   std::vector<Attempt> attempts;
+  // Chains (problem, sample) of the selection the run has not finished (its
+  // own results.jsonl): the report is then of a run still under way or
+  // stopped early, and says so.
+  int chains = 0;
+  int unfinished_chains = 0;
+  // A rescore view: the run's own attempts (in the selection) it has no
+  // record for: the run was resumed after the rescore, or the rescore
+  // stopped part way; the report says so.
+  int attempts_not_rescored = 0;
 
   std::string label() const;  // "demo [strict]"
 };

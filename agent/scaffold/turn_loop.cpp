@@ -14,6 +14,7 @@
 #include "agent/extract/code_extract.h"
 #include "agent/prompt/prompt_builder.h"
 #include "agent/scaffold/redaction.h"
+#include "agent/scaffold/status_line.h"
 #include "evaluator/build/content_hash.h"
 #include "evaluator/build/environment.h"
 #include "evaluator/evaluate.h"
@@ -97,8 +98,13 @@ std::string prompts_digest(const std::string& dir) {
 TurnLoop::TurnLoop(RunConfig config, LlmProvider& provider, std::ostream& progress)
     : config_(std::move(config)), provider_(provider), progress_(progress) {}
 
-LoopSummary TurnLoop::run() {
-  // Everything that can be wrong with the inputs fails here, before any LLM call.
+// What changes earlier attempts; more turns, samples or problems extend a
+// run instead.
+const std::vector<std::string> kIdentityFields = {"model_identity",   "protocol",          "device",
+                                                  "seed",             "scaffold.kind",     "scaffold.feedback",
+                                                  "scaffold.context", "scaffold.keep_best", "prompts_digest"};
+
+std::vector<ProblemSpec> TurnLoop::select_problems(std::vector<std::string>* excluded) const {
   ProblemRegistry registry(config_.problems_dir);
   std::vector<ProblemSpec> specs;
   if (!config_.problems.names.empty()) {
@@ -107,36 +113,24 @@ LoopSummary TurnLoop::run() {
     for (const auto& e : registry.list(config_.problems.suite, config_.problems.level)) specs.push_back(registry.load(e));
   }
   if (specs.empty()) throw std::invalid_argument(config_.path + ": field 'problems': selects no problem");
-  // Tasks the protocol leaves out: said once, never sent to the model, not
-  // counted (as the protocol defines its denominator).
-  std::vector<std::string> excluded;
+  // Tasks the protocol leaves out: never sent to the model, not counted (as
+  // the protocol defines its denominator).
   for (auto it = specs.begin(); it != specs.end();) {
     if (excluded_by_protocol(*it, config_.protocol)) {
-      excluded.push_back(it->name);
+      excluded->push_back(it->name);
       it = specs.erase(it);
     } else {
       ++it;
     }
   }
-  if (!excluded.empty()) {
-    std::string list;
-    for (const auto& n : excluded) list += (list.empty() ? "" : ", ") + n;
-    progress_ << "kloop: " << excluded.size() << " problem(s) excluded by the " << config_.protocol
-              << " protocol, left out of the run: " << list << "\n";
-  }
   if (specs.empty()) {
     throw std::invalid_argument(config_.path + ": field 'problems': every selected problem is excluded by the " +
                                 config_.protocol + " protocol");
   }
-  PromptBuilder prompts(config_.prompts);
-  // Everything that goes back to the model or into the run folder from an
-  // evaluation passes through this: the provider's key and header values
-  // and the environment's credentials never reach a prompt.
-  const Redactor redactor = feedback_redactor(provider_);
-  const std::string system = redactor.redact(prompts.system());
-  std::map<std::string, std::string> tasks;
-  for (const auto& s : specs) tasks[s.name] = prompts.task(s);
+  return specs;
+}
 
+EvalOptions TurnLoop::eval_options() const {
   EvalOptions eval_opts;
   eval_opts.device = config_.device;
   eval_opts.protocol = config_.protocol;
@@ -147,25 +141,61 @@ LoopSummary TurnLoop::run() {
   if (config_.max_timing_seconds > 0) eval_opts.max_timing_seconds = config_.max_timing_seconds;
   // Counters cost a replay phase per candidate: only when the model sees them.
   eval_opts.profile = config_.scaffold.feedback.count(FeedbackKind::kProfiler) > 0 && config_.device != "cpu";
-  // The device and the worker are checked here, before the run folder or
-  // any request exists.
-  Builder eval_builder(BuilderConfig::from_environment());
-  Evaluator evaluator(eval_builder, eval_opts);
+  return eval_opts;
+}
 
-  RunStore store(config_.runs_dir, config_.name);
-  const RunLock run_lock(store.path(), progress_);
+json TurnLoop::resolved_config(const Redactor& redactor) const {
   json resolved = config_.to_json();
   resolved["model_identity"] = config_.provider.kind + ":" + config_.provider.model;
   resolved["prompts_digest"] = prompts_digest(config_.prompts.dir);
   // What this driver runs with (the latest one's, on a resumed run).
   resolved["environment"] = {{"build", build_environment()}, {"machine", machine_environment(config_.device)},
                              {"started_at", utc_timestamp()}};
-  // What changes earlier attempts; more turns, samples or problems extend
-  // the run instead.
   // Redacted like everything else in the folder (extra_body, stop words).
-  resolved = redactor.redact_json(resolved);
-  store.write_config(resolved, {"model_identity", "protocol", "device", "seed", "scaffold.kind", "scaffold.feedback",
-                                "scaffold.context", "scaffold.keep_best", "prompts_digest"});
+  return redactor.redact_json(resolved);
+}
+
+static std::string excluded_note(const std::vector<std::string>& excluded, const std::string& protocol) {
+  std::string list;
+  for (const auto& n : excluded) list += (list.empty() ? "" : ", ") + n;
+  return std::to_string(excluded.size()) + " problem(s) excluded by the " + protocol +
+         " protocol, left out of the run: " + list;
+}
+
+LoopSummary TurnLoop::run() {
+  // Everything that can be wrong with the inputs fails here, before any LLM call.
+  std::vector<std::string> excluded;
+  std::vector<ProblemSpec> specs = select_problems(&excluded);
+  if (!excluded.empty()) progress_ << "kloop: " << excluded_note(excluded, config_.protocol) << "\n";
+  PromptBuilder prompts(config_.prompts);
+  // Everything that goes back to the model or into the run folder from an
+  // evaluation passes through this: the provider's key and header values
+  // and the environment's credentials never reach a prompt.
+  const Redactor redactor = feedback_redactor(provider_);
+  const std::string system = redactor.redact(prompts.system());
+  std::map<std::string, std::string> tasks;
+  for (const auto& s : specs) tasks[s.name] = prompts.task(s);
+
+  // The device and the worker are checked here, before the run folder or
+  // any request exists.
+  const EvalOptions eval_opts = eval_options();
+  Builder eval_builder(BuilderConfig::from_environment());
+  Evaluator evaluator(eval_builder, eval_opts);
+  if (provider_check_) {
+    const LlmProvider::Probe probe = provider_.probe();
+    if (probe.checked) progress_ << "kloop: provider: " << probe.what << "\n";
+    if (!probe.ok) {
+      LoopSummary stopped;
+      stopped.problems = static_cast<int>(specs.size());
+      stopped.excluded = excluded;
+      stopped.fatal_error = "provider check: " + probe.what + " (no request was sent; --no-provider-check skips this)";
+      return stopped;
+    }
+  }
+
+  RunStore store(config_.runs_dir, config_.name);
+  const RunLock run_lock(store.path(), progress_);
+  store.write_config(resolved_config(redactor), kIdentityFields);
 
   LoopSummary summary;
   summary.run_path = store.path();
@@ -208,6 +238,14 @@ LoopSummary TurnLoop::run() {
   int total_attempts = 0;
   for (const auto& c : chains) total_attempts += c.done ? 0 : config_.scaffold.turns - static_cast<int>(c.history.size());
   std::atomic<int> attempt_counter{0};
+  StatusLine status(total_attempts);
+  // A phase of one attempt, on the status line while it lasts.
+  struct Phase {
+    StatusLine& line;
+    const char* name;
+    Phase(StatusLine& l, const char* n) : line(l), name(n) { line.begin(name); }
+    ~Phase() { line.end(name); }
+  };
 
   auto run_chain = [&](Chain& chain) {
     const ProblemSpec& spec = *chain.spec;
@@ -240,6 +278,7 @@ LoopSummary TurnLoop::run() {
 
       GenerationResult gen;
       try {
+        const Phase waiting(status, "model");
         gen = provider_.generate(req);
       } catch (const FatalProviderError& e) {
         fatal = true;
@@ -275,9 +314,13 @@ LoopSummary TurnLoop::run() {
         RunStore::write_text(source, code.code);
         try {
           // Compile outside the device lock so builds overlap evaluations.
-          prebuilder.build(source, ModuleRole::kCandidate, config_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+          {
+            const Phase compiling(status, "compile");
+            prebuilder.build(source, ModuleRole::kCandidate, config_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+          }
           Verdict v;
           {
+            const Phase evaluating(status, "eval");
             std::lock_guard<std::mutex> lock(eval_mutex);
             v = evaluator.evaluate(spec, source);
           }
@@ -317,8 +360,9 @@ LoopSummary TurnLoop::run() {
                     ++attempt_counter, total_attempts, spec.name.c_str(), chain.sample, turn, rec.verdict.c_str(),
                     rec.speedup ? (" " + std::to_string(*rec.speedup).substr(0, 5) + "x").c_str() : "",
                     rec.llm_seconds, rec.eval_seconds, early ? " - early stop" : "");
+      status.done(rec.cost_usd);
       std::lock_guard<std::mutex> lock(progress_mutex);
-      progress_ << line << std::flush;
+      status.print(progress_, line);
     }
   };
 
@@ -357,6 +401,124 @@ LoopSummary TurnLoop::run() {
     summary.by_turn.push_back(ts);
   }
   return summary;
+}
+
+int TurnLoop::check(std::ostream& out) {
+  int problems_found = 0;
+  auto bad = [&](const std::string& what, const std::string& why) {
+    out << "  " << what << ": FAILED: " << why << "\n";
+    ++problems_found;
+  };
+  out << "kloop run --check " << config_.path << " (run '" << config_.name << "' in " << config_.runs_dir << ")\n";
+  std::vector<std::string> excluded;
+  std::vector<ProblemSpec> specs;
+  try {
+    specs = select_problems(&excluded);
+  } catch (const std::exception& e) {
+    bad("problems", e.what());
+    return 2;
+  }
+  out << "  problems: " << specs.size();
+  for (std::size_t i = 0; i < specs.size() && i < 8; ++i) out << (i ? ", " : " (") << specs[i].name;
+  out << (specs.size() > 8 ? ", ...)" : ")") << "\n";
+  if (!excluded.empty()) out << "  " << excluded_note(excluded, config_.protocol) << "\n";
+
+  PromptBuilder prompts(config_.prompts);
+  const Redactor redactor = feedback_redactor(provider_);
+  std::size_t prompt_chars = 0;
+  try {
+    const std::string system = prompts.system();
+    const std::string task = prompts.task(specs.front());
+    prompt_chars = system.size() + task.size();
+    out << "  prompts: rendered for " << specs.front().name << ": " << system.size() << " + " << task.size()
+        << " characters (about " << (prompt_chars + 3) / 4 << " tokens); the task begins:\n";
+    std::istringstream lines(redactor.redact(task));
+    std::string line;
+    for (int n = 0; n < 4 && std::getline(lines, line); ++n) out << "    | " << line.substr(0, 96) << "\n";
+  } catch (const std::exception& e) {
+    bad("prompts", e.what());
+  }
+
+  try {
+    Builder builder(BuilderConfig::from_environment());
+    Evaluator evaluator(builder, eval_options());
+    out << "  device: " << config_.device << " usable by this build";
+    if (!builder.config().cuda_arch.empty()) out << " (" << builder.config().cuda_arch << ")";
+    out << "; protocol " << config_.protocol << ", isolation " << config_.isolation << "\n";
+  } catch (const std::exception& e) {
+    bad("device", e.what());
+  }
+
+  if (provider_check_) {
+    const LlmProvider::Probe probe = provider_.probe();
+    if (!probe.ok) {
+      bad("provider", probe.what);
+    } else {
+      out << "  provider: " << provider_.describe() << ": " << probe.what << "\n";
+    }
+  } else {
+    out << "  provider: " << provider_.describe() << " (not contacted: --no-provider-check)\n";
+  }
+
+  // What a run would still ask for: the chains' missing turns.
+  std::map<std::pair<std::string, int>, std::vector<AttemptRecord>> stored;
+  const fs::path run_path = fs::path(config_.runs_dir) / config_.name;
+  if (fs::exists(run_path / RunStore::kResultsFile)) {
+    RunStore store(config_.runs_dir, config_.name);
+    if (const std::string conflict = store.config_conflict(resolved_config(redactor), kIdentityFields);
+        !conflict.empty()) {
+      bad("run folder", conflict);
+    }
+    for (auto& r : store.load_results()) stored[{r.problem, r.sample}].push_back(r);
+  }
+  long long requests = 0, resumed = 0;
+  double ceiling_input = 0, ceiling_output = 0;
+  const double turn_tokens = (config_.provider.max_tokens ? *config_.provider.max_tokens : 0) +
+                             static_cast<double>(config_.prompts.max_feedback_chars) / 4;
+  for (const auto& spec : specs) {
+    for (int s = 0; s < config_.scaffold.samples; ++s) {
+      auto& recs = stored[{spec.name, s}];
+      std::sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) { return a.turn < b.turn; });
+      int have = 0;
+      bool stopped = false;
+      for (const auto& r : recs) {
+        if (r.turn != have + 1) break;
+        ++have;
+        stopped = stopped || (r.chain_done && r.stop_reason != "turns");
+      }
+      resumed += have;
+      if (stopped) continue;
+      for (int t = have + 1; t <= config_.scaffold.turns; ++t) {
+        ++requests;
+        const int earlier = config_.scaffold.context == "full" ? t - 1 : (t > 1 ? 1 : 0);
+        ceiling_input += static_cast<double>(prompt_chars) / 4 + earlier * turn_tokens;
+        ceiling_output += config_.provider.max_tokens ? *config_.provider.max_tokens : 0;
+      }
+    }
+  }
+  out << "  requests: " << requests << " to send (" << specs.size() << " problem(s) x " << config_.scaffold.samples
+      << " sample(s) x " << config_.scaffold.turns << " turn(s)";
+  if (resumed) out << ", less " << resumed << " attempt(s) already stored";
+  out << ")\n";
+  const TokenPrices& price = config_.provider.prices;
+  if (!config_.provider.max_tokens) {
+    out << "  cost ceiling: none without provider.max_tokens (an answer's length is then the provider's limit)\n";
+  } else if (price.input == 0 && price.output == 0) {
+    out << "  cost ceiling: no provider.prices given (about " << static_cast<long long>(ceiling_input)
+        << " input and at most " << static_cast<long long>(ceiling_output) << " output tokens)\n";
+  } else {
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "  cost ceiling: $%.2f (about %lld input tokens at $%.2f/M, at most %lld output tokens at $%.2f/M; "
+                  "before any prompt-cache discount)\n",
+                  (ceiling_input * price.input + ceiling_output * price.output) / 1e6,
+                  static_cast<long long>(ceiling_input), price.input, static_cast<long long>(ceiling_output),
+                  price.output);
+    out << line;
+  }
+  out << (problems_found ? "not ready: " + std::to_string(problems_found) + " problem(s) above\n"
+                         : "ready: nothing was sent and no run folder was made\n");
+  return problems_found ? 2 : 0;
 }
 
 std::string format_summary(const LoopSummary& s) {

@@ -11,7 +11,10 @@
 
 #include "agent/llm/provider.h"
 #include "agent/scaffold/run_config.h"
+#include "agent/llm/redactor.h"
 #include "agent/store/run_store.h"
+#include "evaluator/evaluate.h"
+#include "evaluator/problem/spec.h"
 
 namespace kloop {
 
@@ -40,11 +43,25 @@ class TurnLoop {
  public:
   TurnLoop(RunConfig config, LlmProvider& provider, std::ostream& progress);
   LoopSummary run();
+  // `kloop run --check`: everything run() checks before its first request
+  // (problems after the protocol's exclusions, the prompts rendered for one
+  // problem, the device, the provider, the run folder's settings), the
+  // requests still to send and, with max_tokens and prices, the cost
+  // ceiling. Sends no request and makes no folder. 0 when ready, 2 if not.
+  int check(std::ostream& out);
+  // Ask the provider (LlmProvider::probe) before the first request; a
+  // refused key then stops the run with nothing sent. Off by default.
+  void set_provider_check(bool on) { provider_check_ = on; }
 
  private:
+  std::vector<ProblemSpec> select_problems(std::vector<std::string>* excluded) const;
+  EvalOptions eval_options() const;
+  nlohmann::json resolved_config(const Redactor& redactor) const;
+
   RunConfig config_;
   LlmProvider& provider_;
   std::ostream& progress_;
+  bool provider_check_ = false;
 };
 
 // The summary table printed after a run.

@@ -141,34 +141,36 @@ json at_path(const json& obj, const std::string& path, bool* found) {
 
 }  // namespace
 
-void RunStore::write_config(const json& resolved, const std::vector<std::string>& identity_fields) {
+std::string RunStore::config_conflict(const json& resolved, const std::vector<std::string>& identity_fields) const {
   const fs::path p = fs::path(path_) / "config.json";
-  if (fs::exists(p)) {
-    json old;
-    try {
-      std::ifstream(p) >> old;
-    } catch (const json::exception&) {
-      old = json::object();
-    }
-    std::string differ;
-    int count = 0;
-    for (const auto& f : identity_fields) {
-      bool in_old = false, in_new = false;
-      const json a = at_path(old, f, &in_old);
-      const json b = at_path(resolved, f, &in_new);
-      // A field an older kloop did not store cannot be compared.
-      if (!in_old) continue;
-      if (a != b) {
-        differ += std::string(count++ ? "; " : "") + "'" + f + "' (" + a.dump() + " vs " + b.dump() + ")";
-      }
-    }
-    if (count) {
-      throw std::runtime_error(p.string() + ": this run was started with a different " + differ +
-                               (count > 1 ? "; these change" : "; this changes") +
-                               " its earlier attempts. Use another --name to start a new run (more turns, samples or "
-                               "problems extend a run)");
-    }
+  if (!fs::exists(p)) return "";
+  json old;
+  try {
+    std::ifstream(p) >> old;
+  } catch (const json::exception&) {
+    old = json::object();
   }
+  std::string differ;
+  int count = 0;
+  for (const auto& f : identity_fields) {
+    bool in_old = false, in_new = false;
+    const json a = at_path(old, f, &in_old);
+    const json b = at_path(resolved, f, &in_new);
+    // A field an older kloop did not store cannot be compared.
+    if (!in_old) continue;
+    if (a != b) differ += std::string(count++ ? "; " : "") + "'" + f + "' (" + a.dump() + " vs " + b.dump() + ")";
+  }
+  if (!count) return "";
+  return p.string() + ": this run was started with a different " + differ +
+         (count > 1 ? "; these change" : "; this changes") +
+         " its earlier attempts. Use another --name to start a new run (more turns, samples or problems extend a run)";
+}
+
+void RunStore::write_config(const json& resolved, const std::vector<std::string>& identity_fields) {
+  if (const std::string conflict = config_conflict(resolved, identity_fields); !conflict.empty()) {
+    throw std::runtime_error(conflict);
+  }
+  const fs::path p = fs::path(path_) / "config.json";
   write_text(p.string(), resolved.dump(2) + "\n");
   std::lock_guard<std::mutex> lock(mutex_);
   record_key(true);

@@ -83,6 +83,8 @@ class RunStore {
   // another model, prompt or protocol would mix results. A field the stored
   // config lacks (an older kloop's) is not compared.
   void write_config(const nlohmann::json& resolved, const std::vector<std::string>& identity_fields);
+  // What write_config would refuse, in its words; "" when it would not.
+  std::string config_conflict(const nlohmann::json& resolved, const std::vector<std::string>& identity_fields) const;
 
   // Every complete record; a torn last line (the run was killed mid-write)
   // is skipped. Later duplicates of a (problem, sample, turn) are dropped.

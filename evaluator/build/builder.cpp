@@ -15,9 +15,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -491,10 +494,12 @@ BuildResult Builder::build(const std::string& source_path, ModuleRole role, Buil
 }
 
 std::vector<BuildResult> build_many(const BuilderConfig& config, const std::vector<std::string>& sources,
-                                    ModuleRole role, BuildTarget target, int jobs) {
+                                    ModuleRole role, BuildTarget target, int jobs, const BuildProgress& on_built) {
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<BuildResult> results(sources.size());
   std::atomic<std::size_t> next{0};
+  std::mutex report;
+  std::size_t finished = 0;
   std::vector<std::thread> pool;
   for (int j = 0; j < std::min<int>(jobs, static_cast<int>(sources.size())); ++j) {
     pool.emplace_back([&] {
@@ -505,11 +510,30 @@ std::vector<BuildResult> build_many(const BuilderConfig& config, const std::vect
         } catch (const std::exception& e) {
           results[i].log = e.what();
         }
+        if (on_built) {
+          std::lock_guard<std::mutex> lock(report);
+          on_built(++finished, sources.size(), sources[i], results[i]);
+        }
       }
     });
   }
   for (auto& t : pool) t.join();
   return results;
+}
+
+BuildProgress build_progress_on_stderr(const std::string& what) {
+  auto compiled = std::make_shared<std::size_t>(0);
+  return [what, compiled](std::size_t done, std::size_t total, const std::string& source, const BuildResult& r) {
+    if (!r.cached) {
+      ++*compiled;
+      std::fprintf(stderr, "kloop: [%zu/%zu] %s %s: %s (%.1f s)\n", done, total, what.c_str(),
+                   fs::path(source).stem().c_str(), r.ok ? "built" : "FAILED to build", r.seconds);
+    }
+    if (done == total) {
+      std::fprintf(stderr, "kloop: %zu %s ready: %zu compiled, %zu from the cache\n", total, what.c_str(), *compiled,
+                   total - *compiled);
+    }
+  };
 }
 
 }  // namespace kloop

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -90,7 +91,16 @@ class Builder {
 
 // A compile pool: builds several sources at once, `jobs` at a time (0: one
 // per core), each worker with its own Builder. Results come in input order.
+// `on_built`, when given, hears of each finished build (from the pool's
+// threads, one at a time): how many are done, of how many, and the result.
+using BuildProgress = std::function<void(std::size_t done, std::size_t total, const std::string& source,
+                                         const BuildResult& result)>;
 std::vector<BuildResult> build_many(const BuilderConfig& config, const std::vector<std::string>& sources,
-                                    ModuleRole role, BuildTarget target, int jobs = 0);
+                                    ModuleRole role, BuildTarget target, int jobs = 0,
+                                    const BuildProgress& on_built = {});
+
+// A BuildProgress that prints one line per compiled (not cached) source on
+// stderr, and one line when all are done.
+BuildProgress build_progress_on_stderr(const std::string& what);
 
 }  // namespace kloop

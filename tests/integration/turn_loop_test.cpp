@@ -351,6 +351,64 @@ TEST_F(TurnLoopTest, ASecondDriverOnTheSameRunRefuses) {
   EXPECT_EQ(verdict["environment"].value("kloop_commit", ""), cfg["environment"]["build"].value("kloop_commit", "x"));
 }
 
+// kloop run --check: the problems after exclusions, the prompt, the device,
+// the provider (its model list: one GET, no tokens), the requests still to
+// send and the cost ceiling; no request for a completion, no run folder.
+TEST_F(TurnLoopTest, CheckSaysWhatARunWouldDoAndSendsNothing) {
+  test_support::FakeHttpServer server;
+  server.enqueue_json(200, R"({"object": "list", "data": [{"id": "m"}, {"id": "other"}]})");
+  setenv("KLOOP_TEST_FAKE_KEY", "sk-test-secret-456", 1);
+  std::ofstream(dir_ / "run.yaml") << "name: t\nruns_dir: runs\nproblems: {names: [19_ReLU, 23_Softmax, 94_MSELoss]}\n"
+                                      "provider: {kind: openai, model: m, api_key_env: KLOOP_TEST_FAKE_KEY, base_url: " +
+                                          server.base_url() + "/v1, max_tokens: 1000, prices: {input: 2, output: 8}}\n"
+                                      "scaffold: {kind: iterative, samples: 2, turns: 3}\n";
+  RunConfig c = load_run_config((dir_ / "run.yaml").string());
+  auto provider = make_provider(c.provider);
+  std::ostringstream out, notes;
+  TurnLoop loop(c, *provider, notes);
+  loop.set_provider_check(true);
+  EXPECT_EQ(loop.check(out), 0) << out.str();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("problems: 2 (19_ReLU, 23_Softmax)"), std::string::npos) << text;
+  EXPECT_NE(text.find("94_MSELoss"), std::string::npos) << text;
+  EXPECT_NE(text.find("rendered for 19_ReLU"), std::string::npos) << text;
+  EXPECT_NE(text.find("device: cpu usable"), std::string::npos) << text;
+  EXPECT_NE(text.find("model 'm' listed"), std::string::npos) << text;
+  EXPECT_NE(text.find("requests: 12 to send"), std::string::npos) << text;
+  EXPECT_NE(text.find("cost ceiling: $"), std::string::npos) << text;
+  EXPECT_EQ(text.find("sk-test-secret-456"), std::string::npos) << text;
+  ASSERT_EQ(server.requests().size(), 1u);
+  EXPECT_EQ(server.requests()[0].method, "GET");
+  EXPECT_EQ(server.requests()[0].path, "/v1/models");
+  EXPECT_FALSE(fs::exists(dir_ / "runs"));
+}
+
+// A key the provider refuses is found by the check before the first request:
+// the run stops with nothing sent for a completion and no run folder.
+TEST_F(TurnLoopTest, ARefusedKeyStopsTheRunBeforeAnyCompletionRequest) {
+  test_support::FakeHttpServer server;
+  server.enqueue_json(401, R"({"error": {"message": "Incorrect API key provided"}})");
+  server.enqueue_json(401, R"({"error": {"message": "Incorrect API key provided"}})");
+  setenv("KLOOP_TEST_FAKE_KEY", "sk-test-secret-789", 1);
+  std::ofstream(dir_ / "run.yaml") << "name: t\nruns_dir: runs\nproblems: {names: [19_ReLU]}\n"
+                                      "provider: {kind: openai, model: m, api_key_env: KLOOP_TEST_FAKE_KEY, base_url: " +
+                                          server.base_url() + "/v1}\n"
+                                      "scaffold: {kind: one_shot}\n";
+  RunConfig c = load_run_config((dir_ / "run.yaml").string());
+  auto provider = make_provider(c.provider);
+  std::ostringstream out, notes;
+  TurnLoop loop(c, *provider, notes);
+  loop.set_provider_check(true);
+  EXPECT_EQ(loop.check(out), 2) << out.str();
+  EXPECT_NE(out.str().find("was refused (HTTP 401)"), std::string::npos) << out.str();
+  LoopSummary s = loop.run();
+  EXPECT_NE(s.fatal_error.find("KLOOP_TEST_FAKE_KEY was refused"), std::string::npos) << s.fatal_error;
+  EXPECT_EQ(s.fatal_error.find("sk-test-secret-789"), std::string::npos);
+  ASSERT_EQ(server.requests().size(), 2u);
+  for (const auto& r : server.requests()) EXPECT_EQ(r.method, "GET");
+  EXPECT_FALSE(fs::exists(dir_ / "runs"));
+}
+
 // An OpenAI chat completion whose answer is `content`.
 std::string openai_answer(const std::string& content) {
   return json{{"choices", {{{"index", 0}, {"finish_reason", "stop"},
