@@ -10,13 +10,14 @@
 
 #include "agent/cli/commands.h"
 #include "evaluator/build/build_config.h"
+#include "evaluator/build/environment.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::cli {
 
 Runner add_demo_command(CLI::App& app, const GlobalOptions& global) {
   struct State {
-    std::string config = std::string(KLOOP_SOURCE_DIR) + "/configs/examples.yaml";
+    std::string config = data_dir() + "/configs/examples.yaml";
     EvalCliOptions eval;
   };
   auto st = std::make_shared<State>();

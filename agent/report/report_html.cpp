@@ -24,8 +24,16 @@ std::string link(const RunView& v, const std::string& file, const fs::path& page
 }
 
 json curves_json(const std::vector<std::vector<ProblemBest>>& table, const std::vector<double>& ps) {
-  // Past the largest p reported, so that the last threshold's step shows.
-  const double p_max = std::max(2.5, 1.25 * (ps.empty() ? 2.0 : *std::max_element(ps.begin(), ps.end())));
+  // Past the largest p reported and past the largest speedup reached, so
+  // that the last step of every curve shows (the axis follows the data).
+  double fastest = 0;
+  for (const auto& turn : table) {
+    for (const auto& b : turn) {
+      if (b.correct() && b.speedup()) fastest = std::max(fastest, *b.speedup());
+    }
+  }
+  const double p_max = std::min(
+      1e4, std::max({2.5, 1.25 * (ps.empty() ? 2.0 : *std::max_element(ps.begin(), ps.end())), 1.1 * fastest}));
   json curves = json::array();
   for (std::size_t t = 0; t < table.size(); ++t) {
     curves.push_back({{"name", "turn " + std::to_string(t + 1)}, {"points", fast_p_curve(table[t], p_max)}});

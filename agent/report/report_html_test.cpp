@@ -172,6 +172,11 @@ TEST_F(ReportHtmlTest, DrawsEverySeriesInHeadlessChromium) {
   EXPECT_NE(dom.find("d=\"M"), std::string::npos);
   EXPECT_NE(dom.find("data-series=\"v0:fast_p-vs-p:turn 3\""), std::string::npos);
   EXPECT_NE(dom.find("href=\"synth/attempts/23_Softmax/sample0/turn1/candidate.cpp\""), std::string::npos);
+  // The run is unfinished (21_Sigmoid has no attempt), the interval bars have
+  // a legend, and the fast_p axis reaches past the best speedup (2.5x).
+  EXPECT_NE(dom.find("UNFINISHED: 1 of 4 chains"), std::string::npos);
+  EXPECT_NE(dom.find("bars: 95% interval"), std::string::npos);
+  EXPECT_NE(dom.find(">2.5</text>"), std::string::npos) << "an x tick at 2.5 at least";
 
   const char* artifacts = KLOOP_TEST_ARTIFACTS;
   fs::create_directories(artifacts);

@@ -171,6 +171,28 @@ TEST_F(ReportTest, UnfinishedRunAndPartialRescoreAreSaid) {
   EXPECT_NE(text.find("PARTIAL RESCORE: 1 of the run's attempts"), std::string::npos) << text;
 }
 
+// The terminal report fits 100 columns (the side-by-side tables put the
+// model and scaffold above them) and has a row per selected problem.
+TEST_F(ReportTest, TerminalReportFitsHundredColumnsAndListsEveryProblem) {
+  testing::write_synthetic_rescore(run_);
+  const std::vector<RunView> views = {view(), view("kernelbench")};
+  const std::string text =
+      render_text_report(views, {metrics_of(views[0]), metrics_of(views[1])}, TextFormat::kTerminal);
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) EXPECT_LE(line.size(), 100u) << line;
+  EXPECT_NE(text.find("problems (4)"), std::string::npos) << text;
+  // 12_Gemm: correct at turn 3 only, 2.50x; 21_Sigmoid: never attempted.
+  const std::size_t gemm = text.find("\n  12_Gemm_Multiply_LeakyReLU ");
+  ASSERT_NE(gemm, std::string::npos) << text;
+  const std::string row = text.substr(gemm + 1, text.find('\n', gemm + 1) - gemm - 1);
+  for (const char* cell : {" 2 ", " correct ", " 2.50x ", " turn 3 "}) EXPECT_NE(row.find(cell), std::string::npos) << row;
+  EXPECT_NE(text.find("21_Sigmoid"), std::string::npos);
+  EXPECT_NE(text.find("(no attempt)"), std::string::npos) << text;
+  const std::string md = render_text_report(views, {metrics_of(views[0]), metrics_of(views[1])}, TextFormat::kMarkdown);
+  EXPECT_NE(md.find("| model |"), std::string::npos) << md;
+}
+
 TEST_F(ReportTest, JsonSummaryAndCsv) {
   const std::vector<RunView> views = {view()};
   const std::vector<RunMetrics> metrics = {metrics_of(views[0])};

@@ -3,10 +3,34 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <sstream>
 
 namespace kloop::report {
 namespace {
+
+// What a terminal report fits in.
+constexpr std::size_t kTerminalColumns = 100;
+
+// Lines longer than kTerminalColumns broken at spaces, the rest of a line
+// indented under its start.
+std::string wrap_lines(const std::string& text) {
+  std::istringstream in(text);
+  std::ostringstream out;
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string indent(line.find_first_not_of(' ') == std::string::npos ? 0 : line.find_first_not_of(' '), ' ');
+    while (line.size() > kTerminalColumns) {
+      std::size_t cut = line.rfind(' ', kTerminalColumns);
+      if (cut == std::string::npos || cut <= indent.size()) break;  // one unbreakable word
+      out << line.substr(0, cut) << "\n";
+      line = indent + "  " + line.substr(cut + 1);
+    }
+    out << line << "\n";
+  }
+  return out.str();
+}
 
 struct Table {
   std::vector<std::string> header;
@@ -34,10 +58,21 @@ std::string render_table(const Table& t, TextFormat f) {
   for (const auto& r : t.rows) {
     for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
   }
-  auto row = [&](const std::vector<std::string>& cells) {
+  // Within kTerminalColumns: the first column (names) gives way, cut with "...".
+  std::size_t total_width = 2;
+  for (auto w : width) total_width += w + 2;
+  if (total_width - 2 > kTerminalColumns && !width.empty()) {
+    width[0] = std::max<std::size_t>(12, width[0] - std::min(width[0], total_width - 2 - kTerminalColumns));
+  }
+  auto fit = [&](const std::string& cell, std::size_t w) {
+    return cell.size() <= w ? cell : cell.substr(0, w - 3) + "...";
+  };
+  auto row = [&](const std::vector<std::string>& raw) {
+    std::vector<std::string> cells = raw;
+    if (!cells.empty()) cells[0] = fit(cells[0], width[0]);
     std::string line;
     for (std::size_t i = 0; i < cells.size(); ++i) {
-      const std::string pad(width[i] - cells[i].size(), ' ');
+      const std::string pad(width[i] - std::min(width[i], cells[i].size()), ' ');
       line += (i ? "  " : "") + (i < t.text_columns ? cells[i] + pad : pad + cells[i]);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
@@ -198,6 +233,51 @@ std::string failures_table(const FailureTaxonomy& ft, TextFormat f) {
   return heading("failures (" + std::to_string(ft.attempts) + " attempts)", 3, f) + render_table(t, f);
 }
 
+// Verdicts from the furthest from correct to correct: a problem's best.
+int verdict_rank(const std::string& v) {
+  static const std::vector<std::string> order = {"no_code", "compile_error", "load_error", "timeout",
+                                                 "runtime_error", "integrity_violation", "incorrect", "correct"};
+  auto it = std::find(order.begin(), order.end(), v);
+  return it == order.end() ? -1 : static_cast<int>(it - order.begin());
+}
+
+// One row per selected problem: its best verdict over every sample and
+// turn, the best speedup of a correct attempt, the turn of its first
+// correct attempt and the last turn it reached.
+std::string problems_table(const RunView& v, TextFormat f) {
+  struct Row {
+    std::string best = "-";
+    std::optional<double> speedup;
+    int first_correct = 0, last_turn = 0, attempts = 0;
+  };
+  std::map<std::string, Row> rows;
+  for (const auto& a : v.attempts) {
+    const AttemptRecord& r = a.record;
+    Row& row = rows[r.problem];
+    ++row.attempts;
+    row.last_turn = std::max(row.last_turn, r.turn);
+    if (verdict_rank(r.verdict) > verdict_rank(row.best)) row.best = r.verdict;
+    if (r.verdict == "correct") {
+      if (!row.first_correct || r.turn < row.first_correct) row.first_correct = r.turn;
+      if (r.speedup && (!row.speedup || *r.speedup > *row.speedup)) row.speedup = r.speedup;
+    }
+  }
+  Table t;
+  t.header = {"problem", "level", "best verdict", "best speedup", "first correct", "turns", "attempts"};
+  t.text_columns = 1;
+  const std::size_t width = f == TextFormat::kTerminal ? 44 : 1000;
+  for (const auto& p : v.problems) {
+    const auto it = rows.find(p.name);
+    const Row row = it == rows.end() ? Row{} : it->second;
+    std::string name = p.name.size() > width ? p.name.substr(0, width - 3) + "..." : p.name;
+    t.rows.push_back({name, std::to_string(p.level), row.attempts ? row.best : "(no attempt)",
+                      row.speedup ? fmt("%.2fx", *row.speedup) : "-",
+                      row.first_correct ? "turn " + std::to_string(row.first_correct) : "-",
+                      row.last_turn ? std::to_string(row.last_turn) : "-", std::to_string(row.attempts)});
+  }
+  return heading("problems (" + std::to_string(v.problems.size()) + ")", 3, f) + render_table(t, f);
+}
+
 std::string cost_table(const CostSummary& c, TextFormat f) {
   Table t;
   t.header = {"attempts", "input tokens", "output tokens", "reasoning tokens",
@@ -219,11 +299,11 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
   out << (all ? all->problems : 0) << " problems selected, " << (all ? all->problems_with_results : 0)
       << " with results; " << m.failures.attempts << " attempts from " << v.results_file;
   if (!v.excluded.empty()) {
-    out << "; " << v.excluded.size() << " excluded by " << v.protocol << " as degenerate (";
+    out << "\n" << v.excluded.size() << " excluded by " << v.protocol << " as degenerate (";
     for (std::size_t i = 0; i < v.excluded.size(); ++i) out << (i ? ", " : "") << v.excluded[i];
     out << ")";
   }
-  if (m.duplicate_records) out << "; " << m.duplicate_records << " duplicate records ignored";
+  if (m.duplicate_records) out << "\n" << m.duplicate_records << " duplicate records ignored";
   if (v.unfinished_chains) {
     out << "\nUNFINISHED: " << v.unfinished_chains << " of " << v.chains
         << " chains have not reached their last turn (kloop run CONFIG resumes the run)";
@@ -234,7 +314,7 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
         << " --protocol " << v.protocol << " completes it)";
   }
   if (m.records_outside_selection)
-    out << "; " << m.records_outside_selection << " records outside the selection ignored";
+    out << "\n" << m.records_outside_selection << " records outside the selection ignored";
   out << "\n";
   if (m.bootstrap_resamples > 0) {
     out << "[lo, hi]: " << fmt("%g", 100 * m.confidence) << "% bootstrap interval over problems ("
@@ -246,6 +326,7 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
     if (g->by_turn.size() > 2) out << by_turn_table(*g, m, f) << "\n";
     if (g->samples > 1) out << samples_table(*g, m, f) << "\n";
   }
+  out << problems_table(v, f) << "\n";
   out << failures_table(m.failures, f) << "\n" << cost_table(m.cost, f);
   if (v.rescored) {
     out << "  (rescored: tokens, cost and LLM time are those of the run's generations; eval and wall time are the "
@@ -258,9 +339,16 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
 // One row per view: the overall group at one turn (1, or each view's final).
 std::string comparison_table(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics, bool final_turn,
                              TextFormat f) {
+  // On a terminal the model and scaffold go above the table, which then
+  // fits 100 columns; Markdown keeps them in it.
+  const bool wide = f == TextFormat::kMarkdown;
   Table t;
   t.header = {"run [protocol]", "model", "scaffold", "problems", "compile", "correct"};
   t.text_columns = 3;
+  if (!wide) {
+    t.header = {"run [protocol]", "problems", "correct"};  // compile rates: in each run's own section
+    t.text_columns = 1;
+  }
   for (double p : metrics.front().ps) {
     if (p > 0) t.header.push_back(p_name(p));
   }
@@ -275,14 +363,22 @@ std::string comparison_table(const std::vector<RunView>& views, const std::vecto
                                     std::to_string(g->problems),
                                     percent(tm.compile_rate, false),
                                     percent(tm.correctness, false)};
+    if (!wide) {
+      row.erase(row.begin() + 4);  // compile
+      row.erase(row.begin() + 1, row.begin() + 3);
+    }
     for (std::size_t k = 0; k < metrics[i].ps.size(); ++k) {
       if (metrics[i].ps[k] > 0) row.push_back(percent(tm.fast_p[k], false));
     }
     row.push_back(speedup(tm.geomean_speedup, false));
     t.rows.push_back(row);
   }
+  std::string runs;
+  if (!wide) {
+    for (const auto& v : views) runs += "  " + v.label() + ": " + v.model + "; " + v.scaffold + "\n";
+  }
   return heading(final_turn ? "final turn (iterative), all problems" : "one-shot (turn 1), all problems", 3, f) +
-         render_table(t, f);
+         runs + render_table(t, f);
 }
 
 }  // namespace
@@ -298,7 +394,7 @@ std::string render_text_report(const std::vector<RunView>& views, const std::vec
         << comparison_table(views, metrics, true, format) << "\n";
   }
   for (std::size_t i = 0; i < views.size(); ++i) out << view_section(views[i], metrics[i], format);
-  return out.str();
+  return format == TextFormat::kTerminal ? wrap_lines(out.str()) : out.str();
 }
 
 }  // namespace kloop::report

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "evaluator/build/build_config.h"
+#include "evaluator/build/environment.h"
 #include "evaluator/isolation/sandbox.h"
 #include "evaluator/problem/registry.h"
 #include "evaluator/protocol.h"
@@ -252,7 +253,7 @@ RunConfig load_run_config(const std::string& path) {
 
   const json pr = j.value("prompts", json::object());
   r.known(pr, "prompts", {"dir", "max_feedback_chars", "max_reference_chars"});
-  c.prompts.dir = r.resolve_path(r.get<std::string>(pr, "dir", "prompts.dir", std::string(KLOOP_SOURCE_DIR) + "/prompts"));
+  c.prompts.dir = r.resolve_path(r.get<std::string>(pr, "dir", "prompts.dir", data_dir() + "/prompts"));
   c.prompts.max_feedback_chars = r.get<std::size_t>(pr, "max_feedback_chars", "prompts.max_feedback_chars", 6000);
   c.prompts.max_reference_chars = r.get<std::size_t>(pr, "max_reference_chars", "prompts.max_reference_chars", 30000);
   c.prompts.cuda = c.device != "cpu";

@@ -29,6 +29,7 @@
 
 #include "evaluator/build/build_config.h"
 #include "evaluator/build/content_hash.h"
+#include "evaluator/build/environment.h"
 #include "evaluator/build/integrity.h"
 #include "evaluator/isolation/subprocess.h"
 
@@ -166,7 +167,7 @@ BuilderConfig BuilderConfig::from_environment() {
   c.cxx = env_or("KLOOP_CXX", KLOOP_CXX_COMPILER);
   c.reference_cxx = env_or("KLOOP_REFERENCE_CXX", KLOOP_REFERENCE_CXX_COMPILER);
   c.nvcc = env_or("KLOOP_NVCC", KLOOP_NVCC_COMPILER);
-  c.include_dirs = {env_or("KLOOP_KERNEL_API_DIR", KLOOP_KERNEL_API_DIR)};
+  c.include_dirs = {env_or("KLOOP_KERNEL_API_DIR", data_dir() + "/evaluator/kernel_api")};
   for (const auto& d : split_list(KLOOP_TORCH_INCLUDE_DIRS)) c.include_dirs.push_back(d);
   c.library_dirs = split_list(KLOOP_TORCH_LIBRARY_DIRS);
   c.libraries = {"torch", "torch_cpu", "c10"};

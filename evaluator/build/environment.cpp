@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -75,11 +77,22 @@ json machine_environment(const std::string& device) {
   return m;
 }
 
+std::string data_dir() {
+  if (const char* env = std::getenv("KLOOP_DATA_DIR"); env && *env) return env;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path installed = exe.parent_path().parent_path() / "share" / "kloop";
+    if (std::filesystem::is_directory(installed / "problems", ec)) return installed.string();
+  }
+  return KLOOP_SOURCE_DIR;
+}
+
 std::string version_text() {
   std::string cuda = KLOOP_CUDA_VERSION;
   return std::string("kloop ") + KLOOP_VERSION + " (commit " + commit_text() + ", " + KLOOP_BUILD_TYPE + ", " +
          KLOOP_CXX_COMPILER_ID + ", LibTorch " + KLOOP_TORCH_VERSION + ", " +
-         (cuda.empty() ? std::string("no CUDA") : "CUDA " + cuda) + ")";
+         (cuda.empty() ? std::string("no CUDA") : "CUDA " + cuda) + "); data: " + data_dir();
 }
 
 }  // namespace kloop

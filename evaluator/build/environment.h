@@ -18,4 +18,10 @@ nlohmann::json machine_environment(const std::string& device);
 // One line for `kloop --version`.
 std::string version_text();
 
+// Where kloop's data lives (problems/, prompts/, configs/, examples/ and the
+// candidate API's headers under evaluator/kernel_api/): $KLOOP_DATA_DIR;
+// else, for an installed kloop, <prefix>/share/kloop beside the running
+// binary's bin/; else the source tree it was built from.
+std::string data_dir();
+
 }  // namespace kloop

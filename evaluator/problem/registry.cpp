@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "evaluator/build/build_config.h"
+#include "evaluator/build/environment.h"
 
 namespace kloop {
 namespace {
@@ -23,7 +24,7 @@ long numeric_prefix(const std::string& name) {
 
 std::string ProblemRegistry::default_root() {
   if (const char* env = std::getenv("KLOOP_PROBLEMS_DIR"); env && *env) return env;
-  return std::string(KLOOP_SOURCE_DIR) + "/problems";
+  return data_dir() + "/problems";
 }
 
 ProblemRegistry::ProblemRegistry(std::string root) : root_(std::move(root)) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <unistd.h>
 #include <array>
@@ -113,6 +114,29 @@ TEST(CliVersionTest, VersionNamesTheCommitAndLibTorch) {
   EXPECT_EQ(out.rfind("kloop ", 0), 0u) << out;
   EXPECT_NE(out.find("(commit "), std::string::npos) << out;
   EXPECT_NE(out.find("LibTorch "), std::string::npos) << out;
+}
+
+// cmake --install gives a kloop that runs from its prefix: it finds its
+// problems, prompts and the candidate API's headers under share/kloop (and
+// says so in --version), and evaluates a candidate from there.
+TEST(InstallTest, AnInstalledKloopUsesItsOwnData) {
+  const std::string prefix = std::string(KLOOP_TEST_CACHE) + "/install-" + std::to_string(getpid());
+  int status = 0;
+  const std::string log = run("cmake --install " + std::string(KLOOP_TEST_BUILD_DIR) + " --prefix " + prefix +
+                                  " >/dev/null 2>&1; echo $?",
+                              &status);
+  ASSERT_EQ(log.substr(0, 1), "0") << "cmake --install failed";
+  const std::string version = run(prefix + "/bin/kloop --version 2>&1", &status);
+  EXPECT_EQ(status, 0) << version;
+  EXPECT_NE(version.find("data: " + prefix + "/share/kloop"), std::string::npos) << version;
+  const std::string out = run("cd / && " + prefix + "/bin/kloop eval --problem 19_ReLU --device cpu --json --no-timing "
+                                  "--threads 2 --candidate " + KLOOP_TEST_FIXTURES + "/relu/correct.cpp 2>&1",
+                              &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("\"verdict\": \"correct\""), std::string::npos) << out.substr(0, 3000);
+  EXPECT_NE(out.find(prefix + "/share/kloop/evaluator/kernel_api"), std::string::npos)
+      << "the candidate API's headers came from elsewhere:\n" << out.substr(0, 3000);
+  std::filesystem::remove_all(prefix);
 }
 
 void PrintTo(const FixtureCase& c, std::ostream* os) { *os << c.fixture << " under " << c.protocol; }
