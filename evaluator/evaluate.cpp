@@ -363,9 +363,9 @@ json timing_case_of(const json& c, int sets, uint64_t nonce) {
   return t;
 }
 
-// Timed calls checked per batch, on average, and at most per evaluation (each
-// costs the reference one forward on the same inputs).
-constexpr double kCheckChance = 0.25;
+// Timed calls checked at most per evaluation beyond one per input set (each
+// costs the reference one forward on the same inputs); the chance per batch
+// is EvalOptions::timed_check_chance.
 constexpr int kMaxChecks = 6;
 // What the kept outputs of one batch may hold in the candidate's memory.
 constexpr double kKeptBytesCpu = 256.0 * (1 << 20), kKeptBytesGpu = 2.0 * (1 << 30);
@@ -373,7 +373,8 @@ constexpr double kKeptBytesCpu = 256.0 * (1 << 20), kKeptBytesGpu = 2.0 * (1 << 
 CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const TimingRules& rules, bool cpu,
                                double overhead_per_sample, std::chrono::milliseconds timeout,
                                const std::function<void(const std::optional<json>&)>& check_reply,
-                               double& candidate_seconds, const json& post_cmd, const TimedCallCheck& check_call) {
+                               double& candidate_seconds, const json& post_cmd, const TimedCallCheck& check_call,
+                               double check_chance) {
   auto call = [&](const json& cmd) {
     const auto t0 = Clock::now();
     auto r = cand.call(cmd, timeout);
@@ -424,7 +425,8 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
         walls.size() != samples.size() || !thr.is_array() || thr.size() != samples.size()) {
       throw ProtocolViolation("a timing batch did not return the " + std::to_string(n) + " samples asked for");
     }
-    // A batch that kept an output also copied it: outside the wall check.
+    // A batch that kept an output also copied it: outside the wall check
+    // (and outside the figure, below).
     if (!keep_one) {
       ++batches;
       run += n;
@@ -437,7 +439,10 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
         throw ProtocolViolation("a timing sample that is not a time");
       }
       if (!keep_one) claimed += t;
-      if (!count || rule.done()) continue;  // the batch overshot the stopping point
+      // A batch that kept an output is neither in the wall check nor in the
+      // figure: forging its times would buy nothing. (The loop ends only on
+      // enough samples from the others, so the wall check always has some.)
+      if (!count || keep_one || rule.done()) continue;  // or the batch overshot the stopping point
       if (thr[i].get<bool>() && out.throttled_discarded < kMaxDiscarded) {
         ++out.throttled_discarded;
         continue;
@@ -456,7 +461,7 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
   const double kept_budget = cpu ? kKeptBytesCpu : kKeptBytesGpu;
   while (!rule.done()) {
     const bool keep_one = check_call && out.checked_calls < kMaxChecks && output_bytes <= kept_budget &&
-                          random.chance(kCheckChance);
+                          random.chance(check_chance);
     run_batch(batch, keep_one, true);
     const auto& taken = rule.samples();
     const double median = taken.empty() ? 1e-3 : summarize(taken).median;
@@ -474,6 +479,7 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
        ++extra) {
     run_batch(1 + random.below(std::min(batch, 8)), true, false);
   }
+  if (run == 0) throw ProtocolViolation("no timing batch could be held against the wall clock");
   out.summary = rule.summary();
   out.wall = summarize(wall);
   const double per_sample = 2 * overhead_per_sample + (cpu ? 50e-6 : 20e-6);
@@ -1136,7 +1142,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
             if (auto bad = worker_failed(r)) throw CandidateFailed{*bad};
           },
           v.phases.candidate, {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", transport()}},
-          check_timed_call);
+          check_timed_call, options_.timed_check_chance);
       if (!timed_wrong.empty()) {
         v.integrity.push_back({"timed_call_incorrect",
                                "a timed call, on inputs of its own, gave a wrong result (" + timed_wrong +
@@ -1486,7 +1492,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
                              {{"op", "time_setup"}, {"dir", work.shared()}, {"case", tc}, {"post_case", c},
                               {"rules", to_json(rules)}},
                              rules, cpu, overhead, options_.run_timeout, fail, seconds,
-                             {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", "file"}}, nullptr);
+                             {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", "file"}}, nullptr, 0);
     } catch (const ProtocolViolation& e) {
       throw EvaluationError(std::string("repeat timing: protocol_violation: ") + e.what());
     }

@@ -63,6 +63,10 @@ struct EvalOptions {
   Isolation isolation = Isolation::kStrict;
   uint64_t file_size_limit_bytes = 64ull << 30;  // RLIMIT_FSIZE of the candidate
   uint64_t process_limit = 512;                  // RLIMIT_NPROC of the candidate's uid
+  // The chance that a timing batch keeps one of its outputs for a check
+  // against the reference (README: Protocols). Tests set 1 to make every
+  // eligible batch a checked one.
+  double timed_check_chance = 0.25;
 };
 
 // What running a problem's reference alone shows (for spec authors and CI).

@@ -246,6 +246,14 @@ std::string Verdict::to_text() const {
     out << "  tensors: inputs " << (input_exchange.empty() ? "drawn" : input_exchange) << ", outputs " << exchange
         << "\n";
   }
+  if (protocol.is_object() && protocol.contains("atol")) {
+    const double magnitude = protocol.value("magnitude", 0.0);
+    char tol[200];
+    std::snprintf(tol, sizeof(tol), "  tolerance: |actual - expected| <= %g + %g * |expected|%s\n",
+                  protocol.value("atol", 0.0), protocol.value("rtol", 0.0),
+                  magnitude > 0 ? " (atol scaled by the output's RMS where that is below 1)" : "");
+    out << tol;
+  }
   if (!isolation.empty()) out << "  isolation: " << isolation << "\n";
   return out.str();
 }

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "agent/report/run_view.h"
+#include "agent/scaffold/status_line.h"
 #include "agent/store/run_store.h"
 #include "evaluator/evaluate.h"
 #include "evaluator/problem/registry.h"
@@ -131,10 +132,12 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
   Evaluator evaluator(builder, eval_options(config, options));
   AttemptRescorer rescorer(folder.string(), registry, evaluator);
   int index = 0;
+  StatusLine status(s.attempts);  // on a terminal: done, in flight, ETA
   for (const auto& original : records) {
     ++index;
     if (done.count(key_of(original))) {
       ++s.resumed;
+      status.done(0);
       continue;
     }
     const std::string what =
@@ -146,14 +149,23 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
                  << " as degenerate; not rescored\n";
         continue;
       }
-      AttemptRecord r = rescorer.rescore(original, options.protocol);
+      status.begin("eval");
+      AttemptRecord r;
+      try {
+        r = rescorer.rescore(original, options.protocol);
+      } catch (...) {
+        status.end("eval");
+        throw;
+      }
+      status.end("eval");
+      status.done(0);
       store.append(r, file);
       ++(original.verdict == "no_code" ? s.copied : s.rescored);
       char line[512];
       std::snprintf(line, sizeof(line), "[%d/%d] %s: %s -> %s (%.1fs)\n", index, s.attempts, what.c_str(),
                     verdict_text(original.verdict, original.speedup).c_str(),
                     verdict_text(r.verdict, r.speedup).c_str(), r.eval_seconds);
-      progress << line << std::flush;
+      status.print(progress, line);
     } catch (const std::exception& e) {  // kloop-side: the spec, the reference, the machine, a lost file
       s.errors.push_back(what + ": " + e.what());
       progress << "[" << index << "/" << s.attempts << "] " << what << ": not rescored: " << e.what() << "\n";

@@ -24,6 +24,25 @@ class EvaluatorTest : public ::testing::Test {
   EvalOptions options_;
 };
 
+// The timing figure and the wall-clock check both come from batches that
+// kept no output: with every eligible batch checked (chance 1), the slowed
+// clock is still caught (it was not, when all batches happened to be checked
+// batches and the wall check had nothing left to hold the claims against).
+TEST_F(EvaluatorTest, ForgedTimesAreCaughtWhateverBatchesAreChecked) {
+  ProblemSpec spec = relu();
+  spec.dims["batch_size"] = 512;  // as --set-dim batch_size=512: calls of milliseconds
+  if (spec.cpu_dims) (*spec.cpu_dims)["batch_size"] = 512;
+  options_.threads = 1;
+  options_.max_timing_seconds = 0.3;
+  options_.timed_check_chance = 1.0;
+  Evaluator ev(builder_, options_);
+  const Verdict v = ev.evaluate(spec, std::string(KLOOP_TEST_FIXTURES) + "/attacks/attack_slow_clock.cpp");
+  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
+  EXPECT_NE(v.message.find("implausible_timing"), std::string::npos) << v.message;
+  EXPECT_GT(v.timing_check.value("batches", 0), 0) << v.timing_check.dump();
+  EXPECT_GE(v.timing_check.value("checked_calls", 0), 2) << v.timing_check.dump();
+}
+
 TEST_F(EvaluatorTest, CrashThenNextEvaluationWorks) {
   Evaluator ev(builder_, options_);
   Verdict crash = ev.evaluate(relu(), fixture("segfault.cpp"));
