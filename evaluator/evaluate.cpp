@@ -559,7 +559,7 @@ std::string describe_failed_output(const TensorComparison& c, const Tolerance& t
   std::snprintf(buf, sizeof(buf), "%s differs in %lld of %lld elements (max abs error %.3g; allowed %.3g + %.3g * |expected|%s)",
                 c.name.c_str(), static_cast<long long>(c.mismatches), static_cast<long long>(c.numel), c.max_abs_error,
                 scaled ? c.atol_used : tol.atol, tol.rtol,
-                scaled ? ", atol scaled to the expected output's RMS" : "");
+                scaled ? ", atol capped at 1% of the expected output's RMS" : "");
   return buf;
 }
 

@@ -72,12 +72,12 @@ nlohmann::json Protocol::to_json() const {
 
 std::vector<std::string> protocol_names() { return {"kernelbench", "verified", "strict"}; }
 
-// Under strict, atol is meant for outputs of unit scale: below it, it
-// scales with the expected output's RMS (Tolerance::magnitude, as a fraction
-// of the RMS: atol 1e-3 becomes 1e-3 * RMS). Zeros, a constant or an
-// estimate that skips the work then miss outputs far below atol, while fp32
-// rounding stays near 1e-6 of their size.
-constexpr double kStrictMagnitude = 1e-3;
+// Under strict, atol is at most 1% of the expected output's RMS
+// (Tolerance::magnitude), which bites only on outputs far below atol (an RMS
+// under 0.1 with atol 1e-3): zeros, a constant or a guess that skips the
+// work then miss them by about their RMS, while fp32 rounding stays near
+// 1e-6 of it and TF32 accumulation near 1e-3 of it, ten times inside.
+constexpr double kStrictMagnitude = 1e-2;
 
 Protocol protocol_by_name(const std::string& name) {
   Protocol p;
@@ -103,7 +103,7 @@ Protocol protocol_by_name(const std::string& name) {
     } else {
       p.description =
           "verified + hidden shapes, randomised non-identity parameters, all integrity checks, custom kernels only, "
-          "speed-of-light floor, atol scaled by the output's RMS below unit scale, timed calls checked";
+          "speed-of-light floor, atol at most 1% of the output's RMS, timed calls checked";
       p.hidden_shapes = true;
       p.randomize_identity_params = true;
       p.tolerance.magnitude = kStrictMagnitude;

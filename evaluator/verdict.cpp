@@ -251,7 +251,7 @@ std::string Verdict::to_text() const {
     char tol[200];
     std::snprintf(tol, sizeof(tol), "  tolerance: |actual - expected| <= %g + %g * |expected|%s\n",
                   protocol.value("atol", 0.0), protocol.value("rtol", 0.0),
-                  magnitude > 0 ? " (atol scaled by the output's RMS where that is below 1)" : "");
+                  magnitude > 0 ? " (atol at most 1% of the output's RMS)" : "");
     out << tol;
   }
   if (!isolation.empty()) out << "  isolation: " << isolation << "\n";

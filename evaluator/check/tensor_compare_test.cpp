@@ -172,7 +172,7 @@ TEST(TensorCompareTest, MagnitudeAwareToleranceFailsZerosAndConstantsOnTinyOutpu
   at::Tensor rounded = (e.to(at::kDouble) * (1 + 1e-6)).to(at::kFloat);
   const Tolerance plain{1e-3, 1e-3};
   Tolerance strict = plain;
-  strict.magnitude = 1e-3;
+  strict.magnitude = 1e-2;
   EXPECT_TRUE(compare_tensors(e, zeros, "output0", plain).passed);
   EXPECT_TRUE(compare_tensors(e, constant, "output0", plain).passed);
   for (int64_t chunk : {int64_t{1} << 26, int64_t{1000}}) {
@@ -180,7 +180,7 @@ TEST(TensorCompareTest, MagnitudeAwareToleranceFailsZerosAndConstantsOnTinyOutpu
     const TensorComparison z = compare_tensors(e, zeros, "output0", strict, 5, chunk);
     EXPECT_FALSE(z.passed);
     EXPECT_GT(z.mismatches, z.numel / 2);
-    EXPECT_LT(z.atol_used, 1e-6);
+    EXPECT_LT(z.atol_used, 1e-5);
     expect_same(on_host(e, zeros, strict), z);
     const TensorComparison c = compare_tensors(e, constant, "output0", strict, 5, chunk);
     EXPECT_FALSE(c.passed);
@@ -191,7 +191,7 @@ TEST(TensorCompareTest, MagnitudeAwareToleranceFailsZerosAndConstantsOnTinyOutpu
     expect_same(on_host(e, rounded, strict), r);
   }
   // Outputs of ordinary size keep the plain atol; an all-zero expected one too.
-  at::Tensor big = 3 * at::randn({64});  // RMS about 3: unit scale and above keep atol
+  at::Tensor big = 0.3 * at::randn({64});  // RMS about 0.3: outputs not far below atol keep it
   EXPECT_DOUBLE_EQ(compare_tensors(big, big, "output0", strict).atol_used, 1e-3);
   EXPECT_TRUE(compare_tensors(at::zeros({8}), at::full({8}, 1e-4), "output0", strict).passed);
   // A constant expected output may be answered by a constant.
