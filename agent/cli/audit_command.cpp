@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "agent/cli/commands.h"
+#include "agent/scaffold/status_line.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::cli {
@@ -46,9 +47,14 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
                opts.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda, 0, build_progress_on_stderr("references"));
     int flagged = 0, failed = 0, undecided = 0;
     std::printf("%-60s %-12s %s\n", "problem", "max |out|", "flags");
+    StatusLine status(static_cast<int>(entries.size()));  // on a terminal: done, in flight, ETA
     for (const auto& e : entries) {
       ProblemSpec spec = reg.load(e);
+      status.begin("eval");
       AuditReport r = evaluator.audit_reference(spec);
+      status.end("eval");
+      status.done(0);
+      auto quiet = status.quiet();
       if (!r.error.empty()) {
         ++failed;
         std::printf("%-60s %-12s ERROR: %s\n", e.name.c_str(), "-", r.error.c_str());

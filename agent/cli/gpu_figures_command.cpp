@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cli/commands.h"
+#include "agent/scaffold/status_line.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::cli {
@@ -111,9 +112,12 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
     nlohmann::json rows = nlohmann::json::array();
     int failed = 0;
     std::printf("%-62s %10s %10s %6s %6s %9s %s\n", "task", "FP32 ms", "TF32 ms", "n", "rsd%", "inputs", "note");
+    StatusLine status(static_cast<int>(entries.size()));  // on a terminal: done, in flight, ETA
     for (const auto& e : entries) {
       ProblemSpec spec = reg.load(e);
+      status.done(0);  // counted as it starts: each row below finishes it
       if (auto it = earlier.find(spec.name); it != earlier.end()) {
+        auto quiet = status.quiet();
         nlohmann::json row = it->second;
         row["resumed"] = true;
         char tf_s[32] = "-";
@@ -124,7 +128,10 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
         if (!st->json_out.empty()) std::ofstream(st->json_out) << rows.dump(2) << "\n";
         continue;
       }
+      status.begin("eval");
       BaselineReport r = evaluator.measure_baseline(spec, !st->remeasure);
+      status.end("eval");
+      auto quiet = status.quiet();
       nlohmann::json row = {{"task", spec.name}, {"level", spec.level}, {"cached", r.cached}};
       if (!r.error.empty()) {
         ++failed;

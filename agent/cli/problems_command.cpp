@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cli/commands.h"
+#include "agent/scaffold/status_line.h"
 #include "evaluator/evaluate.h"
 #include "evaluator/problem/registry.h"
 
@@ -136,14 +137,19 @@ int check(const GlobalOptions& g, const std::vector<std::string>& names, const s
   int bad = 0;
   std::printf("%-60s %-4s %-8s %-6s %-13s %-14s %-8s %s\n", "problem", "ok", "outputs", "finite", "deterministic",
               "seed-sensitive", "variants", "build/run s");
+  StatusLine status(static_cast<int>(entries.size()));  // on a terminal: done, in flight, ETA
   for (const auto& e : entries) {
     ReferenceReport r;
+    status.begin("eval");
     try {
       r = evaluator.check_reference(reg.load(e));
     } catch (const std::exception& ex) {
       r.problem = e.name;
       r.error = ex.what();
     }
+    status.end("eval");
+    status.done(0);
+    auto quiet = status.quiet();
     bad += r.ok ? 0 : 1;
     std::printf("%-60s %-4s %-8d %-6s %-13s %-14s %-8d %.1f/%.1f\n", r.problem.c_str(), r.ok ? "yes" : "NO",
                 r.outputs, r.finite ? "yes" : "no", r.deterministic ? "yes" : "no", r.seed_sensitive ? "yes" : "no",

@@ -65,6 +65,12 @@ void StatusLine::print(std::ostream& out, const std::string& line) {
   if (enabled_) draw_locked();
 }
 
+std::unique_lock<std::mutex> StatusLine::quiet() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  clear_locked();
+  return lock;
+}
+
 std::string StatusLine::text() const {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string s = "[" + std::to_string(done_) + "/" + std::to_string(total_) + "]";

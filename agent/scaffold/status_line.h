@@ -34,6 +34,9 @@ class StatusLine {
   void done(double cost_usd);
   // Prints a whole line on `out` without the status line in the way.
   void print(std::ostream& out, const std::string& line);
+  // Clears the status line and keeps it away while the lock is held, for
+  // commands that print with printf; it is drawn again on the next tick.
+  std::unique_lock<std::mutex> quiet();
   // The line as it would be drawn now (for tests).
   std::string text() const;
 
