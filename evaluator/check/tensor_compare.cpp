@@ -1,4 +1,6 @@
-// Chunked elementwise comparison with ATen operations.
+// Chunked elementwise comparison with ATen operations; on a GPU, two fused
+// kernels (tensor_compare_device.h) where the outputs pass, ATen where they
+// do not (for the listing of the first mismatches).
 #include "evaluator/check/tensor_compare.h"
 
 #include <ATen/ATen.h>
@@ -8,6 +10,9 @@
 #include <stdexcept>
 
 #include "evaluator/isolation/tensor_bridge.h"
+#ifdef KLOOP_WITH_CUDA
+#include "evaluator/check/tensor_compare_device.h"
+#endif
 
 namespace kloop {
 namespace {
@@ -33,6 +38,33 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
   const at::Tensor e_all = expected.contiguous().view({-1});
   const at::Tensor a_all = actual.contiguous().view({-1});
   const std::vector<int64_t> shape = expected.sizes().vec();
+#ifdef KLOOP_WITH_CUDA
+  if (e_all.is_cuda() && a_all.device() == e_all.device() && c.numel > 0) {
+    DeviceScale s;
+    DeviceErrors r;
+    const DType dtype = dtype_of(expected);
+    if (device_scale(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, s)) {
+      c.rms_expected = s.finite ? std::sqrt(s.squares / static_cast<double>(s.finite)) : 0.0;
+      c.atol_used = effective_atol(tol, c.rms_expected);
+      if (device_errors(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, c.atol_used, tol.rtol, r) &&
+          r.mismatches == 0) {
+        c.mismatches = 0;
+        c.non_finite = r.non_finite;
+        c.max_abs_error = r.max_abs_error;
+        c.max_rel_error = r.max_rel_error;
+        c.max_abs_expected = r.max_abs_expected;
+        c.passed = true;
+        if (tol.magnitude > 0 && c.numel > 1 && !s.a_nan && s.a_min == s.a_max && s.finite > 0 && s.e_min < s.e_max) {
+          c.passed = false;
+          c.problem = "constant output: every element is " + std::to_string(s.a_min) + " where the expected values vary";
+        }
+        return c;
+      }
+      c.rms_expected = 0;  // recomputed below, with the mismatches listed
+      c.atol_used = 0;
+    }
+  }
+#endif
   // First pass: the expected's scale (for a magnitude-aware atol) and
   // whether either side is constant.
   double squares = 0;

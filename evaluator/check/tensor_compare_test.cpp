@@ -198,5 +198,45 @@ TEST(TensorCompareTest, MagnitudeAwareToleranceFailsZerosAndConstantsOnTinyOutpu
   EXPECT_TRUE(compare_tensors(at::full({8}, 0.5), at::full({8}, 0.5), "output0", strict).passed);
 }
 
+#ifdef KLOOP_WITH_CUDA
+// The fused kernels that judge passing outputs on a GPU give the ATen
+// path's figures: the same tensors compared on the device and on the host
+// (passing pairs in float and half, NaN and infinities where both have
+// them, a constant output within tolerance, and failing pairs, which the
+// device hands to ATen for the listing). Run by scripts/gpu-check.
+TEST(TensorCompareTest, DeviceKernelsAgreeWithAtenOnTheDevice) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  at::manual_seed(5);
+  Tolerance strict{1e-3, 1e-3};
+  strict.magnitude = 1e-2;
+  const at::Tensor e = at::randn({1000003});
+  at::Tensor nan_inf = e.clone();
+  nan_inf[17] = NAN;
+  nan_inf[99] = INFINITY;
+  at::Tensor one_inf = e.clone();
+  one_inf[12345] = INFINITY;
+  const at::Tensor level = 5 + 1e-6 * at::randn({4096});
+  struct Pair {
+    const char* what;
+    at::Tensor expected, actual;
+  };
+  const std::vector<Pair> pairs = {
+      {"close", e, e + 1e-5 * at::randn({1000003})},
+      {"half", e.to(at::kHalf), (e + 1e-4 * at::randn({1000003})).to(at::kHalf)},
+      {"nan and inf on both sides", nan_inf, nan_inf.clone()},
+      {"constant within tolerance", level, at::full({4096}, 5.0f)},
+      {"an infinity where a value is expected", e, one_inf},
+      {"far off", e, e + 0.1},
+      {"small outputs, zeros", 1e-4 * e, at::zeros_like(e)},
+  };
+  for (const Pair& p : pairs) {
+    const TensorComparison host = compare_tensors(p.expected, p.actual, "output0", strict);
+    const TensorComparison dev = compare_tensors(p.expected.cuda(), p.actual.cuda(), "output0", strict);
+    SCOPED_TRACE(p.what);
+    expect_same(host, dev);
+  }
+}
+#endif
+
 }  // namespace
 }  // namespace kloop

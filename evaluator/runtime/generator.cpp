@@ -1,4 +1,5 @@
-// xoshiro256** streams seeded through SplitMix64; Box-Muller for normals.
+// Philox4x32-10 by element index (philox.h, shared with the device side);
+// the per-tensor key from SplitMix64 over the seed and the stream name.
 #include "evaluator/runtime/generator.h"
 
 #include <algorithm>
@@ -17,47 +18,6 @@ uint64_t splitmix64(uint64_t& x) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
-
-class Xoshiro {
- public:
-  explicit Xoshiro(uint64_t seed) {
-    for (auto& s : s_) s = splitmix64(seed);
-  }
-  uint64_t next() {
-    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return result;
-  }
-  // Uniform in [0, 1) with 53 random bits.
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double normal() {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    double u1;
-    do {
-      u1 = uniform();
-    } while (u1 <= 0.0);
-    double u2 = uniform();
-    double r = std::sqrt(-2.0 * std::log(u1));
-    spare_ = r * std::sin(2.0 * M_PI * u2);
-    has_spare_ = true;
-    return r * std::cos(2.0 * M_PI * u2);
-  }
-
- private:
-  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t s_[4];
-  double spare_ = 0;
-  bool has_spare_ = false;
-};
 
 double param(const DrawSpec& d, const char* key) {
   auto it = d.params.find(key);
@@ -80,157 +40,114 @@ uint64_t stream_seed(uint64_t seed, const std::string& stream) {
   return splitmix64(x);
 }
 
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    uint32_t shift = static_cast<uint32_t>(14 - exp);
-    uint32_t half = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1);
-    uint32_t mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) ++half;
-  return static_cast<uint16_t>(half);
-}
+uint16_t float_to_half(float f) { return philox::half_bits(f); }
 
-uint16_t float_to_bfloat16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);
-  x += 0x7fffu + ((x >> 16) & 1);  // round to nearest even
-  return static_cast<uint16_t>(x >> 16);
+uint16_t float_to_bfloat16(float f) { return philox::bfloat16_bits(f); }
+
+philox::Draw resolve_draw(const DrawSpec& draw, const std::string& name, DType dtype, uint64_t seed) {
+  using philox::Kind;
+  philox::Draw d;
+  d.scale = dtype_is_floating(dtype) ? draw.scale : 1.0;
+  d.key = stream_seed(seed, name);
+  const std::string& k = draw.kind;
+  if (k == "rand") {
+    d.kind = Kind::kRand;
+  } else if (k == "randn") {
+    d.kind = Kind::kRandn;
+  } else if (k == "uniform") {
+    d.kind = Kind::kUniform;
+    d.a = param(draw, "low");
+    d.b = param(draw, "high");
+  } else if (k == "normal") {
+    d.kind = Kind::kNormal;
+    d.a = param(draw, "mean");
+    d.b = param(draw, "std");
+  } else if (k == "randint") {
+    d.kind = Kind::kRandint;
+    d.a = param(draw, "low");
+    d.b = param(draw, "high");
+    if (static_cast<int64_t>(d.b) <= static_cast<int64_t>(d.a)) {
+      throw std::invalid_argument("randint needs high > low for '" + name + "'");
+    }
+  } else if (k == "ones") {
+    d.kind = Kind::kOnes;
+  } else if (k == "zeros") {
+    d.kind = Kind::kZeros;
+  } else if (k == "bernoulli") {
+    d.kind = Kind::kBernoulli;
+    d.a = param(draw, "p");
+  } else {
+    throw std::invalid_argument("unknown distribution '" + k + "' for '" + name + "'");
+  }
+  return d;
 }
 
 namespace {
 
-enum class Kind { kRand, kRandn, kUniform, kNormal, kRandint, kOnes, kZeros, kBernoulli };
-
-// The distribution resolved once per tensor, not per element.
-struct Resolved {
-  Kind kind;
-  double a = 0, b = 0;  // low/high, mean/std, or p
-};
-
-Resolved resolve(const DrawSpec& draw, const std::string& name) {
-  const std::string& k = draw.kind;
-  if (k == "rand") return {Kind::kRand};
-  if (k == "randn") return {Kind::kRandn};
-  if (k == "uniform") return {Kind::kUniform, param(draw, "low"), param(draw, "high")};
-  if (k == "normal") return {Kind::kNormal, param(draw, "mean"), param(draw, "std")};
-  if (k == "randint") {
-    Resolved r{Kind::kRandint, param(draw, "low"), param(draw, "high")};
-    if (static_cast<int64_t>(r.b) <= static_cast<int64_t>(r.a)) throw std::invalid_argument("randint needs high > low for '" + name + "'");
-    return r;
-  }
-  if (k == "ones") return {Kind::kOnes};
-  if (k == "zeros") return {Kind::kZeros};
-  if (k == "bernoulli") return {Kind::kBernoulli, param(draw, "p")};
-  throw std::invalid_argument("unknown distribution '" + k + "' for '" + name + "'");
-}
-
-// Draws elements [begin, end) of one block. The loops are specialised per
-// distribution and per dtype (a switch per element cost more than the
-// draw); every value is still draw * scale in double, converted as before.
-template <typename Put>
-void draw_range(const Resolved& d, Xoshiro& rng, double scale, std::size_t begin, std::size_t end, Put put) {
-  switch (d.kind) {
-    case Kind::kRand:
-      for (std::size_t i = begin; i < end; ++i) put(i, rng.uniform() * scale);
-      break;
-    case Kind::kRandn:
-      for (std::size_t i = begin; i < end; ++i) put(i, rng.normal() * scale);
-      break;
-    case Kind::kUniform:
-      for (std::size_t i = begin; i < end; ++i) put(i, (d.a + (d.b - d.a) * rng.uniform()) * scale);
-      break;
-    case Kind::kNormal:
-      for (std::size_t i = begin; i < end; ++i) put(i, (d.a + d.b * rng.normal()) * scale);
-      break;
-    case Kind::kRandint: {
-      const auto lo = static_cast<int64_t>(d.a);
-      const auto span = static_cast<uint64_t>(static_cast<int64_t>(d.b) - lo);
-      for (std::size_t i = begin; i < end; ++i) {
-        put(i, static_cast<double>(lo + static_cast<int64_t>(rng.next() % span)) * scale);
-      }
-      break;
-    }
-    case Kind::kOnes:
-      for (std::size_t i = begin; i < end; ++i) put(i, 1.0 * scale);
-      break;
-    case Kind::kZeros:
-      for (std::size_t i = begin; i < end; ++i) put(i, 0.0 * scale);
-      break;
-    case Kind::kBernoulli:
-      for (std::size_t i = begin; i < end; ++i) put(i, (rng.uniform() < d.a ? 1.0 : 0.0) * scale);
-      break;
-  }
-}
-
-// `as` turns the drawn double into the stored element type.
+// Elements [begin, end) (begin even) of one tensor, stored by `as`; the
+// loop is specialised per dtype (a switch per element cost as much as the
+// draw).
 template <typename T, typename As>
-void draw_range_as(const Resolved& d, Xoshiro& rng, double scale, uint8_t* bytes, std::size_t begin,
-                   std::size_t end, As as) {
-  draw_range(d, rng, scale, begin, end, [bytes, as](std::size_t i, double v) {
-    const T x = as(v);
-    std::memcpy(bytes + i * sizeof(T), &x, sizeof(T));
-  });
+KLOOP_HD void draw_range(const philox::Draw& d, uint8_t* bytes, std::size_t begin, std::size_t end, As as) {
+  double v[2];
+  for (std::size_t i = begin; i < end; i += 2) {
+    philox::pair_values(d, i / 2, v);
+    const T x0 = as(v[0]);
+    std::memcpy(bytes + i * sizeof(T), &x0, sizeof(T));
+    if (i + 1 < end) {
+      const T x1 = as(v[1]);
+      std::memcpy(bytes + (i + 1) * sizeof(T), &x1, sizeof(T));
+    }
+  }
 }
 
-void draw_block(const Resolved& d, Xoshiro& rng, double scale, DType dtype, uint8_t* bytes, std::size_t begin,
-                std::size_t end) {
-  auto cast = [](auto zero) { return [](double v) { return static_cast<decltype(zero)>(v); }; };
+// An x86-64 build without -mfma would call libm for every fma (most of a
+// normal's cost); the clone for FMA hardware has the instruction inlined,
+// with the same correctly rounded results.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__FMA__)
+__attribute__((target_clones("fma", "default")))
+#endif
+void draw_block(const philox::Draw& d, DType dtype, uint8_t* bytes, std::size_t begin, std::size_t end) {
+  // Integers through int64 (exact for every drawn value), then narrowed
+  // modulo 2^bits: defined for any value, the same on the device.
+  auto cast = [](auto zero) {
+    return [](double v) { return static_cast<decltype(zero)>(static_cast<int64_t>(v)); };
+  };
+  auto real = [](auto zero) { return [](double v) { return static_cast<decltype(zero)>(v); }; };
   switch (dtype) {
-    case DType::kFloat32: draw_range_as<float>(d, rng, scale, bytes, begin, end, cast(0.0f)); break;
-    case DType::kFloat64: draw_range_as<double>(d, rng, scale, bytes, begin, end, cast(0.0)); break;
+    case DType::kFloat32: draw_range<float>(d, bytes, begin, end, real(0.0f)); break;
+    case DType::kFloat64: draw_range<double>(d, bytes, begin, end, real(0.0)); break;
     case DType::kFloat16:
-      draw_range_as<uint16_t>(d, rng, scale, bytes, begin, end,
-                              [](double v) { return float_to_half(static_cast<float>(v)); });
+      draw_range<uint16_t>(d, bytes, begin, end, [](double v) { return philox::half_bits(static_cast<float>(v)); });
       break;
     case DType::kBFloat16:
-      draw_range_as<uint16_t>(d, rng, scale, bytes, begin, end,
-                              [](double v) { return float_to_bfloat16(static_cast<float>(v)); });
+      draw_range<uint16_t>(d, bytes, begin, end,
+                           [](double v) { return philox::bfloat16_bits(static_cast<float>(v)); });
       break;
-    case DType::kInt64: draw_range_as<int64_t>(d, rng, scale, bytes, begin, end, cast(int64_t{0})); break;
-    case DType::kInt32: draw_range_as<int32_t>(d, rng, scale, bytes, begin, end, cast(int32_t{0})); break;
-    case DType::kInt16: draw_range_as<int16_t>(d, rng, scale, bytes, begin, end, cast(int16_t{0})); break;
-    case DType::kInt8: draw_range_as<int8_t>(d, rng, scale, bytes, begin, end, cast(int8_t{0})); break;
-    case DType::kUInt8: draw_range_as<uint8_t>(d, rng, scale, bytes, begin, end, cast(uint8_t{0})); break;
+    case DType::kInt64: draw_range<int64_t>(d, bytes, begin, end, cast(int64_t{0})); break;
+    case DType::kInt32: draw_range<int32_t>(d, bytes, begin, end, cast(int32_t{0})); break;
+    case DType::kInt16: draw_range<int16_t>(d, bytes, begin, end, cast(int16_t{0})); break;
+    case DType::kInt8: draw_range<int8_t>(d, bytes, begin, end, cast(int8_t{0})); break;
+    case DType::kUInt8: draw_range<uint8_t>(d, bytes, begin, end, cast(uint8_t{0})); break;
     case DType::kBool:
-      draw_range_as<uint8_t>(d, rng, scale, bytes, begin, end,
-                             [](double v) { return static_cast<uint8_t>(v != 0 ? 1 : 0); });
+      draw_range<uint8_t>(d, bytes, begin, end, [](double v) { return static_cast<uint8_t>(v != 0 ? 1 : 0); });
       break;
   }
 }
 
 }  // namespace
 
-// Blocks of 2^20 elements, each its own stream, so large tensors (inputs of
-// several GB at upstream sizes) are drawn on all cores and the result does
-// not depend on how many there are. Block 0 keeps the tensor's stream, so a
-// small tensor is the same as before blocks existed.
+// Every element is a function of its index alone, so the tensor is cut
+// into blocks of 2^20 elements drawn on all cores, and the values do not
+// depend on how many there are.
 void generate_into(void* dst, const std::string& name, DType dtype, int64_t numel, const DrawSpec& draw,
                    uint64_t seed) {
-  constexpr std::size_t kBlock = std::size_t{1} << 20;
+  constexpr std::size_t kBlock = std::size_t{1} << 20;  // even: blocks start on a pair
   const auto n = static_cast<std::size_t>(numel);
   auto* bytes = static_cast<uint8_t*>(dst);
-  const Resolved d = resolve(draw, name);
-  const double scale = dtype_is_floating(dtype) ? draw.scale : 1.0;
+  const philox::Draw d = resolve_draw(draw, name, dtype, seed);
   const std::size_t blocks = (n + kBlock - 1) / kBlock;
-  auto fill = [&](std::size_t b) {
-    Xoshiro rng(b == 0 ? stream_seed(seed, name) : stream_seed(seed, name + "#block" + std::to_string(b)));
-    draw_block(d, rng, scale, dtype, bytes, b * kBlock, std::min(n, (b + 1) * kBlock));
-  };
+  auto fill = [&](std::size_t b) { draw_block(d, dtype, bytes, b * kBlock, std::min(n, (b + 1) * kBlock)); };
   const std::size_t threads = std::min<std::size_t>(blocks, std::max(1u, std::thread::hardware_concurrency()));
   if (threads <= 1) {
     for (std::size_t b = 0; b < blocks; ++b) fill(b);
@@ -251,7 +168,7 @@ HostTensor generate_tensor(const std::string& name, DType dtype, const std::vect
   t.name = name;
   t.dtype = dtype;
   t.shape = shape;
-  resolve(draw, name);  // a bad distribution fails before the allocation
+  resolve_draw(draw, name, dtype, seed);  // a bad distribution fails before the allocation
   t.bytes.resize(static_cast<std::size_t>(t.numel()) * dtype_size(dtype));
   generate_into(t.bytes.data(), name, dtype, t.numel(), draw, seed);
   return t;

@@ -1,6 +1,8 @@
 // kloop's own seeded generator for weights and inputs. Values depend only on
-// (seed, stream name, distribution, shape), never on LibTorch's RNG, so the
-// same seed gives the same tensors on every machine and LibTorch version.
+// (seed, stream name, distribution, index), never on LibTorch's RNG, so the
+// same seed gives the same tensors on every machine and LibTorch version,
+// and on the host and the device (generator_device.h draws the same bits
+// in device memory; philox.h is the one definition both compile).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "evaluator/runtime/host_tensor.h"
+#include "evaluator/runtime/philox.h"
 
 namespace kloop {
 
@@ -21,6 +24,10 @@ struct DrawSpec {
 
 // The per-tensor seed: mixes the run seed with the tensor's stream name.
 uint64_t stream_seed(uint64_t seed, const std::string& stream);
+
+// The draw as the counter-based core takes it; throws std::invalid_argument
+// naming the tensor for an unknown distribution or a missing parameter.
+philox::Draw resolve_draw(const DrawSpec& draw, const std::string& name, DType dtype, uint64_t seed);
 
 HostTensor generate_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
                            const DrawSpec& draw, uint64_t seed);
