@@ -306,10 +306,18 @@ struct CandidateFailed {
 // syncs, the loop): the same sampling loop around no call, run by the
 // reference and timed here. Trusted, and the allowance the check of the
 // candidate's claimed times starts from.
-double sample_overhead_seconds(WorkerSession& ref, const TimingRules& rules, std::chrono::milliseconds timeout) {
+// With `fresh_case`, each sample first draws a call's inputs of that case,
+// as the candidate's timed calls on fresh inputs do.
+double sample_overhead_seconds(WorkerSession& ref, const TimingRules& rules, std::chrono::milliseconds timeout,
+                               const json* fresh_case = nullptr) {
   constexpr int kSamples = 200;
+  json cmd = {{"op", "timing_floor"}, {"samples", kSamples}, {"l2_flush", rules.l2_flush}};
+  if (fresh_case) {
+    cmd["case"] = *fresh_case;
+    cmd["first_call"] = int64_t{1} << 40;  // values do not matter here, only the drawing's cost
+  }
   const auto t0 = Clock::now();
-  auto r = ref.call({{"op", "timing_floor"}, {"samples", kSamples}, {"l2_flush", rules.l2_flush}}, timeout);
+  auto r = ref.call(cmd, timeout);
   const double wall = since(t0);
   if (!r || !r->value("ok", false)) throw EvaluationError("the reference could not run the timing loop");
   return wall / kSamples;
@@ -333,12 +341,16 @@ struct CandidateTiming {
   json check;          // the figures of the plausibility check
   int checked_calls = 0;  // timed calls whose output was checked against the reference
   std::string implausible;  // why the claims cannot be true; "" when they can
+  std::optional<int64_t> post_call;  // fresh inputs: the call of the timing case the check after timing ran
 };
 
 // Checks the output the last timing batch kept, computed on input set `set`,
 // against the reference; throws CandidateFailed or ProtocolViolation, or
-// records a finding.
-using TimedCallCheck = std::function<void(int set)>;
+// records a finding. Its argument: the call of the timing case whose inputs
+// the kept call had.
+using TimedCallCheck = std::function<void(int64_t call)>;
+
+int64_t fresh_call_id(uint64_t random) { return static_cast<int64_t>((random >> 2) | (uint64_t{1} << 40)); }
 
 // Random numbers the candidate cannot predict: nonces for the timing inputs,
 // the order of the input sets, which timed calls are checked.
@@ -346,6 +358,10 @@ class Unpredictable {
  public:
   Unpredictable() : rng_(std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32)) {}
   uint64_t nonce() { return rng_(); }
+  // A first call id for a run of fresh calls: random in [2^40, 2^62), so
+  // no run overlaps the test calls (ids 0, 1, ...) or, but for a chance of
+  // about n^2 / 2^62, another run.
+  int64_t call_id() { return fresh_call_id(rng_()); }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
   int below(int n) { return n <= 1 ? 0 : static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
 
@@ -367,14 +383,15 @@ json timing_case_of(const json& c, int sets, uint64_t nonce) {
 // costs the reference one forward on the same inputs); the chance per batch
 // is EvalOptions::timed_check_chance.
 constexpr int kMaxChecks = 6;
+constexpr int kMinFreshChecks = 2;
 // What the kept outputs of one batch may hold in the candidate's memory.
 constexpr double kKeptBytesCpu = 256.0 * (1 << 20), kKeptBytesGpu = 2.0 * (1 << 30);
 
 CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const TimingRules& rules, bool cpu,
                                double overhead_per_sample, std::chrono::milliseconds timeout,
                                const std::function<void(const std::optional<json>&)>& check_reply,
-                               double& candidate_seconds, const json& post_cmd, const TimedCallCheck& check_call,
-                               double check_chance) {
+                               double& candidate_seconds, json post_cmd, const TimedCallCheck& check_call,
+                               double check_chance, bool fresh) {
   auto call = [&](const json& cmd) {
     const auto t0 = Clock::now();
     auto r = cand.call(cmd, timeout);
@@ -383,12 +400,14 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
     check_reply(r);
     return std::make_pair(*r, seconds);
   };
-  auto [setup, setup_seconds] = call(setup_cmd);
+  Unpredictable random;
+  json setup_cmd_sent = setup_cmd;
+  if (fresh) setup_cmd_sent["warmup_first_call"] = random.call_id();
+  auto [setup, setup_seconds] = call(setup_cmd_sent);
   (void)setup_seconds;
   const int sets = static_cast<int>(setup_cmd.at("case").value("calls", 1));
   const json& claimed_bytes = setup.value("output_bytes", json(0));
   const double output_bytes = claimed_bytes.is_number() ? std::max(0.0, claimed_bytes.get<double>()) : 0;
-  Unpredictable random;
   int previous_set = -1;
   auto next_set = [&] {
     // Never the set of the call before: no two consecutive calls share inputs.
@@ -405,12 +424,17 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
   int run = 0, batches = 0;
   int batch = std::max(1, std::min(rules.min_samples, 1000));
   auto run_batch = [&](int n, bool keep_one, bool count) {
+    // Fresh inputs: sample i on call first + i, the kept call a random one.
+    // Otherwise the sets in an order no call repeats the one before, the
+    // kept call one of a set no check has seen yet where the batch has one
+    // (so the checks cover every set).
+    const int64_t first = fresh ? random.call_id() : 0;
     json order = json::array();
-    for (int i = 0; i < n; ++i) order.push_back(next_set());
-    // The kept call: a random one, of a set no check has seen yet where the
-    // batch has one (so the checks cover every set).
+    for (int i = 0; i < n && !fresh; ++i) order.push_back(next_set());
     int kept_at = -1;
-    if (keep_one) {
+    if (keep_one && fresh) {
+      kept_at = random.below(n);
+    } else if (keep_one) {
       std::vector<int> fresh;
       for (int i = 0; i < n; ++i) {
         if (!checked_sets.count(order[static_cast<std::size_t>(i)].get<int>())) fresh.push_back(i);
@@ -419,7 +443,13 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
       checked_sets.insert(order[static_cast<std::size_t>(kept_at)].get<int>());
     }
     json keep = keep_one ? json::array({kept_at}) : json::array();
-    auto [r, seconds] = call({{"op", "time_batch"}, {"samples", n}, {"l2_flush", rules.l2_flush}, {"sets", order}, {"keep", keep}});
+    json batch_cmd = {{"op", "time_batch"}, {"samples", n}, {"l2_flush", rules.l2_flush}, {"keep", keep}};
+    if (fresh) {
+      batch_cmd["first_call"] = first;
+    } else {
+      batch_cmd["sets"] = order;
+    }
+    auto [r, seconds] = call(batch_cmd);
     const json samples = r.value("samples", json()), walls = r.value("wall", json()), thr = r.value("throttled", json());
     if (!samples.is_array() || samples.size() != static_cast<std::size_t>(n) || !walls.is_array() ||
         walls.size() != samples.size() || !thr.is_array() || thr.size() != samples.size()) {
@@ -455,7 +485,7 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
     }
     if (keep_one) {
       ++out.checked_calls;
-      check_call(order[static_cast<std::size_t>(kept_at)].get<int>());
+      check_call(fresh ? first + kept_at : order[static_cast<std::size_t>(kept_at)].get<int64_t>());
     }
   };
   const double kept_budget = cpu ? kKeptBytesCpu : kKeptBytesGpu;
@@ -472,10 +502,14 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
       throw ProtocolViolation("timing went on far past its budget (" + std::to_string(observed) + " s)");
     }
   }
-  // Every input set gets at least one checked call: more batches, like the
-  // others, until each has.
-  for (int extra = 0; check_call && output_bytes <= kept_budget && extra < 4 * sets &&
-                     static_cast<int>(checked_sets.size()) < std::min(sets, kMaxChecks);
+  // Every input set gets at least one checked call (fresh inputs: at least
+  // kMinFreshChecks calls are checked): more batches, like the others,
+  // until each has.
+  auto checks_wanted = [&] {
+    return fresh ? out.checked_calls < kMinFreshChecks : static_cast<int>(checked_sets.size()) < std::min(sets, kMaxChecks);
+  };
+  for (int extra = 0; check_call && output_bytes <= kept_budget && extra < 4 * std::max(sets, kMinFreshChecks) &&
+                     checks_wanted();
        ++extra) {
     run_batch(1 + random.below(std::min(batch, 8)), true, false);
   }
@@ -495,6 +529,11 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
                   "plus %.1f us of overhead per call)",
                   run, claimed, observed, kTimingClaimMargin, per_sample * 1e6);
     out.implausible = buf;
+  }
+  if (fresh) {
+    out.post_call = random.call_id();
+    post_cmd["call"] = *out.post_call;
+    post_cmd["name"] = "timing.post";
   }
   auto [post, unused] = call(post_cmd);
   (void)unused;
@@ -627,8 +666,10 @@ void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, Wo
                               const WorkDir& work, const json& run_case, const json& reference_profile,
                               const json& device_info, const TimingRules& rules, const Protocol& protocol,
                               const EvalOptions& options, const std::string& cache_dir, Verdict& v) {
-  auto reply = cand.call({{"op", "profile"}, {"dir", work.shared()}, {"case", run_case}, {"counters", options.profile}},
-                         options.run_timeout);
+  json cmd = {{"op", "profile"}, {"dir", work.shared()}, {"case", run_case}, {"counters", options.profile}};
+  // Inputs it has never seen, like the timed calls (no replay of a test's).
+  if (protocol.fresh_timed_inputs) cmd["first_call"] = Unpredictable().call_id();
+  auto reply = cand.call(cmd, options.run_timeout);
   if (!reply || !reply->value("ok", false)) {
     v.activity = {{"unavailable", reply ? reply->value("message", "profile failed") : cand.failure()}};
     return;
@@ -702,6 +743,12 @@ static TimingRules timing_rules(const Protocol& protocol, bool cpu, const EvalOp
   return rules;
 }
 
+// Whether the candidate's forwards after its tests get inputs of their own
+// (Protocol::fresh_timed_inputs).
+static bool fresh_timed_inputs(const Protocol& protocol, bool cpu, const EvalOptions& options) {
+  return protocol.fresh_timed_inputs && (!cpu || options.fresh_inputs_on_cpu);
+}
+
 std::string find_worker_executable() {
   if (const char* env = std::getenv("KLOOP_WORKER"); env && *env) return env;
   std::error_code ec;
@@ -738,6 +785,9 @@ Evaluator::Evaluator(Builder& builder, EvalOptions options) : builder_(builder),
                           "--device cpu");
   }
 #endif
+  // "cuda" is the current device, and the workers compare devices by name
+  // ("cuda:0" is what a tensor on it says): one spelling from here on.
+  if (options_.device == "cuda") options_.device = "cuda:0";
   if (options_.worker_path.empty()) options_.worker_path = find_worker_executable();
   // A candidate's compile runs in the sandbox its evaluation runs in.
   builder_.set_isolation(options_.isolation);
@@ -761,6 +811,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   v.isolation = isolation_name(options_.isolation);
   v.environment = build_environment();
   const TimingRules rules = timing_rules(protocol, cpu, options_);
+  const bool fresh = fresh_timed_inputs(protocol, cpu, options_);
   v.timing_statistic = rules.statistic;
   auto finish = [&](VerdictClass cls, std::string message) {
     v.verdict = cls;
@@ -863,7 +914,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     if (cpu) v.reference_time_fp32.reset();
     // The trusted per-call overhead of the timing loop, for the timing
     // cross-check: also measured with no candidate process beside it.
-    overhead = sample_overhead_seconds(ref, rules, options_.run_timeout);
+    overhead = sample_overhead_seconds(ref, rules, options_.run_timeout, fresh ? &cases[0] : nullptr);
   }
   const std::string module = stage_module(work, cb.library_path);
   WorkerSession cand = candidate_session(options_, work, module, cpu);
@@ -1114,8 +1165,8 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                v.phases.reference);
       std::string timed_wrong;
       int check_number = 0;
-      auto check_timed_call = [&](int set) {
-        ref_call({{"op", "expect"}, {"dir", work.shared()}, {"case", timing_case}, {"call", set}}, options_.run_timeout,
+      auto check_timed_call = [&](int64_t call) {
+        ref_call({{"op", "expect"}, {"dir", work.shared()}, {"case", timing_case}, {"call", call}}, options_.run_timeout,
                  v.phases.reference);
         const std::string name = "timing.check" + std::to_string(check_number++);
         cand_call({{"op", "time_check"}, {"kept", 0}, {"out_dir", work.sandbox()}, {"name", name},
@@ -1142,7 +1193,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
             if (auto bad = worker_failed(r)) throw CandidateFailed{*bad};
           },
           v.phases.candidate, {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", transport()}},
-          check_timed_call, options_.timed_check_chance);
+          check_timed_call, options_.timed_check_chance, fresh);
       if (!timed_wrong.empty()) {
         v.integrity.push_back({"timed_call_incorrect",
                                "a timed call, on inputs of its own, gave a wrong result (" + timed_wrong +
@@ -1155,8 +1206,15 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       // Judged now: the activity audit below replaces what the candidate holds.
       bool still_correct = true;
       {
-        const json j = judge(timed.post_exchange, work.sandbox() + "/case" + std::to_string(tests[0].id) + ".post", true,
-                             false);
+        // Fresh inputs: the reference computes that call's outputs now.
+        if (timed.post_call) {
+          ref_call({{"op", "expect"}, {"dir", work.shared()}, {"case", timing_case}, {"call", *timed.post_call}},
+                   options_.run_timeout, v.phases.reference);
+        }
+        const json j = timed.post_call
+                           ? judge(timed.post_exchange, work.sandbox() + "/timing.post", false, false)
+                           : judge(timed.post_exchange, work.sandbox() + "/case" + std::to_string(tests[0].id) + ".post",
+                                   true, false);
         still_correct = j.at("output_count") == j.at("expected_count");
         for (const auto& cmp : j.at("outputs")) still_correct = still_correct && cmp.value("passed", false);
       }
@@ -1453,6 +1511,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   const bool cpu = options_.device == "cpu";
   const BuildTarget target = cpu ? BuildTarget::kCpu : BuildTarget::kCuda;
   const TimingRules rules = timing_rules(protocol, cpu, options_);
+  const bool fresh = fresh_timed_inputs(protocol, cpu, options_);
   BuildResult cb = builder_.build(candidate_path, ModuleRole::kCandidate, target);
   BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, target);
   if (!cb.ok || !rb.ok) throw EvaluationError("repeat timing: the " + std::string(cb.ok ? "reference" : "candidate") + " does not build");
@@ -1470,7 +1529,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
     if (!reply || !reply->value("ok", false)) {
       throw EvaluationError("repeat timing: the reference failed: " + (reply ? reply->value("message", "?") : ref.failure()));
     }
-    overhead = sample_overhead_seconds(ref, rules, options_.run_timeout);
+    overhead = sample_overhead_seconds(ref, rules, options_.run_timeout, fresh ? &c : nullptr);
     ref.finish();
   }
   std::vector<TimingSummary> out;
@@ -1492,7 +1551,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
                              {{"op", "time_setup"}, {"dir", work.shared()}, {"case", tc}, {"post_case", c},
                               {"rules", to_json(rules)}},
                              rules, cpu, overhead, options_.run_timeout, fail, seconds,
-                             {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", "file"}}, nullptr, 0);
+                             {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", "file"}}, nullptr, 0, fresh);
     } catch (const ProtocolViolation& e) {
       throw EvaluationError(std::string("repeat timing: protocol_violation: ") + e.what());
     }

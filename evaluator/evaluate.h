@@ -67,6 +67,9 @@ struct EvalOptions {
   // against the reference (README: Protocols). Tests set 1 to make every
   // eligible batch a checked one.
   double timed_check_chance = 0.25;
+  // Protocol::fresh_timed_inputs on the CPU too (host drawing before every
+  // timed call: slow; for tests of the mechanism).
+  bool fresh_inputs_on_cpu = false;
 };
 
 // What running a problem's reference alone shows (for spec authors and CI).

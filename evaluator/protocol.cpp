@@ -66,6 +66,7 @@ nlohmann::json Protocol::to_json() const {
           {"require_custom_kernels", require_custom_kernels},
           {"speed_of_light_floor", speed_of_light_floor},
           {"calls_per_case", calls_per_case},
+          {"fresh_timed_inputs", fresh_timed_inputs},
           {"cpu_timing", kloop::to_json(cpu_timing)},
           {"gpu_timing", kloop::to_json(gpu_timing)}};
 }
@@ -96,10 +97,11 @@ Protocol protocol_by_name(const std::string& name) {
     p.extra_scalings = {{"x3", 3.0}, {"x0.01", 0.01}, {"x-1", -1.0}};
     p.tf32_baseline = true;
     p.exclude_degenerate = true;
+    p.fresh_timed_inputs = true;
     p.cpu_timing = cpu_rules();
     p.gpu_timing = gpu_rules();
     if (name == "verified") {
-      p.description = "KernelBench-Verified: atol=rtol=1e-3, inputs x1/x3/x0.01/x-1, TF32 baseline";
+      p.description = "KernelBench-Verified: atol=rtol=1e-3, inputs x1/x3/x0.01/x-1, TF32 baseline, fresh inputs per timed call";
     } else {
       p.description =
           "verified + hidden shapes, randomised non-identity parameters, all integrity checks, custom kernels only, "

@@ -34,6 +34,13 @@ struct Protocol {
   bool require_custom_kernels = false;       // GPU: cuBLAS/cuDNN/CUTLASS/ATen kernels in the candidate violate
   bool speed_of_light_floor = false;         // GPU: a time below the physical floor violates
   int calls_per_case = 2;                    // forward calls per model instance
+  // Every forward of the candidate after its tests (warmup, timed calls,
+  // the check after timing, the profile) on inputs drawn for that call
+  // alone, so nothing it remembers of earlier inputs is worth anything.
+  // GPU only unless EvalOptions::fresh_inputs_on_cpu (host drawing costs
+  // more than most CPU forwards); otherwise the timed calls cycle through
+  // a few input sets of their own.
+  bool fresh_timed_inputs = false;
   TimingRules cpu_timing;
   TimingRules gpu_timing;
 

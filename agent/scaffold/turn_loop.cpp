@@ -249,9 +249,9 @@ LoopSummary TurnLoop::run() {
 
   auto run_chain = [&](Chain& chain) {
     const ProblemSpec& spec = *chain.spec;
-    BuilderConfig prebuild_config = BuilderConfig::from_environment();
-    prebuild_config.isolation = eval_opts.isolation;
-    Builder prebuilder(prebuild_config);
+    // The evaluator's own configuration (the device's architecture, the
+    // sandbox), so the build that counts finds this one in the cache.
+    Builder prebuilder(eval_builder.config());
     for (int turn = static_cast<int>(chain.history.size()) + 1; turn <= config_.scaffold.turns && !chain.done; ++turn) {
       if (fatal) return;
       const std::string dir = store.attempt_dir(spec.name, chain.sample, turn);
@@ -316,7 +316,9 @@ LoopSummary TurnLoop::run() {
           // Compile outside the device lock so builds overlap evaluations.
           {
             const Phase compiling(status, "compile");
-            prebuilder.build(source, ModuleRole::kCandidate, config_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+            rec.compile_seconds =
+                prebuilder.build(source, ModuleRole::kCandidate, config_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda)
+                    .seconds;
           }
           Verdict v;
           {
@@ -327,6 +329,7 @@ LoopSummary TurnLoop::run() {
           v = redact_verdict(std::move(v), redactor);
           RunStore::write_text(dir + "/verdict.json", redactor.redact_json(v.to_json()).dump(2) + "\n");
           RunStore::write_text(dir + "/build.log", v.build.log);
+          rec.build_cached = v.build.cached;
           rec.verdict = verdict_name(v.verdict);
           rec.speedup = v.speedup;
           rec.message = v.message;
@@ -356,10 +359,11 @@ LoopSummary TurnLoop::run() {
         summary.tokens += rec.input_tokens + rec.output_tokens;
       }
       char line[512];
-      std::snprintf(line, sizeof(line), "[%d/%d] %s sample %d turn %d: %s%s (llm %.1fs, eval %.1fs)%s\n",
+      std::snprintf(line, sizeof(line), "[%d/%d] %s sample %d turn %d: %s%s (llm %.1fs, compile %.1fs, eval %.1fs)%s\n",
                     ++attempt_counter, total_attempts, spec.name.c_str(), chain.sample, turn, rec.verdict.c_str(),
                     rec.speedup ? (" " + std::to_string(*rec.speedup).substr(0, 5) + "x").c_str() : "",
-                    rec.llm_seconds, rec.eval_seconds, early ? " - early stop" : "");
+                    rec.llm_seconds, rec.compile_seconds, rec.eval_seconds - rec.compile_seconds,
+                    early ? " - early stop" : "");
       status.done(rec.cost_usd);
       std::lock_guard<std::mutex> lock(progress_mutex);
       status.print(progress_, line);

@@ -75,6 +75,8 @@ json AttemptRecord::to_json() const {
             {"cost_usd", cost_usd},
             {"llm_seconds", llm_seconds},
             {"eval_seconds", eval_seconds},
+            {"compile_seconds", compile_seconds},
+            {"build_cached", build_cached},
             {"finish_reason", finish_reason},
             {"chain_done", chain_done},
             {"stop_reason", stop_reason},
@@ -102,6 +104,8 @@ AttemptRecord AttemptRecord::from_json(const json& j) {
   r.cost_usd = j.value("cost_usd", 0.0);
   r.llm_seconds = j.value("llm_seconds", 0.0);
   r.eval_seconds = j.value("eval_seconds", 0.0);
+  r.compile_seconds = j.value("compile_seconds", 0.0);
+  r.build_cached = j.value("build_cached", false);
   r.finish_reason = j.value("finish_reason", "");
   r.chain_done = j.value("chain_done", false);
   r.stop_reason = j.value("stop_reason", "");

@@ -41,7 +41,9 @@ struct AttemptRecord {
   long long reasoning_tokens = 0;
   double cost_usd = 0;
   double llm_seconds = 0;
-  double eval_seconds = 0;
+  double eval_seconds = 0;     // compiling and evaluating the candidate
+  double compile_seconds = 0;  // of which compiling (the turn's one build; ~0 when cached)
+  bool build_cached = false;   // the evaluation found that build in the cache (it always should)
   std::string finish_reason;
   bool chain_done = false;  // no further turn follows in this chain
   std::string stop_reason;  // "turns", "early_stop" when chain_done

@@ -47,6 +47,9 @@
 #include "evaluator/isolation/tensor_bridge.h"
 #include "evaluator/isolation/tensor_exchange.h"
 #include "evaluator/runtime/generator.h"
+#ifdef KLOOP_WITH_CUDA
+#include "evaluator/runtime/generator_device.h"
+#endif
 #include "evaluator/runtime/host_tensor.h"
 #include "evaluator/timing/sample_stats.h"
 
@@ -350,7 +353,7 @@ class Worker {
     DrawSpec draw;
     uint64_t seed;
   };
-  static std::vector<InputDraw> input_draws(const json& c, int call) {
+  static std::vector<InputDraw> input_draws(const json& c, int64_t call) {
     std::vector<InputDraw> draws;
     for (const auto& in : c.at("inputs")) {
       InputDraw d;
@@ -366,21 +369,65 @@ class Worker {
     return draws;
   }
 
-  // The inputs of one call of a case on the device: drawn straight into a
-  // tensor's memory (no zero-fill, no host copy; GBs per call at upstream
-  // sizes).
-  std::vector<at::Tensor> draw_args(const json& c, int call) {
+  // The inputs of one call of a case, drawn where they are used: on a GPU
+  // by kloop's device generator straight into device memory (no host draw,
+  // no copy: GBs per call at upstream sizes), on the CPU into the tensor's
+  // memory (no zero-fill). Both give the same bits.
+  std::vector<at::Tensor> draw_args(const json& c, int64_t call) {
     std::vector<at::Tensor> args;
     for (const auto& d : input_draws(c, call)) {
-      at::Tensor t = at::empty(d.shape, at::TensorOptions().dtype(scalar_type_of(d.dtype)));
+      const auto options = at::TensorOptions().dtype(scalar_type_of(d.dtype));
+#ifdef KLOOP_WITH_CUDA
+      if (session_->cuda()) {
+        at::Tensor t = at::empty(d.shape, options.device(device_));
+        try {
+          generate_on_device(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed);
+        } catch (const std::runtime_error& e) {
+          throw WorkerError{"runtime_error", e.what()};  // e.g. the context a kernel broke
+        }
+        args.push_back(std::move(t));
+        continue;
+      }
+#endif
+      at::Tensor t = at::empty(d.shape, options);
       generate_into(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed);
       args.push_back(to_device(t, device_));
     }
     return args;
   }
 
+  // Call `call`'s inputs drawn into `set` in place (a set of draw_args of
+  // the same case), without waiting on a GPU: the drawing kernels run on
+  // the legacy stream, which kloop's timing stream waits for, before the
+  // next sample's flush. A tensor the module resized or replaced is made
+  // anew.
+  void redraw(std::vector<at::Tensor>& set, const json& c, int64_t call) {
+    const auto draws = input_draws(c, call);
+    set.resize(draws.size());
+    for (std::size_t i = 0; i < draws.size(); ++i) {
+      const InputDraw& d = draws[i];
+      at::Tensor& t = set[i];
+      const auto type = scalar_type_of(d.dtype);
+      if (!t.defined() || t.sizes() != at::IntArrayRef(d.shape) || !t.is_contiguous() || t.scalar_type() != type ||
+          t.device() != at::Device(device_) || t.storage_offset() != 0) {
+        t = at::empty(d.shape, at::TensorOptions().dtype(type).device(device_));
+      }
+#ifdef KLOOP_WITH_CUDA
+      if (session_->cuda()) {
+        try {
+          generate_on_device(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed, false);
+        } catch (const std::runtime_error& e) {
+          throw WorkerError{"runtime_error", e.what()};
+        }
+        continue;
+      }
+#endif
+      generate_into(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed);
+    }
+  }
+
   // The same inputs, also as host tensors (for the files of `generate`).
-  std::pair<std::vector<HostTensor>, std::vector<at::Tensor>> draw_inputs(const json& c, int call) {
+  std::pair<std::vector<HostTensor>, std::vector<at::Tensor>> draw_inputs(const json& c, int64_t call) {
     std::vector<at::Tensor> args = draw_args(c, call);
     std::vector<HostTensor> inputs;
     for (std::size_t i = 0; i < args.size(); ++i) inputs.push_back(tensor_to_host(args[i], c.at("inputs")[i].at("name")));
@@ -530,7 +577,7 @@ class Worker {
     if (role_ != "reference" || !module_) throw WorkerError{"runtime_error", "expect needs a prepared reference"};
     at::AutoGradMode no_grad(false);
     const json& c = cmd.at("case");
-    const int call = cmd.at("call");
+    const int64_t call = cmd.at("call").get<int64_t>();
     const std::string label = "case " + std::to_string(c.at("id").get<int>()) + " call " + std::to_string(call);
     session_->set_deterministic(true);  // expected outputs: reproducible bit for bit
     set_phase("drawing inputs, " + label);
@@ -869,7 +916,15 @@ class Worker {
     auto weights = read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt"));
     timing_module_ = construct(weights, c.at("args"), timing_label_);
     set_phase("timed calls, " + timing_label_);
-    for (int call = 0; call < c.value("calls", 1); ++call) timing_sets_.push_back(draw_args(c, call));
+    // Fresh inputs (warmup_first_call): one set, redrawn for every call;
+    // otherwise the case's few sets, cycled.
+    const bool fresh = cmd.contains("warmup_first_call");
+    const int64_t warm_first = cmd.value("warmup_first_call", int64_t{0});
+    if (fresh) {
+      timing_sets_.push_back(draw_args(c, warm_first));
+    } else {
+      for (int call = 0; call < c.value("calls", 1); ++call) timing_sets_.push_back(draw_args(c, call));
+    }
     timing_case_ = c;
     post_case_ = cmd.value("post_case", c);
     const TimingRules rules = rules_from_json(cmd.at("rules"));
@@ -880,6 +935,7 @@ class Worker {
     for (int i = 0; i < rules.warmup_calls ||
                     std::chrono::duration<double>(Clock::now() - warm_start).count() < rules.warmup_seconds;
          ++i) {
+      if (fresh && i > 0) redraw(timing_sets_[0], c, warm_first + i);
       auto out = timing_module_->forward(timing_sets_[timing_next_++ % timing_sets_.size()]);
       synchronize();
       output_bytes = 0;
@@ -896,6 +952,10 @@ class Worker {
     const bool flush = cmd.value("l2_flush", true);
     const json sets = cmd.value("sets", json::array());
     const json keep = cmd.value("keep", json::array());
+    // first_call: sample i runs on call first_call + i's inputs, drawn just
+    // before it (outside its timed span).
+    const bool fresh = cmd.contains("first_call");
+    const int64_t first = cmd.value("first_call", int64_t{0});
     if (!sets.is_array() || (!sets.empty() && sets.size() != static_cast<std::size_t>(n))) {
       throw WorkerError{"runtime_error", "time_batch: 'sets' must give one input set per sample"};
     }
@@ -904,7 +964,12 @@ class Worker {
     kept_.clear();
     json samples = json::array(), wall = json::array(), throttled = json::array();
     for (int i = 0; i < n; ++i) {
-      const std::size_t set = sets.empty() ? timing_next_++ % timing_sets_.size() : sets[static_cast<std::size_t>(i)].get<std::size_t>();
+      std::size_t set = 0;
+      if (fresh) {
+        redraw(timing_sets_[0], timing_case_, first + i);
+      } else {
+        set = sets.empty() ? timing_next_++ % timing_sets_.size() : sets[static_cast<std::size_t>(i)].get<std::size_t>();
+      }
       if (set >= timing_sets_.size()) throw WorkerError{"runtime_error", "time_batch: no input set " + std::to_string(set)};
       const auto& in = timing_sets_[set];
       session_->begin_sample(flush);
@@ -944,7 +1009,9 @@ class Worker {
     session_->set_tf32(false);
     timing_sets_.clear();  // memory for the fresh set
     kept_.clear();
-    auto fresh = draw_args(post_case_, 0);  // the timed calls may have left anything in the old ones
+    // The timed calls may have left anything in the old ones. `call`: a
+    // call of the timing case nobody has seen; else the first test's.
+    auto fresh = cmd.contains("call") ? draw_args(timing_case_, cmd.at("call").get<int64_t>()) : draw_args(post_case_, 0);
     auto out = timing_module_->forward(fresh);
     synchronize();
     for (std::size_t i = 0; i < out.size(); ++i) {
@@ -953,7 +1020,7 @@ class Worker {
                                                " undefined or on another device"};
       }
     }
-    const std::string stem = out_file(cmd, "case" + std::to_string(post_case_.at("id").get<int>()) + ".post");
+    const std::string stem = out_file(cmd, cmd.value("name", "case" + std::to_string(post_case_.at("id").get<int>()) + ".post"));
     json answer = {{"exchange", publish(out, {}, cmd.value("transport", "file"), stem)}};
     timing_module_.reset();
     return answer;
@@ -965,11 +1032,18 @@ class Worker {
     if (role_ != "reference") throw WorkerError{"runtime_error", "timing_floor is for references"};
     const int n = cmd.at("samples");
     const bool flush = cmd.value("l2_flush", true);
+    // With a case: each sample first draws a call's inputs, as the timed
+    // calls on fresh inputs do.
+    std::vector<at::Tensor> set;
+    const int64_t first = cmd.value("first_call", int64_t{0});
+    if (cmd.contains("case")) set = draw_args(cmd["case"], first);
     json samples = json::array();
     for (int i = 0; i < n; ++i) {
+      if (!set.empty()) redraw(set, cmd["case"], first + i + 1);
       session_->begin_sample(flush);
       samples.push_back(session_->end_sample());
     }
+    synchronize();
     return {{"samples", samples}};
   }
 
@@ -988,9 +1062,22 @@ class Worker {
     if (!session_->cuda()) return {{"trace_unavailable", "profiling needs a CUDA device"}};
     release_call_state();
     auto module = construct(read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt")), c.at("args"), label);
-    auto inputs = draw_args(c, 0);
+    // first_call: every profiled forward on a call's inputs of its own, all
+    // drawn before the trace starts (a drawing kernel inside it would read
+    // as the module's work) while they fit in kProfileBytes; else call 0's.
+    constexpr double kProfileBytes = 16.0 * (1 << 30);
+    const int traced = cmd.value("calls", 3);
+    const int64_t first = cmd.value("first_call", int64_t{0});
+    std::vector<std::vector<at::Tensor>> sets{draw_args(c, first)};
+    if (cmd.contains("first_call")) {
+      double bytes = 1;
+      for (const auto& t : sets[0]) bytes += static_cast<double>(t.numel() * t.element_size());
+      const int fit = static_cast<int>(std::min<double>(traced + 2, std::max(1.0, kProfileBytes / bytes)));
+      for (int k = 1; k < fit; ++k) sets.push_back(draw_args(c, first + k));
+    }
+    auto inputs_of = [&](int k) -> const std::vector<at::Tensor>& { return sets[static_cast<std::size_t>(k) % sets.size()]; };
     set_phase("profiling warm-up, " + label);
-    module->forward(inputs);
+    module->forward(inputs_of(0));
     synchronize();
     json answer = json::object();
 #ifdef KLOOP_WITH_CUPTI
@@ -1001,9 +1088,9 @@ class Worker {
       if (tracer.start(&why)) {
         session_->mark_legacy_stream();  // the trace's first memset
         json stream_done = json::array();
-        for (int i = 0; i < cmd.value("calls", 3); ++i) {
+        for (int i = 0; i < traced; ++i) {
           session_->begin_sample(true);
-          module->forward(inputs);
+          module->forward(inputs_of(1 + i));
           session_->synchronize_stream();
           uint64_t now = 0;
           cuptiGetTimestamp(&now);
@@ -1020,7 +1107,7 @@ class Worker {
       set_phase("hardware counters, " + label);
       profiler::RangeProfiler counters;
       answer["metrics"] = profiler::to_json(counters.profile([&] {
-        module->forward(inputs);
+        module->forward(inputs_of(traced + 1));
         synchronize();
       }));
     }

@@ -43,6 +43,27 @@ TEST_F(EvaluatorTest, ForgedTimesAreCaughtWhateverBatchesAreChecked) {
   EXPECT_GE(v.timing_check.value("checked_calls", 0), 2) << v.timing_check.dump();
 }
 
+// Fresh inputs for every forward after the tests: a candidate that aborts
+// on any input it has seen before (standing for every cache of outputs)
+// survives the warmup, the timed calls, their checks and the check after
+// timing; with the timed calls cycling through a few sets it does not.
+TEST_F(EvaluatorTest, NoForwardAfterTheTestsSeesAnInputTwice) {
+  options_.max_timing_seconds = 0.2;
+  options_.fresh_inputs_on_cpu = true;
+  const std::string candidate = std::string(KLOOP_TEST_FIXTURES) + "/relu/refuses_repeats.cpp";
+  {
+    Evaluator ev(builder_, options_);
+    const Verdict v = ev.evaluate(relu(), candidate);
+    EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << v.to_text();
+    EXPECT_GE(v.timing_check.value("checked_calls", 0), 2) << v.timing_check.dump();
+    EXPECT_GT(v.timing_check.value("samples_run", 0), 10) << v.timing_check.dump();
+  }
+  options_.fresh_inputs_on_cpu = false;
+  Evaluator ev(builder_, options_);
+  const Verdict cycled = ev.evaluate(relu(), candidate);
+  EXPECT_EQ(cycled.verdict, VerdictClass::kRuntimeError) << cycled.to_text();
+}
+
 TEST_F(EvaluatorTest, CrashThenNextEvaluationWorks) {
   Evaluator ev(builder_, options_);
   Verdict crash = ev.evaluate(relu(), fixture("segfault.cpp"));

@@ -126,6 +126,9 @@ TEST_F(TurnLoopTest, VerdictsFeedTheNextTurnAndResumeSkipsFinishedWork) {
   EXPECT_EQ(r[2]["verdict"], "correct");
   EXPECT_TRUE(r[2]["chain_done"]);
   EXPECT_EQ(r[2]["stop_reason"], "turns");
+  // One build per candidate: the evaluation finds the turn's own build.
+  EXPECT_TRUE(r[2]["build_cached"]) << r[2].dump();
+  EXPECT_GT(r[2]["compile_seconds"].get<double>(), 0.0);
 
   // The full-history context: turn 3 sees both earlier answers and feedbacks.
   json p3 = prompt(3);
