@@ -654,7 +654,7 @@ ActivityAudit activity_of(const json& prof) {
     return a;
   }
   return audit_activity(profiler::activity_trace_from_json(prof["trace"]),
-                        prof.value("stream_done_ns", std::vector<uint64_t>{}));
+                        prof.value("stream_done_ns", std::vector<uint64_t>{}), prof.value("flush_bytes", uint64_t{0}));
 }
 
 // The candidate's activity audit (and, when asked, its counters and the two
@@ -670,13 +670,29 @@ void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, Wo
   // Inputs it has never seen, like the timed calls (no replay of a test's).
   if (protocol.fresh_timed_inputs) cmd["first_call"] = Unpredictable().call_id();
   auto reply = cand.call(cmd, options.run_timeout);
+  // An audit that cannot run fails closed where integrity is checked: the
+  // module's timings stand only with its kernels seen (a module that throws,
+  // exits or confuses the trace only when traced gains nothing).
+  auto unavailable = [&](const std::string& why, bool module_failed) {
+    v.activity = {{"unavailable", why}};
+    if (!protocol.integrity_checks) return;
+    v.integrity.push_back(
+        {"audit_unavailable",
+         (module_failed ? "the module failed while its kernels were traced, after passing its tests and timing: "
+                        : "the activity audit could not run: ") +
+             why +
+             (module_failed ? std::string()
+                            : std::string(" (under this protocol a timing counts only with the kernels behind it "
+                                          "seen; a kloop-worker without CUPTI cannot give one: --no-activity-audit "
+                                          "accepts unaudited timings, or use a CUPTI build)"))});
+  };
   if (!reply || !reply->value("ok", false)) {
-    v.activity = {{"unavailable", reply ? reply->value("message", "profile failed") : cand.failure()}};
+    unavailable(reply ? reply->value("message", "profile failed") : cand.failure(), true);
     return;
   }
   const ActivityAudit a = activity_of(*reply);
   if (!a.unavailable.empty()) {
-    v.activity = {{"unavailable", a.unavailable}};
+    unavailable(a.unavailable, false);
     return;
   }
   v.activity = {{"calls", a.calls},

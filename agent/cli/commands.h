@@ -31,6 +31,7 @@ struct EvalCliOptions {
   double memory_limit_gb = 8;
   int threads = 0;
   bool no_timing = false;
+  bool no_activity_audit = false;
   bool profile = false;
   bool fp64_reference = false;
   double max_timing_s = 0;

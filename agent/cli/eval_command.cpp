@@ -20,6 +20,9 @@ void add_eval_options(CLI::App& app, EvalCliOptions& o) {
       ->capture_default_str();
   app.add_flag("--no-timing", o.no_timing, "check correctness only");
   app.add_flag("--profile", o.profile, "GPU: collect hardware counters and print the profile digests");
+  app.add_flag("--no-activity-audit", o.no_activity_audit,
+               "GPU: do not trace the candidate's kernels (its timing then stands unaudited; verified and strict "
+               "otherwise reject a timing whose audit cannot run, e.g. on a kloop-worker built without CUPTI)");
   app.add_flag("--fp64-reference", o.fp64_reference,
                "error analysis: the candidate's and the fp32 reference's errors against an fp64 run of the reference");
   app.add_option("--max-timing-seconds", o.max_timing_s, "cap the timing budget per model (0: the protocol's)")
@@ -56,6 +59,7 @@ EvalOptions make_eval_options(const EvalCliOptions& o) {
   e.threads = o.threads;
   e.measure_time = !o.no_timing;
   e.profile = o.profile;
+  e.activity_audit = !o.no_activity_audit;
   e.fp64_reference = o.fp64_reference;
   if (o.max_timing_s > 0) e.max_timing_seconds = o.max_timing_s;
   e.keep_work_dir = o.keep_work_dir;

@@ -104,6 +104,7 @@ json RunConfig::to_json() const {
   // Stored only when not the default, so runs made before the field keep resuming.
   json evaluation = {{"timeout_s", eval_timeout_s}, {"max_timing_seconds", max_timing_seconds}, {"threads", threads}};
   if (isolation != "strict") evaluation["isolation"] = isolation;
+  if (!activity_audit) evaluation["activity_audit"] = false;
   json feedback = json::array();
   for (auto k : scaffold.feedback) feedback.push_back(feedback_kind_name(k));
   json prov = {{"kind", provider.kind},
@@ -260,7 +261,8 @@ RunConfig load_run_config(const std::string& path) {
   c.prompts.feedback = c.scaffold.feedback;
 
   const json ev = j.value("evaluation", json::object());
-  r.known(ev, "evaluation", {"timeout_s", "max_timing_seconds", "threads", "isolation"});
+  r.known(ev, "evaluation", {"timeout_s", "max_timing_seconds", "threads", "isolation", "activity_audit"});
+  c.activity_audit = r.get<bool>(ev, "activity_audit", "evaluation.activity_audit", true);
   c.eval_timeout_s = r.get<double>(ev, "timeout_s", "evaluation.timeout_s", 120);
   c.max_timing_seconds = r.get<double>(ev, "max_timing_seconds", "evaluation.max_timing_seconds", 0);
   c.threads = r.get<int>(ev, "threads", "evaluation.threads", 0);

@@ -49,6 +49,7 @@ struct RunConfig {
   double max_timing_seconds = 0;  // 0: the protocol's budget
   int threads = 0;
   std::string isolation = "strict";  // the candidate's sandbox: strict or weak (evaluator/isolation/sandbox.h)
+  bool activity_audit = true;  // GPU: trace the candidate's kernels (false: timings stand unaudited)
   int parallel_chains = 0;  // 0: the provider's concurrency
 
   // The resolved config as stored in the run folder (no secrets: only the

@@ -138,6 +138,7 @@ EvalOptions TurnLoop::eval_options() const {
   eval_opts.run_timeout = std::chrono::milliseconds(static_cast<long long>(config_.eval_timeout_s * 1000));
   eval_opts.threads = config_.threads;
   eval_opts.isolation = *parse_isolation(config_.isolation);
+  eval_opts.activity_audit = config_.activity_audit;
   if (config_.max_timing_seconds > 0) eval_opts.max_timing_seconds = config_.max_timing_seconds;
   // Counters cost a replay phase per candidate: only when the model sees them.
   eval_opts.profile = config_.scaffold.feedback.count(FeedbackKind::kProfiler) > 0 && config_.device != "cpu";

@@ -5,21 +5,29 @@
 
 namespace kloop {
 
-ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::vector<uint64_t>& stream_done_ns) {
+ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::vector<uint64_t>& stream_done_ns,
+                             uint64_t flush_bytes) {
   ActivityAudit a;
   if (!trace.unavailable.empty()) {
     a.unavailable = trace.unavailable;
     return a;
   }
-  // The first memset marks the legacy default stream; the flush memsets
-  // after it open the calls and sit on kloop's stream.
+  // The legacy marker (the first 4-byte memset), then the flushes on the
+  // stream of the first one after it.
   std::vector<const profiler::MemoryRecord*> opens;
   for (const auto& m : trace.memory) {
-    if (m.kind == "memset") opens.push_back(&m);
+    if (m.kind != "memset") continue;
+    if (opens.empty()) {
+      if (m.bytes == kLegacyMarkerBytes) opens.push_back(&m);
+    } else if (m.bytes == flush_bytes && flush_bytes != kLegacyMarkerBytes &&
+               (opens.size() == 1 || m.stream_id == opens[1]->stream_id)) {
+      opens.push_back(&m);
+    }
   }
   if (opens.size() < 2 || opens.size() - 1 != stream_done_ns.size()) {
-    a.unavailable = "the trace lacks the memsets that mark the streams and calls (" + std::to_string(opens.size()) +
-                    " memsets for " + std::to_string(stream_done_ns.size()) + " calls)";
+    a.unavailable = "the trace lacks kloop's markers, the legacy-stream memset and one " + std::to_string(flush_bytes) +
+                    "-byte flush per call (" + std::to_string(opens.size()) + " marker(s) for " +
+                    std::to_string(stream_done_ns.size()) + " calls)";
     return a;
   }
   const uint32_t legacy_stream = opens.front()->stream_id;

@@ -28,8 +28,14 @@ struct ActivityAudit {
 };
 
 // `stream_done_ns[i]` is the CUPTI time at which call i's end event had
-// completed. The trace's first memset marks the legacy default stream,
-// which the timer orders with kloop's stream, so kernels there are fine.
-ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::vector<uint64_t>& stream_done_ns);
+// completed. kloop's markers are told from the module's own memsets by
+// their size: the trace opens with a 4-byte memset on the legacy default
+// stream (which the timer orders with kloop's stream, so kernels there are
+// fine), and each call with the L2 flush, `flush_bytes` on kloop's stream.
+// Memsets of any other size are the module's work and change nothing; one
+// that imitates a marker leaves the markers miscounted (unavailable).
+constexpr uint64_t kLegacyMarkerBytes = 4;
+ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::vector<uint64_t>& stream_done_ns,
+                             uint64_t flush_bytes);
 
 }  // namespace kloop

@@ -397,10 +397,10 @@ class Worker {
   }
 
   // Call `call`'s inputs drawn into `set` in place (a set of draw_args of
-  // the same case), without waiting on a GPU: the drawing kernels run on
-  // the legacy stream, which kloop's timing stream waits for, before the
-  // next sample's flush. A tensor the module resized or replaced is made
-  // anew.
+  // the same case), finished before this returns: the sample that follows
+  // starts its wall clock with the device idle (the unaccounted-work check
+  // holds that clock against the events). A tensor the module resized or
+  // replaced is made anew.
   void redraw(std::vector<at::Tensor>& set, const json& c, int64_t call) {
     const auto draws = input_draws(c, call);
     set.resize(draws.size());
@@ -415,7 +415,7 @@ class Worker {
 #ifdef KLOOP_WITH_CUDA
       if (session_->cuda()) {
         try {
-          generate_on_device(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed, false);
+          generate_on_device(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed, true);
         } catch (const std::runtime_error& e) {
           throw WorkerError{"runtime_error", e.what()};
         }
@@ -1079,7 +1079,7 @@ class Worker {
     set_phase("profiling warm-up, " + label);
     module->forward(inputs_of(0));
     synchronize();
-    json answer = json::object();
+    json answer = {{"flush_bytes", session_->info().value("l2_bytes", 0)}};  // the size of kloop's markers
 #ifdef KLOOP_WITH_CUPTI
     {
       set_phase("activity audit, " + label);
