@@ -3,7 +3,11 @@
 // max_tokens is required by the API and, with thinking on, must exceed
 // budget_tokens: the thinking budget is added on top of the answer budget so
 // a configured max_tokens keeps meaning "tokens for the answer". The API
-// rejects a modified temperature while thinking, so it is left out then.
+// rejects a modified temperature while thinking, so it is left out then, and
+// takes top_p only in [0.95, 1] then (a config outside is refused here).
+// Usage (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching):
+// input_tokens excludes cache_read_input_tokens and
+// cache_creation_input_tokens, which are billed at their own rates.
 #include <memory>
 
 #include "agent/llm/provider_factories.h"
@@ -34,6 +38,10 @@ class AnthropicProvider : public HttpProvider {
       throw std::invalid_argument("provider.thinking_budget: anthropic needs at least " +
                                   std::to_string(kMinThinkingBudget) + " tokens (got " +
                                   std::to_string(*config.thinking_budget) + "); leave it out to disable thinking");
+    }
+    if (config.thinking_budget && config.top_p && (*config.top_p < 0.95 || *config.top_p > 1)) {
+      throw std::invalid_argument("provider.top_p: anthropic with thinking takes top_p between 0.95 and 1 (got " +
+                                  std::to_string(*config.top_p) + "); leave it out or raise it");
     }
   }
 
@@ -83,8 +91,14 @@ class AnthropicProvider : public HttpProvider {
       // redacted_thinking is encrypted and tool blocks are not used here.
     }
     out.finish_reason = normalise_stop_reason(body.value("stop_reason", nlohmann::json()));
+    if (json_text(body, "stop_reason") == "refusal") {
+      out.refusal = out.text.empty() ? "the model declined (stop_reason refusal)" : out.text;
+    }
     if (body.contains("usage")) {
-      out.input_tokens = json_count(body["usage"], "input_tokens");
+      const auto& usage = body["usage"];
+      out.cached_input_tokens = json_count(usage, "cache_read_input_tokens");
+      out.cache_write_tokens = json_count(usage, "cache_creation_input_tokens");
+      out.input_tokens = json_count(usage, "input_tokens") + out.cached_input_tokens + out.cache_write_tokens;
       // Thinking is billed as output and included here; the API gives no separate count.
       out.output_tokens = json_count(body["usage"], "output_tokens");
     }

@@ -95,7 +95,7 @@ TEST_F(AnthropicProviderTest, WithoutThinkingSendsTemperatureAndDefaultMaxTokens
 
 TEST_F(AnthropicProviderTest, ParsesThinkingTextStopReasonUsageAndCost) {
   ProviderConfig c = config();
-  c.prices = {3.0, 15.0};
+  c.prices = {3.0, 15.0, std::nullopt, std::nullopt};
   server_.enqueue_json(200, kAnswer);
   GenerationResult r = make_provider(c)->generate(conversation());
   EXPECT_EQ(r.text, "Here is the kernel.");

@@ -69,7 +69,11 @@ class GeminiProvider : public HttpProvider {
     nlohmann::json generation = nlohmann::json::object();
     if (c.temperature) generation["temperature"] = *c.temperature;
     if (c.top_p) generation["topP"] = *c.top_p;
-    if (c.max_tokens) generation["maxOutputTokens"] = *c.max_tokens;
+    // maxOutputTokens covers the thoughts too: the thinking budget goes on
+    // top, so max_tokens stays the answer's budget (as for anthropic).
+    if (c.max_tokens) {
+      generation["maxOutputTokens"] = *c.max_tokens + (c.thinking_budget && *c.thinking_budget > 0 ? *c.thinking_budget : 0);
+    }
     if (!c.stop.empty()) generation["stopSequences"] = c.stop;
     if (c.seed) generation["seed"] = *c.seed;
     if (c.thinking_budget) {
@@ -82,7 +86,8 @@ class GeminiProvider : public HttpProvider {
   void read_response(const nlohmann::json& body, GenerationResult& out) const override {
     if (body.contains("usageMetadata")) {
       const auto& usage = body["usageMetadata"];
-      out.input_tokens = json_count(usage, "promptTokenCount");
+      out.input_tokens = json_count(usage, "promptTokenCount");  // cachedContentTokenCount included
+      out.cached_input_tokens = json_count(usage, "cachedContentTokenCount");
       out.reasoning_tokens = json_count(usage, "thoughtsTokenCount");
       out.output_tokens = json_count(usage, "candidatesTokenCount") + out.reasoning_tokens;
     }
@@ -90,6 +95,7 @@ class GeminiProvider : public HttpProvider {
       // A blocked prompt comes back as 200 with promptFeedback and no candidates.
       if (body.contains("promptFeedback") && body["promptFeedback"].contains("blockReason")) {
         out.finish_reason = "content_filter";
+        out.refusal = "the prompt was blocked (" + json_text(body["promptFeedback"], "blockReason") + ")";
         return;
       }
       throw MalformedResponse("no candidates in the response: " + server_error_message(body.dump()));

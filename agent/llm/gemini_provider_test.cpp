@@ -74,7 +74,7 @@ TEST_F(GeminiProviderTest, SendsGenerateContentRequestWithThinkingConfig) {
   const json& g = body["generationConfig"];
   EXPECT_DOUBLE_EQ(g["temperature"].get<double>(), 0.7);
   EXPECT_DOUBLE_EQ(g["topP"].get<double>(), 0.95);
-  EXPECT_EQ(g["maxOutputTokens"], 3000);
+  EXPECT_EQ(g["maxOutputTokens"], 3000 + 8192);  // the answer's budget plus the thinking budget
   EXPECT_EQ(g["stopSequences"], json({"</answer>"}));
   EXPECT_EQ(g["seed"], 42);
   EXPECT_EQ(g["thinkingConfig"], json({{"thinkingBudget", 8192}, {"includeThoughts", true}}));
@@ -91,7 +91,7 @@ TEST_F(GeminiProviderTest, AcceptsModelsPrefixInModelName) {
 
 TEST_F(GeminiProviderTest, ParsesThoughtsTextUsageAndCost) {
   ProviderConfig c = config();
-  c.prices = {1.25, 10.0};
+  c.prices = {1.25, 10.0, std::nullopt, std::nullopt};
   server_.enqueue_json(200, kAnswer);
   GenerationResult r = make_provider(c)->generate(conversation());
   EXPECT_EQ(r.text, "Here is the kernel.");

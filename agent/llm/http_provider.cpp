@@ -5,10 +5,14 @@
 #include "agent/llm/http_provider.h"
 
 #include <algorithm>
-
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
+#include "agent/llm/error_class.h"
 #include "agent/llm/http_client.h"
+
+#include <iostream>
 
 namespace kloop {
 namespace {
@@ -63,9 +67,13 @@ void ConcurrencyLimit::release() {
   freed_.notify_one();
 }
 
-double token_cost(const TokenPrices& prices, long long input_tokens, long long output_tokens) {
-  return static_cast<double>(input_tokens) * prices.input / 1e6 +
-         static_cast<double>(output_tokens) * prices.output / 1e6;
+double token_cost(const TokenPrices& prices, const TokenUsage& u) {
+  const long long fresh = std::max(0LL, u.input - u.cached_input - u.cache_write);
+  return (static_cast<double>(fresh) * prices.input +
+          static_cast<double>(u.cached_input) * prices.cached_input.value_or(prices.input) +
+          static_cast<double>(u.cache_write) * prices.cache_write.value_or(prices.input) +
+          static_cast<double>(u.output) * prices.output) /
+         1e6;
 }
 
 long long json_count(const nlohmann::json& object, const char* field) {
@@ -87,7 +95,8 @@ HttpProvider::HttpProvider(const ProviderConfig& config, std::string default_bas
     : config_(config),
       base_url_(strip_trailing_slashes(config.base_url.empty() ? default_base_url : config.base_url)),
       policy_(config.max_retries, config.initial_backoff, config.max_backoff, hooks.sleep),
-      limit_(config.concurrency) {
+      limit_(config.concurrency),
+      notify_(hooks.notify ? hooks.notify : [](const std::string& line) { std::cerr << line << std::endl; }) {
   identity_.kind = config.kind;
   identity_.model = config.model;
   identity_.url = base_url_;
@@ -148,6 +157,28 @@ LlmProvider::Probe HttpProvider::probe() {
   return p;
 }
 
+namespace {
+
+// The provider's id of the call, for support tickets: OpenAI x-request-id,
+// Anthropic request-id, Google x-goog-request-id (when sent).
+std::string request_id(const HttpResponse& r) {
+  for (const char* h : {"x-request-id", "request-id", "x-goog-request-id"}) {
+    if (auto v = r.header(h)) return *v;
+  }
+  return "";
+}
+
+std::string utc_now_text() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
 GenerationResult HttpProvider::generate(const GenerationRequest& request) {
   auto start = Clock::now();
   nlohmann::json body = request_body(request);
@@ -162,6 +193,15 @@ GenerationResult HttpProvider::generate(const GenerationRequest& request) {
   http.connect_timeout = config_.connect_timeout;
   http.total_timeout = config_.total_timeout;
 
+  // Every attempt leaves a record (calls.jsonl), whatever became of it.
+  nlohmann::json calls = nlohmann::json::array();
+  auto record = [&](int attempt, const HttpResponse& r, const std::string& error_class, const std::string& message) {
+    nlohmann::json c = {{"attempt", attempt}, {"status", r.status}, {"latency_s", r.seconds}, {"at", utc_now_text()}};
+    if (const std::string id = redactor_.redact(request_id(r)); !id.empty()) c["request_id"] = id;
+    if (!error_class.empty()) c["error_class"] = error_class;
+    if (!message.empty()) c["message"] = redactor_.redact(message);
+    calls.push_back(std::move(c));
+  };
   std::string last_failure;
   for (int attempt = 1;; ++attempt) {
     HttpResponse response;
@@ -170,52 +210,103 @@ GenerationResult HttpProvider::generate(const GenerationRequest& request) {
       response = http_post_json(http);
     }
     std::optional<std::chrono::milliseconds> requested_delay;
-    switch (classify_status(response.status)) {
-      case StatusClass::kSuccess:
-        try {
-          auto json = nlohmann::json::parse(response.body);
-          GenerationResult result;
-          read_response(json, result);
-          result.text = redactor_.redact(result.text);
-          result.reasoning = redactor_.redact(result.reasoning);
-          result.finish_reason = redactor_.redact(result.finish_reason);
-          result.raw_response = redactor_.redact_json(json);
-          result.attempts = attempt;
-          result.latency_seconds = response.seconds;
-          result.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-          result.cost_usd = token_cost(config_.prices, result.input_tokens, result.output_tokens);
-          return result;
-        } catch (const nlohmann::json::exception& e) {
-          last_failure = "HTTP " + std::to_string(response.status) + " with an unreadable body: " + e.what();
-        } catch (const MalformedResponse& e) {
-          last_failure = "HTTP " + std::to_string(response.status) + " without an answer: " + e.what();
-        }
-        break;
-      case StatusClass::kFatal: {
-        const std::string server = redactor_.redact(server_error_message(response.body));
-        const std::string message = redactor_.redact(fatal_status_message(identity_, response.status, server));
-        // A conversation that outgrew the context window ends this chain, not
-        // the run: other problems' prompts may still fit.
-        if (response.status == 413 || (response.status == 400 && is_context_length_error(server))) {
-          throw ProviderError(message);
-        }
-        throw FatalProviderError(message);
+    if (classify_status(response.status) == StatusClass::kSuccess) {
+      try {
+        auto json = nlohmann::json::parse(response.body);
+        GenerationResult result;
+        read_response(json, result);
+        result.text = redactor_.redact(result.text);
+        result.reasoning = redactor_.redact(result.reasoning);
+        result.refusal = redactor_.redact(result.refusal);
+        result.finish_reason = redactor_.redact(result.finish_reason);
+        result.raw_response = redactor_.redact_json(json);
+        result.attempts = attempt;
+        result.latency_seconds = response.seconds;
+        result.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        result.cost_usd = token_cost(config_.prices, result.usage());
+        record(attempt, response, "", "");
+        calls.back()["finish_reason"] = result.finish_reason;
+        calls.back()["tokens"] = {{"input", result.input_tokens},
+                                  {"cached_input", result.cached_input_tokens},
+                                  {"cache_write", result.cache_write_tokens},
+                                  {"output", result.output_tokens},
+                                  {"reasoning", result.reasoning_tokens}};
+        calls.back()["cost_usd"] = result.cost_usd;
+        result.calls = std::move(calls);
+        return result;
+      } catch (const nlohmann::json::exception& e) {
+        last_failure = "HTTP " + std::to_string(response.status) + " with an unreadable body: " + e.what();
+      } catch (const MalformedResponse& e) {
+        last_failure = "HTTP " + std::to_string(response.status) + " without an answer: " + e.what();
       }
-      case StatusClass::kRetry:
-        if (response.received()) {
-          last_failure = "HTTP " + std::to_string(response.status) + ": " + server_error_message(response.body);
-          requested_delay = requested_retry_delay(response, std::chrono::system_clock::now());
-        } else {
-          last_failure = describe_transport_failure(response);
+      record(attempt, response, "malformed", last_failure);  // proxies and overloaded servers: retried
+    } else if (!response.received()) {
+      last_failure = describe_transport_failure(response);
+      record(attempt, response, error_class_name(ErrorClass::kTransient), last_failure);
+    } else {
+      const std::string server = redactor_.redact(server_error_message(response.body));
+      const ErrorReading er = classify_error(config_.kind, response, server, std::chrono::system_clock::now());
+      const std::string cls = error_class_name(er.error_class);
+      const std::string head = std::to_string(response.status) + " from " + config_.kind + " (model " + config_.model + ")";
+      switch (er.error_class) {
+        case ErrorClass::kTransient:
+          last_failure = "HTTP " + std::to_string(response.status) + ": " + server;
+          requested_delay = er.retry_delay;
+          record(attempt, response, cls, last_failure);
+          break;
+        case ErrorClass::kContentPolicy: {
+          // Refused by the provider's safety system: that attempt's outcome.
+          record(attempt, response, cls, server);
+          GenerationResult refused;
+          refused.finish_reason = "content_filter";
+          refused.refusal = server.empty() ? "refused by the provider (HTTP " + std::to_string(response.status) + ")" : server;
+          refused.raw_response = redactor_.redact_json(nlohmann::json::parse(response.body, nullptr, false));
+          refused.attempts = attempt;
+          refused.latency_seconds = response.seconds;
+          refused.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+          refused.calls = std::move(calls);
+          return refused;
         }
-        break;
+        case ErrorClass::kContextOverflow: {
+          record(attempt, response, cls, server);
+          throw ContextOverflowError(redactor_.redact(head + ": the conversation does not fit the model's context "
+                                                             "window; this chain ends here [server says: " + server + "]"),
+                                     calls, cls);
+        }
+        case ErrorClass::kServerRefused:
+          record(attempt, response, cls, server);
+          throw ProviderError(redactor_.redact(head + ": the server said not to retry (x-should-retry: false) [server says: " +
+                                               server + "]"),
+                              calls, cls);
+        case ErrorClass::kQuota:
+          record(attempt, response, cls, server);
+          throw FatalProviderError(
+              redactor_.redact(head + ": quota, spend limit or billing: every later call would fail too, so the run "
+                                      "stops; check the account's plan, credit and limits, then run again (finished "
+                                      "work is kept) [server says: " + server + "]"),
+              calls, cls);
+        case ErrorClass::kAuth:
+        case ErrorClass::kModel:
+        case ErrorClass::kBadRequest:
+          record(attempt, response, cls, server);
+          throw FatalProviderError(redactor_.redact(fatal_status_message(identity_, response.status, server)), calls, cls);
+      }
     }
     if (attempt >= policy_.max_attempts()) {
       throw ProviderError(redactor_.redact(describe() + ": gave up after " + std::to_string(attempt) +
-                                 " attempts (provider.max_retries = " + std::to_string(config_.max_retries) +
-                                 "); last failure: " + last_failure));
+                                           " attempts (provider.retry.max_attempts = " +
+                                           std::to_string(policy_.max_attempts()) + "); last failure: " + last_failure),
+                          calls, "transient");
     }
-    policy_.wait(policy_.delay_before_retry(attempt, requested_delay));
+    const auto delay = policy_.delay_before_retry(attempt, requested_delay);
+    calls.back()["retry_delay_s"] = static_cast<double>(delay.count()) / 1000.0;
+    char wait[64];
+    std::snprintf(wait, sizeof wait, "%.1f s", static_cast<double>(delay.count()) / 1000.0);
+    notify_(redactor_.redact("kloop: " + config_.kind + " " + config_.model + ": " + last_failure.substr(0, 200) +
+                             "; attempt " + std::to_string(attempt + 1) + " of " +
+                             std::to_string(policy_.max_attempts()) + " in " + wait +
+                             (requested_delay ? " (the provider's delay)" : "")));
+    policy_.wait(delay);
   }
 }
 

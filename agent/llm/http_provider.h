@@ -6,6 +6,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -19,9 +20,10 @@
 
 namespace kloop {
 
-// What tests replace: the backoff sleep.
+// What tests replace: the backoff sleep, and where the notes on waits go.
 struct ProviderHooks {
-  SleepFunction sleep;  // empty: really sleep
+  SleepFunction sleep;                        // empty: really sleep
+  std::function<void(const std::string&)> notify;  // empty: one line on stderr
 };
 
 // A counting semaphore (C++17 has none): at most `limit` holders at once.
@@ -45,9 +47,6 @@ class MalformedResponse : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
-// US dollars for the tokens at the configured per-million prices.
-double token_cost(const TokenPrices& prices, long long input_tokens, long long output_tokens);
 
 // Numbers and strings from a parsed body, tolerating null and absent fields
 // (OpenAI-compatible servers differ in what they leave out).
@@ -95,6 +94,7 @@ class HttpProvider : public LlmProvider {
   ProviderIdentity identity_;
   RetryPolicy policy_;
   ConcurrencyLimit limit_;
+  std::function<void(const std::string&)> notify_;
 };
 
 }  // namespace kloop

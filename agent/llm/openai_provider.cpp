@@ -1,11 +1,16 @@
 // OpenAI Chat Completions, and every server that speaks it (vLLM, SGLang,
 // llama.cpp server, Ollama's /v1, OpenRouter, DeepSeek, Together).
 //
-// Reasoning models take max_completion_tokens (max_tokens is rejected by
-// OpenAI's o-series and gpt-5), so it is sent whenever reasoning_effort is
-// set. Servers that return their reasoning text put it in
+// OpenAI itself takes max_completion_tokens (max_tokens is deprecated there
+// and rejected by its o-series and gpt-5), so that is sent to api.openai.com
+// and whenever reasoning_effort is set; other servers get max_tokens, which
+// all of them read. Servers that return their reasoning text put it in
 // message.reasoning_content (DeepSeek, vLLM) or message.reasoning
-// (OpenRouter, newer vLLM).
+// (OpenRouter, newer vLLM); a server without a reasoning parser leaves a
+// <think>...</think> block at the start of content, which is split out
+// (provider.think_tags). A refusal (message.refusal) is an outcome.
+// Usage: https://platform.openai.com/docs/api-reference/chat/object
+// (prompt_tokens_details.cached_tokens are part of prompt_tokens).
 #include <memory>
 
 #include "agent/llm/provider_factories.h"
@@ -24,6 +29,25 @@ std::string normalise_finish_reason(const nlohmann::json& value) {
 }
 
 class OpenAiProvider : public HttpProvider {
+  // A leading think block in the answer becomes reasoning; one that never
+  // closes (the answer was cut inside it) leaves no answer, so no draft
+  // inside it is evaluated.
+  void split_think_block(GenerationResult& out) const {
+    const std::string& open = config().think_open;
+    const std::string& close = config().think_close;
+    if (open.empty() || close.empty()) return;
+    const std::size_t lead = out.text.find_first_not_of(" \t\r\n");
+    if (lead == std::string::npos || out.text.compare(lead, open.size(), open) != 0) return;
+    const std::size_t end = out.text.find(close, lead + open.size());
+    if (end == std::string::npos) {
+      out.reasoning = out.text.substr(lead + open.size());
+      out.text.clear();
+      return;
+    }
+    out.reasoning = out.text.substr(lead + open.size(), end - lead - open.size());
+    out.text = out.text.substr(end + close.size());
+  }
+
  public:
   // Without a base_url this is OpenAI itself, which always needs a key; a
   // local server named by base_url usually needs none.
@@ -53,7 +77,8 @@ class OpenAiProvider : public HttpProvider {
     nlohmann::json body = {{"model", c.model}, {"messages", messages}};
     if (c.temperature) body["temperature"] = *c.temperature;
     if (c.top_p) body["top_p"] = *c.top_p;
-    if (c.max_tokens) body[c.reasoning_effort ? "max_completion_tokens" : "max_tokens"] = *c.max_tokens;
+    const bool openai_itself = base_url().find("api.openai.com") != std::string::npos;
+    if (c.max_tokens) body[c.reasoning_effort || openai_itself ? "max_completion_tokens" : "max_tokens"] = *c.max_tokens;
     if (c.reasoning_effort) body["reasoning_effort"] = *c.reasoning_effort;
     if (c.seed) body["seed"] = *c.seed;
     if (!c.stop.empty()) body["stop"] = c.stop;
@@ -70,6 +95,9 @@ class OpenAiProvider : public HttpProvider {
     out.reasoning = json_text(message, "reasoning_content");
     if (out.reasoning.empty()) out.reasoning = json_text(message, "reasoning");
     out.finish_reason = normalise_finish_reason(choice.value("finish_reason", nlohmann::json()));
+    out.refusal = json_text(message, "refusal");
+    if (!out.refusal.empty()) out.finish_reason = "content_filter";
+    if (out.reasoning.empty()) split_think_block(out);
     if (body.contains("usage") && body["usage"].is_object()) {
       const auto& usage = body["usage"];
       out.input_tokens = json_count(usage, "prompt_tokens");
@@ -77,6 +105,9 @@ class OpenAiProvider : public HttpProvider {
       out.output_tokens = json_count(usage, "completion_tokens");
       if (usage.contains("completion_tokens_details")) {
         out.reasoning_tokens = json_count(usage["completion_tokens_details"], "reasoning_tokens");
+      }
+      if (usage.contains("prompt_tokens_details")) {
+        out.cached_input_tokens = json_count(usage["prompt_tokens_details"], "cached_tokens");
       }
     }
   }

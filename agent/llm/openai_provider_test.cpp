@@ -105,7 +105,7 @@ TEST_F(OpenAiProviderTest, ReasoningEffortUsesMaxCompletionTokens) {
 
 TEST_F(OpenAiProviderTest, ParsesAnswerReasoningTokensAndCost) {
   ProviderConfig c = config();
-  c.prices = {2.0, 8.0};
+  c.prices = {2.0, 8.0, std::nullopt, std::nullopt};
   server_.enqueue_json(200, kAnswer);
   GenerationResult r = make_provider(c)->generate(conversation());
   EXPECT_EQ(r.text, "the kernel");

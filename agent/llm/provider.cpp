@@ -27,6 +27,8 @@ const std::vector<std::string> kKnownFields = {"kind",
                                                "connect_timeout_s",
                                                "timeout_s",
                                                "max_retries",
+                                               "retry",
+                                               "think_tags",
                                                "concurrency",
                                                "prices",
                                                "headers",
@@ -47,13 +49,15 @@ bool is_http_kind(const std::string& kind) { return kind == "openai" || kind == 
 // leave scalars as strings ("0.7"), so numbers are accepted in either form.
 class FieldReader {
  public:
-  FieldReader(const nlohmann::json& block, std::string where) : block_(block), where_(std::move(where)) {}
+  // `prefix`: the block's path under provider ("retry." for provider.retry).
+  FieldReader(const nlohmann::json& block, std::string where, std::string prefix = "")
+      : block_(block), where_(std::move(where)), prefix_(std::move(prefix)) {}
 
   bool has(const char* field) const { return block_.contains(field) && !block_[field].is_null(); }
   const nlohmann::json& at(const char* field) const { return block_[field]; }
 
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw std::invalid_argument(where_ + ": provider." + field + ": " + what);
+    throw std::invalid_argument(where_ + ": provider." + prefix_ + field + ": " + what);
   }
 
   std::string text(const char* field) const {
@@ -106,6 +110,7 @@ class FieldReader {
  private:
   const nlohmann::json& block_;
   std::string where_;
+  std::string prefix_;
 };
 
 }  // namespace
@@ -185,17 +190,48 @@ ProviderConfig provider_config_from_json(const nlohmann::json& j, const std::str
     if (v < 1 || v > 10000) r.fail("concurrency", "must be at least 1 (got " + std::to_string(v) + ")");
     c.concurrency = static_cast<int>(v);
   }
+  if (r.has("retry")) {
+    // retry: {max_attempts, base_delay_s, max_delay_s}; max_retries is the
+    // older spelling of max_attempts - 1.
+    const auto& b = r.at("retry");
+    if (!b.is_object()) r.fail("retry", "expected {max_attempts: N, base_delay_s: S, max_delay_s: S}");
+    for (auto it = b.begin(); it != b.end(); ++it) {
+      if (it.key() != "max_attempts" && it.key() != "base_delay_s" && it.key() != "max_delay_s") {
+        r.fail("retry." + it.key(), "unknown field; known fields: max_attempts, base_delay_s, max_delay_s");
+      }
+    }
+    FieldReader retry(b, where, "retry.");
+    if (retry.has("max_attempts")) {
+      long long v = retry.integer("max_attempts");
+      if (v < 1 || v > 101) r.fail("retry.max_attempts", "must be between 1 and 101 (got " + std::to_string(v) + ")");
+      c.max_retries = static_cast<int>(v - 1);
+    }
+    if (retry.has("base_delay_s")) c.initial_backoff = retry.seconds("base_delay_s");
+    if (retry.has("max_delay_s")) c.max_backoff = retry.seconds("max_delay_s");
+    if (c.max_backoff < c.initial_backoff) r.fail("retry.max_delay_s", "must be at least retry.base_delay_s");
+  }
+  if (r.has("think_tags")) {
+    const auto tags = r.strings("think_tags", /*allow_single=*/false);
+    if (!tags.empty() && (tags.size() != 2 || tags[0].empty() || tags[1].empty())) {
+      r.fail("think_tags", "expected [open, close], e.g. [\"<think>\", \"</think>\"], or [] for none");
+    }
+    c.think_open = tags.empty() ? "" : tags[0];
+    c.think_close = tags.empty() ? "" : tags[1];
+  }
   if (r.has("prices")) {
     const auto& p = r.at("prices");
     if (!p.is_object()) r.fail("prices", "expected {input: <$ per million tokens>, output: <$ per million tokens>}");
     for (auto it = p.begin(); it != p.end(); ++it) {
-      if (it.key() != "input" && it.key() != "output") {
-        r.fail("prices." + it.key(), "unknown field; known fields: input, output (US dollars per million tokens)");
+      if (it.key() != "input" && it.key() != "output" && it.key() != "cached_input" && it.key() != "cache_write") {
+        r.fail("prices." + it.key(),
+               "unknown field; known fields: input, output, cached_input, cache_write (US dollars per million tokens)");
       }
     }
-    FieldReader prices(p, where);
+    FieldReader prices(p, where, "prices.");
     if (prices.has("input")) c.prices.input = prices.non_negative("input");
     if (prices.has("output")) c.prices.output = prices.non_negative("output");
+    if (prices.has("cached_input")) c.prices.cached_input = prices.non_negative("cached_input");
+    if (prices.has("cache_write")) c.prices.cache_write = prices.non_negative("cache_write");
   }
   if (r.has("headers")) {
     const auto& h = r.at("headers");

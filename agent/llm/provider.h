@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kloop {
@@ -41,11 +42,26 @@ struct GenerationRequest {
   AttemptKey key;                     // used by the replay provider
 };
 
-// Prices in US dollars per million tokens.
+// Prices in US dollars per million tokens. Cached input (a prompt-cache
+// hit) and cache writes cost `input` unless priced on their own.
 struct TokenPrices {
   double input = 0;
   double output = 0;  // reasoning tokens are billed as output
+  std::optional<double> cached_input;
+  std::optional<double> cache_write;
 };
+
+// Tokens of one call by kind. `input` counts every prompt token, cached
+// ones and cache writes included (the providers differ: Anthropic reports
+// cache reads and writes beside input_tokens, OpenAI and Gemini inside).
+struct TokenUsage {
+  long long input = 0;
+  long long cached_input = 0;
+  long long cache_write = 0;
+  long long output = 0;  // reasoning included
+  long long reasoning = 0;
+};
+double token_cost(const TokenPrices& prices, const TokenUsage& usage);
 
 struct ProviderConfig {
   std::string kind;      // openai | anthropic | gemini | command | replay
@@ -61,7 +77,7 @@ struct ProviderConfig {
   std::vector<std::string> stop;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds total_timeout{600000};
-  int max_retries = 6;
+  int max_retries = 6;  // provider.retry.max_attempts - 1
   std::chrono::milliseconds initial_backoff{1000};
   std::chrono::milliseconds max_backoff{60000};
   int concurrency = 4;  // simultaneous requests to this provider
@@ -72,32 +88,69 @@ struct ProviderConfig {
   std::vector<std::string> command;
   // replay provider
   std::string transcript;  // a run folder or a JSONL transcript
+  // openai kind: a reasoning block inside the answer (servers without a
+  // reasoning parser), split out as reasoning; empty: none.
+  std::string think_open = "<think>", think_close = "</think>";
 };
 
 struct GenerationResult {
   std::string text;       // the answer (without reasoning)
   std::string reasoning;  // thinking/reasoning text where the API returns it
   std::string finish_reason;  // normalised: stop | length | content_filter | error | other:<raw>
-  long long input_tokens = 0;
+  long long input_tokens = 0;   // every prompt token (cached and cache writes included)
   long long output_tokens = 0;
   long long reasoning_tokens = 0;
+  long long cached_input_tokens = 0;
+  long long cache_write_tokens = 0;
+  std::string refusal;  // the provider's refusal text (finish_reason content_filter)
   double latency_seconds = 0;  // wall time of the successful attempt
   double total_seconds = 0;    // including retries and backoff
   int attempts = 1;
   double cost_usd = 0;
   nlohmann::json raw_response;  // the provider's response body, verbatim
+  // One record per HTTP attempt, failed ones included (calls.jsonl): status,
+  // request id, latency, tokens by kind, cost, error class, retry delay.
+  nlohmann::json calls = nlohmann::json::array();
+
+  TokenUsage usage() const {
+    return {input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens};
+  }
 };
 
-// Not worth retrying: authentication, permission, unknown model, bad request.
-class FatalProviderError : public std::runtime_error {
+// A failed generate(): the message, the error class (error_class.h) and the
+// record of every attempt made.
+class ProviderFailure : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ProviderFailure(const std::string& message, nlohmann::json calls = nlohmann::json::array(),
+                           std::string error_class = "")
+      : std::runtime_error(message), calls_(std::move(calls)), error_class_(std::move(error_class)) {}
+  const nlohmann::json& calls() const { return calls_; }
+  const std::string& error_class() const { return error_class_; }
+
+ private:
+  nlohmann::json calls_;
+  std::string error_class_;
 };
 
-// Retries exhausted on a transient failure; the attempt fails, the run goes on.
-class ProviderError : public std::runtime_error {
+// Stops the run: authentication, permission, unknown model, bad request,
+// quota, spend limit or billing.
+class FatalProviderError : public ProviderFailure {
  public:
-  using std::runtime_error::runtime_error;
+  using ProviderFailure::ProviderFailure;
+};
+
+// The attempt fails, the run goes on: retries exhausted on a transient
+// failure, or a server that said not to retry.
+class ProviderError : public ProviderFailure {
+ public:
+  using ProviderFailure::ProviderFailure;
+};
+
+// The conversation does not fit the model's context window: the chain ends
+// here, with that outcome stored, so a rerun does not send it again.
+class ContextOverflowError : public ProviderError {
+ public:
+  using ProviderError::ProviderError;
 };
 
 class LlmProvider {

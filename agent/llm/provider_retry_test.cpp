@@ -44,7 +44,9 @@ class ProviderRetryTest : public ::testing::Test {
     c.total_timeout = 5000ms;
     return c;
   }
-  std::unique_ptr<LlmProvider> provider(const ProviderConfig& c) { return make_provider(c, {sleeper_.function()}); }
+  std::unique_ptr<LlmProvider> provider(const ProviderConfig& c) {
+    return make_provider(c, {sleeper_.function(), [this](const std::string& line) { notes_.push_back(line); }});
+  }
   static GenerationRequest hello() {
     GenerationRequest r;
     r.messages = {{"user", "hello"}};
@@ -54,6 +56,7 @@ class ProviderRetryTest : public ::testing::Test {
   ScopedEnv key_{kKeyEnv, kKey};
   FakeHttpServer server_;
   SleepRecorder sleeper_;
+  std::vector<std::string> notes_;  // what the console would show
 };
 
 TEST_F(ProviderRetryTest, RateLimitWaitsForRetryAfterThenSucceeds) {
@@ -124,19 +127,172 @@ TEST_F(ProviderRetryTest, UnknownModelIsFatal) {
   EXPECT_EQ(server_.requests().size(), 1u);
 }
 
-// Not retried (it cannot succeed) but not fatal either: only this chain ends.
+// Not retried (it cannot succeed) but not fatal either: only this chain
+// ends (the turn loop stores the outcome).
 TEST_F(ProviderRetryTest, ContextLengthFailsTheAttemptWithAHint) {
   server_.enqueue_json(400, R"({"error": {"message": "This model's maximum context length is 8192 tokens.",
                                           "code": "context_length_exceeded"}})");
   try {
     provider(config("openai"))->generate(hello());
-    FAIL() << "expected ProviderError";
+    FAIL() << "expected ContextOverflowError";
   } catch (const FatalProviderError& e) {
     FAIL() << "a context overflow must not stop the whole run: " << e.what();
-  } catch (const ProviderError& e) {
+  } catch (const ContextOverflowError& e) {
     EXPECT_TRUE(contains(e.what(), "context window")) << e.what();
+    EXPECT_EQ(e.error_class(), "context_overflow");
+    ASSERT_EQ(e.calls().size(), 1u);
+    EXPECT_EQ(e.calls()[0]["status"], 400);
   }
   EXPECT_EQ(server_.requests().size(), 1u);
+}
+
+// Anthropic's and llama.cpp's wordings end the chain too (they stopped the
+// whole run, again at every rerun).
+TEST_F(ProviderRetryTest, AnthropicAndLlamaCppContextOverflowsEndTheChain) {
+  // https://docs.anthropic.com/en/api/errors (invalid_request_error)
+  server_.enqueue_json(400, R"({"type": "error", "error": {"type": "invalid_request_error",
+      "message": "input length and `max_tokens` exceed context limit: 198000 + 16000 > 200000, decrease input length or `max_tokens` and try again"}})");
+  EXPECT_THROW(provider(config("anthropic"))->generate(hello()), ContextOverflowError);
+  // llama.cpp server: exceed_context_size_error
+  server_.enqueue_json(400, R"({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+      "type": "exceed_context_size_error", "n_prompt_tokens": 9000, "n_ctx": 8192}})");
+  EXPECT_THROW(provider(config("openai"))->generate(hello()), ContextOverflowError);
+  EXPECT_EQ(server_.requests().size(), 2u);
+}
+
+// A 429 that is a quota, spend limit or billing problem stops the run at
+// once (every chain would fail after its retries, and every later one).
+TEST_F(ProviderRetryTest, QuotaStopsTheRunWithoutRetries) {
+  // https://platform.openai.com/docs/guides/error-codes (429 insufficient_quota)
+  server_.enqueue_json(429, R"({"error": {"message": "You exceeded your current quota, please check your plan and billing details.",
+      "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}})");
+  try {
+    provider(config("openai"))->generate(hello());
+    FAIL() << "expected FatalProviderError";
+  } catch (const FatalProviderError& e) {
+    EXPECT_EQ(e.error_class(), "quota");
+    EXPECT_TRUE(contains(e.what(), "exceeded your current quota")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "the run stops")) << e.what();
+  }
+  EXPECT_EQ(server_.requests().size(), 1u);
+  EXPECT_TRUE(sleeper_.sleeps().empty());
+}
+
+// Gemini puts its delay in the body (google.rpc.RetryInfo), not a header;
+// the wait is said on the console.
+TEST_F(ProviderRetryTest, GeminiRetryDelayInTheBodyIsWaitedFor) {
+  // https://ai.google.dev/gemini-api/docs/troubleshooting (429 RESOURCE_EXHAUSTED)
+  server_.enqueue_json(429, R"({"error": {"code": 429, "message": "You exceeded your current quota.", "status": "RESOURCE_EXHAUSTED",
+      "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                     {"quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
+                  {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "38s"}]}})");
+  server_.enqueue_json(200, R"({"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}],
+      "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 2}})");
+  GenerationResult r = provider(config("gemini"))->generate(hello());
+  EXPECT_EQ(r.text, "ok");
+  ASSERT_EQ(sleeper_.sleeps().size(), 1u);
+  EXPECT_EQ(sleeper_.sleeps()[0], 38000ms);
+  ASSERT_EQ(notes_.size(), 1u);
+  EXPECT_TRUE(contains(notes_[0], "attempt 2 of 4 in 38.0 s (the provider's delay)")) << notes_[0];
+  EXPECT_FALSE(contains(notes_[0], kKey));
+}
+
+// A server's x-should-retry: false ends the attempt without retries, and
+// without stopping the run.
+TEST_F(ProviderRetryTest, ServerSaysDoNotRetry) {
+  server_.enqueue({500, {{"x-should-retry", "false"}}, R"({"error": {"message": "internal"}})", 0ms});
+  try {
+    provider(config("openai"))->generate(hello());
+    FAIL() << "expected ProviderError";
+  } catch (const FatalProviderError& e) {
+    FAIL() << e.what();
+  } catch (const ProviderError& e) {
+    EXPECT_EQ(e.error_class(), "server_refused");
+  }
+  EXPECT_EQ(server_.requests().size(), 1u);
+  server_.enqueue_json(408, R"({"error": {"message": "timeout"}})");
+  server_.enqueue_json(409, R"({"error": {"message": "conflict"}})");
+  server_.enqueue_json(200, kOpenAiAnswer);
+  EXPECT_EQ(provider(config("openai"))->generate(hello()).attempts, 3);  // 408 and 409 pass
+}
+
+// A refusal by the provider's safety system is the attempt's outcome.
+TEST_F(ProviderRetryTest, ContentPolicyIsAnOutcomeNotAnError) {
+  server_.enqueue_json(400, R"({"error": {"message": "Your request was rejected as a result of our safety system.",
+      "type": "invalid_request_error", "code": "content_policy_violation"}})");
+  GenerationResult r = provider(config("openai"))->generate(hello());
+  EXPECT_EQ(r.finish_reason, "content_filter");
+  EXPECT_TRUE(contains(r.refusal, "safety system")) << r.refusal;
+  EXPECT_TRUE(r.text.empty());
+}
+
+// Every attempt leaves a record: status, request id, error class, the wait
+// before the next one, and the tokens and cost of the one that answered.
+TEST_F(ProviderRetryTest, EveryAttemptIsRecorded) {
+  server_.enqueue({503, {{"x-request-id", "req_1"}}, R"({"error": {"message": "overloaded"}})", 0ms});
+  server_.enqueue({200, {{"x-request-id", "req_2"}}, kOpenAiAnswer, 0ms});
+  ProviderConfig c = config("openai");
+  c.prices = {2.0, 8.0, std::nullopt, std::nullopt};
+  GenerationResult r = provider(c)->generate(hello());
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0]["status"], 503);
+  EXPECT_EQ(r.calls[0]["request_id"], "req_1");
+  EXPECT_EQ(r.calls[0]["error_class"], "transient");
+  EXPECT_TRUE(r.calls[0].contains("retry_delay_s"));
+  EXPECT_EQ(r.calls[1]["status"], 200);
+  EXPECT_EQ(r.calls[1]["request_id"], "req_2");
+  EXPECT_EQ(r.calls[1]["tokens"]["input"], 10);
+  EXPECT_DOUBLE_EQ(r.calls[1]["cost_usd"].get<double>(), (10 * 2.0 + 5 * 8.0) / 1e6);
+}
+
+// Prompt caching: cached input and cache writes at their own prices.
+TEST_F(ProviderRetryTest, CachedTokensAreCountedAndPriced) {
+  // https://platform.openai.com/docs/guides/prompt-caching: cached_tokens are part of prompt_tokens
+  server_.enqueue_json(200, R"({"choices": [{"finish_reason": "stop", "message": {"content": "ok"}}],
+      "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "prompt_tokens_details": {"cached_tokens": 800}}})");
+  ProviderConfig c = config("openai");
+  c.prices = {2.0, 8.0, 0.5, std::nullopt};
+  GenerationResult r = provider(c)->generate(hello());
+  EXPECT_EQ(r.input_tokens, 1000);
+  EXPECT_EQ(r.cached_input_tokens, 800);
+  EXPECT_DOUBLE_EQ(r.cost_usd, (200 * 2.0 + 800 * 0.5 + 100 * 8.0) / 1e6);
+  // https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching: cache reads and
+  // writes are reported beside input_tokens
+  server_.enqueue_json(200, R"({"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+      "usage": {"input_tokens": 100, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 50, "output_tokens": 10}})");
+  ProviderConfig a = config("anthropic");
+  a.prices = {3.0, 15.0, 0.3, 3.75};
+  GenerationResult ra = provider(a)->generate(hello());
+  EXPECT_EQ(ra.input_tokens, 1050);
+  EXPECT_EQ(ra.cached_input_tokens, 900);
+  EXPECT_EQ(ra.cache_write_tokens, 50);
+  EXPECT_DOUBLE_EQ(ra.cost_usd, (100 * 3.0 + 900 * 0.3 + 50 * 3.75 + 10 * 15.0) / 1e6);
+  // Without cache prices, cached tokens cost what input costs.
+  server_.enqueue_json(200, R"({"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}],
+      "usageMetadata": {"promptTokenCount": 400, "cachedContentTokenCount": 300, "candidatesTokenCount": 2}})");
+  ProviderConfig g = config("gemini");
+  g.prices = {1.0, 10.0, std::nullopt, std::nullopt};
+  GenerationResult rg = provider(g)->generate(hello());
+  EXPECT_EQ(rg.cached_input_tokens, 300);
+  EXPECT_DOUBLE_EQ(rg.cost_usd, (400 * 1.0 + 2 * 10.0) / 1e6);
+}
+
+// Servers without a reasoning parser put the reasoning in content; OpenAI
+// says a refusal in message.refusal.
+TEST_F(ProviderRetryTest, ThinkBlocksAndRefusalsAreSplitOut) {
+  server_.enqueue_json(200, R"({"choices": [{"finish_reason": "stop", "message": {"content": "<think>plan: one kernel</think>\n```cpp\nanswer\n```"}}]})");
+  GenerationResult r = provider(config("openai"))->generate(hello());
+  EXPECT_EQ(r.reasoning, "plan: one kernel");
+  EXPECT_EQ(r.text, "\n```cpp\nanswer\n```");
+  // Cut inside the block: no answer, so its draft code is not evaluated.
+  server_.enqueue_json(200, R"({"choices": [{"finish_reason": "length", "message": {"content": "<think>draft ```cpp\nx\n```"}}]})");
+  GenerationResult cut = provider(config("openai"))->generate(hello());
+  EXPECT_TRUE(cut.text.empty());
+  EXPECT_EQ(cut.finish_reason, "length");
+  server_.enqueue_json(200, R"({"choices": [{"finish_reason": "stop", "message": {"content": null, "refusal": "I can't help with that."}}]})");
+  GenerationResult no = provider(config("openai"))->generate(hello());
+  EXPECT_EQ(no.refusal, "I can't help with that.");
+  EXPECT_EQ(no.finish_reason, "content_filter");
 }
 
 TEST_F(ProviderRetryTest, ConnectionRefusedIsRetriedThenGivesUp) {

@@ -24,6 +24,15 @@
 namespace kloop {
 namespace {
 
+// Every provider call of an attempt, one JSON line each (calls.jsonl beside
+// response.txt), failed calls included.
+void write_calls(const std::string& dir, const nlohmann::json& calls) {
+  if (!calls.is_array() || calls.empty()) return;
+  std::string text;
+  for (const auto& c : calls) text += c.dump() + "\n";
+  RunStore::write_text(dir + "/calls.jsonl", text);
+}
+
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -278,13 +287,33 @@ LoopSummary TurnLoop::run() {
       RunStore::write_text(dir + "/prompt.json", prompt_json.dump(2) + "\n");
 
       GenerationResult gen;
+      // An outcome without an answer to evaluate: the conversation outgrew
+      // the context window, or the provider refused. Either ends the chain,
+      // stored, so a rerun does not send it again.
+      std::string outcome, outcome_message;
       try {
         const Phase waiting(status, "model");
         gen = provider_.generate(req);
-      } catch (const FatalProviderError& e) {
-        fatal = true;
+        if (!gen.refusal.empty() || (gen.finish_reason == "content_filter" && gen.text.empty())) {
+          outcome = "refused";
+          outcome_message = "the provider refused: " + (gen.refusal.empty() ? gen.finish_reason : gen.refusal);
+        }
+      } catch (const ContextOverflowError& e) {
+        write_calls(dir, e.calls());
+        outcome = "context_overflow";
+        outcome_message = e.what();
+        gen.finish_reason = "context_overflow";
+      } catch (const ProviderFailure& e) {
+        write_calls(dir, e.calls());
         std::lock_guard<std::mutex> lock(summary_mutex);
-        summary.fatal_error = e.what();
+        if (dynamic_cast<const FatalProviderError*>(&e)) {
+          fatal = true;
+          summary.fatal_error = e.what();
+          return;
+        }
+        summary.errors.push_back(spec.name + " sample " + std::to_string(chain.sample) + " turn " +
+                                 std::to_string(turn) + ": " + e.what());
+        ++summary.chains_incomplete;
         return;
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(summary_mutex);
@@ -293,20 +322,29 @@ LoopSummary TurnLoop::run() {
         ++summary.chains_incomplete;
         return;
       }
-      RunStore::write_text(dir + "/response.txt", gen.text);
-      if (!gen.reasoning.empty()) RunStore::write_text(dir + "/reasoning.txt", gen.reasoning);
-      RunStore::write_text(dir + "/raw_response.json", gen.raw_response.dump(2) + "\n");
+      if (outcome != "context_overflow") {
+        write_calls(dir, gen.calls);
+        RunStore::write_text(dir + "/response.txt", gen.text);
+        if (!gen.reasoning.empty()) RunStore::write_text(dir + "/reasoning.txt", gen.reasoning);
+        RunStore::write_text(dir + "/raw_response.json", gen.raw_response.dump(2) + "\n");
+      }
       rec.input_tokens = gen.input_tokens;
       rec.output_tokens = gen.output_tokens;
       rec.reasoning_tokens = gen.reasoning_tokens;
+      rec.cached_input_tokens = gen.cached_input_tokens;
+      rec.cache_write_tokens = gen.cache_write_tokens;
+      rec.provider_attempts = gen.attempts;
       rec.cost_usd = gen.cost_usd;
       rec.llm_seconds = gen.total_seconds;
       rec.finish_reason = gen.finish_reason;
 
       std::string feedback;
-      ExtractedCode code = extract_code(gen.text);
+      ExtractedCode code = outcome.empty() ? extract_code(gen.text) : ExtractedCode{};
       const auto eval_start = Clock::now();
-      if (!code.found) {
+      if (!outcome.empty()) {
+        rec.verdict = outcome;
+        rec.message = outcome_message;
+      } else if (!code.found) {
         rec.verdict = "no_code";
         rec.message = "the response contained no code defining ModelNew";
         feedback = prompts.no_code();
@@ -347,8 +385,8 @@ LoopSummary TurnLoop::run() {
       RunStore::write_text(dir + "/feedback.txt", feedback);
       const bool early = config_.scaffold.early_stop_speedup && rec.verdict == "correct" && rec.speedup &&
                          *rec.speedup >= *config_.scaffold.early_stop_speedup;
-      rec.chain_done = early || turn == config_.scaffold.turns;
-      rec.stop_reason = early ? "early_stop" : (rec.chain_done ? "turns" : "");
+      rec.chain_done = early || !outcome.empty() || turn == config_.scaffold.turns;
+      rec.stop_reason = !outcome.empty() ? outcome : early ? "early_stop" : (rec.chain_done ? "turns" : "");
       rec.timestamp = utc_timestamp();
       store.append(rec);
       chain.history.push_back({turn, gen.text, feedback, rec.verdict, rec.speedup});

@@ -72,6 +72,9 @@ json AttemptRecord::to_json() const {
             {"input_tokens", input_tokens},
             {"output_tokens", output_tokens},
             {"reasoning_tokens", reasoning_tokens},
+            {"cached_input_tokens", cached_input_tokens},
+            {"cache_write_tokens", cache_write_tokens},
+            {"provider_attempts", provider_attempts},
             {"cost_usd", cost_usd},
             {"llm_seconds", llm_seconds},
             {"eval_seconds", eval_seconds},
@@ -101,6 +104,9 @@ AttemptRecord AttemptRecord::from_json(const json& j) {
   r.input_tokens = j.value("input_tokens", 0LL);
   r.output_tokens = j.value("output_tokens", 0LL);
   r.reasoning_tokens = j.value("reasoning_tokens", 0LL);
+  r.cached_input_tokens = j.value("cached_input_tokens", 0LL);
+  r.cache_write_tokens = j.value("cache_write_tokens", 0LL);
+  r.provider_attempts = j.value("provider_attempts", 0);
   r.cost_usd = j.value("cost_usd", 0.0);
   r.llm_seconds = j.value("llm_seconds", 0.0);
   r.eval_seconds = j.value("eval_seconds", 0.0);

@@ -30,7 +30,7 @@ struct AttemptRecord {
   int level = 0;
   int sample = 0;
   int turn = 1;
-  std::string verdict;  // a verdict class, or "no_code"
+  std::string verdict;  // a verdict class, or no_code, refused, context_overflow
   std::optional<double> speedup;
   std::string message;
   std::string protocol;
@@ -39,6 +39,9 @@ struct AttemptRecord {
   long long input_tokens = 0;
   long long output_tokens = 0;
   long long reasoning_tokens = 0;
+  long long cached_input_tokens = 0;  // of input_tokens, read from the provider's prompt cache
+  long long cache_write_tokens = 0;   // of input_tokens, written to it
+  int provider_attempts = 0;          // HTTP attempts of the call (calls.jsonl has each)
   double cost_usd = 0;
   double llm_seconds = 0;
   double eval_seconds = 0;     // compiling and evaluating the candidate

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -210,6 +211,50 @@ TEST_F(TurnLoopTest, EarlyStopEndsTheChain) {
   auto r = results();
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0]["stop_reason"], "early_stop");
+}
+
+// A conversation that outgrew the context window ends its chain with that
+// outcome stored (a rerun does not send it again); every HTTP attempt of
+// the turn is in calls.jsonl, the rate-limited one included. A refusal is
+// an outcome too.
+TEST_F(TurnLoopTest, ContextOverflowAndRefusalAreStoredOutcomes) {
+  test_support::FakeHttpServer server;
+  server.enqueue({429, {{"Retry-After", "0"}}, R"({"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}})",
+                  std::chrono::milliseconds(0)});
+  // https://platform.openai.com/docs/guides/error-codes (context_length_exceeded)
+  server.enqueue_json(400, R"({"error": {"message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+      "type": "invalid_request_error", "code": "context_length_exceeded"}})");
+  // https://platform.openai.com/docs/api-reference/chat/object (message.refusal)
+  server.enqueue_json(200, R"({"choices": [{"finish_reason": "stop", "message": {"content": null, "refusal": "I can't help with that."}}],
+      "usage": {"prompt_tokens": 50, "completion_tokens": 7}})");
+  std::ofstream(dir_ / "run.yaml") << "name: t\nruns_dir: runs\nproblems: {names: [19_ReLU, 23_Softmax]}\n"
+                                      "provider: {kind: openai, model: m, base_url: " +
+                                          server.base_url() + "/v1, concurrency: 1}\n"
+                                      "scaffold: {kind: iterative, turns: 3}\nparallel_chains: 1\n";
+  RunConfig c = load_run_config((dir_ / "run.yaml").string());
+  LoopSummary s = run(c);
+  ASSERT_TRUE(s.fatal_error.empty()) << s.fatal_error;
+  auto r = results();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0]["problem"], "19_ReLU");
+  EXPECT_EQ(r[0]["verdict"], "context_overflow");
+  EXPECT_TRUE(r[0]["chain_done"]);
+  EXPECT_EQ(r[0]["stop_reason"], "context_overflow");
+  EXPECT_NE(r[0]["message"].get<std::string>().find("context window"), std::string::npos) << r[0].dump();
+  const std::string calls = read_file((dir_ / "runs/t/attempts/19_ReLU/sample0/turn1/calls.jsonl").string());
+  ASSERT_EQ(std::count(calls.begin(), calls.end(), '\n'), 2) << calls;
+  EXPECT_NE(calls.find("\"status\":429"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("\"error_class\":\"context_overflow\""), std::string::npos) << calls;
+  EXPECT_EQ(r[1]["problem"], "23_Softmax");
+  EXPECT_EQ(r[1]["verdict"], "refused");
+  EXPECT_EQ(r[1]["stop_reason"], "refused");
+  EXPECT_NE(r[1]["message"].get<std::string>().find("I can't help with that."), std::string::npos);
+  EXPECT_EQ(r[1]["input_tokens"], 50);
+  EXPECT_EQ(server.requests().size(), 3u);
+  // Nothing is sent again.
+  LoopSummary again = run(c);
+  EXPECT_EQ(again.attempts_run, 0);
+  EXPECT_EQ(server.requests().size(), 3u);
 }
 
 TEST_F(TurnLoopTest, RejectedKeyStopsTheRunAtOnce) {
