@@ -76,6 +76,47 @@ class AnthropicProvider : public HttpProvider {
     return body;
   }
 
+  // https://docs.anthropic.com/en/docs/build-with-claude/streaming:
+  // message_start (usage of the input), content_block_start/_delta
+  // (text_delta, thinking_delta), message_delta (stop_reason, output
+  // usage), message_stop; an `error` event (overloaded_error) may come at
+  // any point.
+  void ask_for_stream(nlohmann::json& body, HttpRequest&) const override { body["stream"] = true; }
+  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, std::string& stream_error) const override {
+    nlohmann::json blocks = nlohmann::json::array(), usage = nlohmann::json::object(), stop = nullptr;
+    bool started = false;
+    for (const auto& e : events) {
+      const auto d = nlohmann::json::parse(e.data, nullptr, false);
+      if (!d.is_object()) continue;
+      const std::string type = e.event.empty() ? json_text(d, "type") : e.event;
+      if (type == "error") {
+        stream_error = server_error_message(e.data);
+      } else if (type == "message_start" && d.contains("message")) {
+        started = true;
+        if (d["message"].contains("usage")) usage.update(d["message"]["usage"]);
+      } else if (type == "content_block_start" && d.contains("content_block")) {
+        const auto index = d.value("index", static_cast<std::size_t>(blocks.size()));
+        while (blocks.size() <= index) blocks.push_back(nlohmann::json::object());
+        blocks[index] = d["content_block"];
+      } else if (type == "content_block_delta" && d.contains("delta")) {
+        const auto index = d.value("index", std::size_t{0});
+        while (blocks.size() <= index) blocks.push_back({{"type", "text"}, {"text", ""}});
+        const auto& delta = d["delta"];
+        const std::string kind = json_text(delta, "type");
+        auto& block = blocks[index];
+        if (kind == "text_delta") block["text"] = json_text(block, "text") + json_text(delta, "text");
+        if (kind == "thinking_delta") block["thinking"] = json_text(block, "thinking") + json_text(delta, "thinking");
+      } else if (type == "message_delta") {
+        if (d.contains("delta") && d["delta"].contains("stop_reason")) stop = d["delta"]["stop_reason"];
+        if (d.contains("usage") && d["usage"].is_object()) usage.update(d["usage"]);
+      }
+    }
+    if (!started && blocks.empty()) {
+      throw MalformedResponse("a stream without a message" + (stream_error.empty() ? "" : ": " + stream_error));
+    }
+    return {{"content", blocks}, {"stop_reason", stop}, {"usage", usage}, {"streamed", true}};
+  }
+
   void read_response(const nlohmann::json& body, GenerationResult& out) const override {
     if (!body.contains("content") || !body["content"].is_array()) {
       throw MalformedResponse("no content in the response: " + server_error_message(body.dump()));

@@ -83,6 +83,40 @@ class GeminiProvider : public HttpProvider {
     return body;
   }
 
+  // https://ai.google.dev/api/generate-content#method:-models.streamgeneratecontent:
+  // with alt=sse each event is a GenerateContentResponse with the next
+  // parts; the last carries finishReason and the whole usageMetadata.
+  void ask_for_stream(nlohmann::json&, HttpRequest& http) const override {
+    const std::string plain = ":generateContent";
+    http.url.replace(http.url.rfind(plain), plain.size(), ":streamGenerateContent?alt=sse");
+  }
+  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, std::string& stream_error) const override {
+    nlohmann::json parts = nlohmann::json::array(), usage = nullptr, finish = nullptr, feedback = nullptr;
+    bool any = false;
+    for (const auto& e : events) {
+      const auto d = nlohmann::json::parse(e.data, nullptr, false);
+      if (!d.is_object()) continue;
+      if (d.contains("error")) stream_error = server_error_message(e.data);
+      if (d.contains("usageMetadata")) usage = d["usageMetadata"];
+      if (d.contains("promptFeedback")) feedback = d["promptFeedback"];
+      if (!d.contains("candidates") || !d["candidates"].is_array() || d["candidates"].empty()) continue;
+      any = true;
+      const auto& c = d["candidates"][0];
+      if (c.contains("content") && c["content"].contains("parts")) {
+        for (const auto& p : c["content"]["parts"]) parts.push_back(p);
+      }
+      if (c.contains("finishReason")) finish = c["finishReason"];
+    }
+    nlohmann::json body = {{"streamed", true}};
+    if (!usage.is_null()) body["usageMetadata"] = usage;
+    if (!feedback.is_null()) body["promptFeedback"] = feedback;
+    if (any) body["candidates"] = nlohmann::json::array({{{"content", {{"parts", parts}}}, {"finishReason", finish}}});
+    if (!any && feedback.is_null()) {
+      throw MalformedResponse("a stream without candidates" + (stream_error.empty() ? "" : ": " + stream_error));
+    }
+    return body;
+  }
+
   void read_response(const nlohmann::json& body, GenerationResult& out) const override {
     if (body.contains("usageMetadata")) {
       const auto& usage = body["usageMetadata"];

@@ -64,7 +64,7 @@ TEST_F(GeminiProviderTest, SendsGenerateContentRequestWithThinkingConfig) {
   const RecordedRequest req = server_.requests().at(0);
   EXPECT_EQ(req.method, "POST");
   // The key travels in a header, never in the URL.
-  EXPECT_EQ(req.path, "/v1beta/models/gemini-test:generateContent");
+  EXPECT_EQ(req.path, "/v1beta/models/gemini-test:streamGenerateContent?alt=sse");  // streamed by default
   EXPECT_EQ(req.headers.at("x-goog-api-key"), kKey);
   json body = sent_body();
   ASSERT_EQ(body["contents"].size(), 3u);
@@ -85,7 +85,7 @@ TEST_F(GeminiProviderTest, AcceptsModelsPrefixInModelName) {
   c.model = "models/gemini-test";
   server_.enqueue_json(200, kAnswer);
   make_provider(c)->generate(conversation());
-  EXPECT_EQ(server_.requests().at(0).path, "/v1beta/models/gemini-test:generateContent");
+  EXPECT_EQ(server_.requests().at(0).path, "/v1beta/models/gemini-test:streamGenerateContent?alt=sse");
   EXPECT_FALSE(sent_body().contains("generationConfig"));  // nothing configured, nothing sent
 }
 

@@ -27,9 +27,30 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+// The body, and when its last bytes came (for the idle timeout).
+struct BodySink {
+  std::string* body;
+  Clock::time_point last_byte;
+  std::chrono::milliseconds idle{0};
+  bool went_idle = false;
+};
+
 std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
-  static_cast<std::string*>(user)->append(data, size * count);
+  auto* sink = static_cast<BodySink*>(user);
+  sink->body->append(data, size * count);
+  sink->last_byte = Clock::now();
   return size * count;
+}
+
+// Called about once a second and on progress: a transfer with no byte for
+// `idle` is aborted.
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* sink = static_cast<BodySink*>(user);
+  if (sink->idle.count() > 0 && Clock::now() - sink->last_byte > sink->idle) {
+    sink->went_idle = true;
+    return 1;
+  }
+  return 0;
 }
 
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
@@ -94,8 +115,14 @@ HttpResponse perform(const HttpRequest& request, bool post) {
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
   }
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, header_list.get());
+  BodySink sink{&response.body, start, request.idle_timeout, false};
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+  if (request.idle_timeout.count() > 0) {
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &sink);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  }
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &response.headers);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
@@ -113,7 +140,18 @@ HttpResponse perform(const HttpRequest& request, bool post) {
     // The error text names the host and the failure, never request headers.
     response.error = curl_easy_strerror(rc);
     if (error_buffer[0]) response.error += std::string(": ") + error_buffer;
-    response.timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+    response.timed_out = rc == CURLE_OPERATION_TIMEDOUT || sink.went_idle;
+    if (sink.went_idle) {
+      response.error = "no data for " + std::to_string(request.idle_timeout.count() / 1000) +
+                       " s (provider.idle_timeout_s)";
+    }
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && status < 300 && !response.body.empty()) {
+      response.status = status;
+      response.interrupted = true;
+      return response;
+    }
     response.status = 0;
     response.body.clear();
     return response;
@@ -126,6 +164,38 @@ HttpResponse perform(const HttpRequest& request, bool post) {
 }  // namespace
 
 HttpResponse http_post_json(const HttpRequest& request) { return perform(request, true); }
+
+std::vector<SseEvent> parse_sse(const std::string& text) {
+  std::vector<SseEvent> events;
+  SseEvent current;
+  bool has_data = false;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) break;  // a cut last line: not a complete event
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) {  // the end of an event
+      if (has_data) events.push_back(current);
+      current = SseEvent{};
+      has_data = false;
+      continue;
+    }
+    if (line[0] == ':') continue;  // a comment (keep-alive)
+    const std::size_t colon = line.find(':');
+    const std::string field = line.substr(0, colon);
+    std::string value = colon == std::string::npos ? "" : line.substr(colon + 1);
+    if (!value.empty() && value[0] == ' ') value.erase(0, 1);
+    if (field == "event") {
+      current.event = value;
+    } else if (field == "data") {
+      current.data += (has_data ? "\n" : "") + value;
+      has_data = true;
+    }
+  }
+  return events;
+}
 
 HttpResponse http_get(const HttpRequest& request) { return perform(request, false); }
 

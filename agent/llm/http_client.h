@@ -20,14 +20,29 @@ struct HttpRequest {
   std::string body;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds total_timeout{600000};
+  // Streamed answers: the transfer fails when no byte arrives for this long
+  // (0: no limit beyond total_timeout).
+  std::chrono::milliseconds idle_timeout{0};
 };
+
+// One Server-Sent Event (text/event-stream): its `event:` name ("" when
+// none) and its `data:` lines joined by newlines.
+struct SseEvent {
+  std::string event;
+  std::string data;
+};
+// The complete events of a stream's text (a cut last event is left out).
+std::vector<SseEvent> parse_sse(const std::string& text);
 
 struct HttpResponse {
   long status = 0;  // 0 when no response arrived (see error)
   std::string body;
   std::map<std::string, std::string> headers;  // names in lower case
   std::string error;                           // why no response arrived; "" when one did
-  bool timed_out = false;                      // the connect or total timeout passed
+  bool timed_out = false;                      // the connect, idle or total timeout passed
+  // A 2xx answer had begun (status, headers and part of the body are kept)
+  // when the transfer broke: the provider was generating, and bills for it.
+  bool interrupted = false;
   double seconds = 0;
 
   bool received() const { return status != 0; }

@@ -182,11 +182,14 @@ std::string utc_now_text() {
 GenerationResult HttpProvider::generate(const GenerationRequest& request) {
   auto start = Clock::now();
   nlohmann::json body = request_body(request);
-  // merge_patch: extra_body overrides ours, and a null there removes a field we set.
-  if (config_.extra_body.is_object() && !config_.extra_body.empty()) body.merge_patch(config_.extra_body);
-
   HttpRequest http;
   http.url = endpoint_url();
+  if (config_.stream) {
+    ask_for_stream(body, http);
+    http.idle_timeout = config_.idle_timeout;
+  }
+  // merge_patch: extra_body overrides ours, and a null there removes a field we set.
+  if (config_.extra_body.is_object() && !config_.extra_body.empty()) body.merge_patch(config_.extra_body);
   http.headers = auth_headers(api_key_);
   for (const auto& header : config_.extra_headers) http.headers.push_back(header);
   http.body = body.dump();
@@ -210,11 +213,28 @@ GenerationResult HttpProvider::generate(const GenerationRequest& request) {
       response = http_post_json(http);
     }
     std::optional<std::chrono::milliseconds> requested_delay;
+    const bool sse = response.header("content-type").value_or("").find("text/event-stream") != std::string::npos;
     if (classify_status(response.status) == StatusClass::kSuccess) {
       try {
-        auto json = nlohmann::json::parse(response.body);
+        // A streamed answer (or one cut part way, or with an error event in
+        // it) is assembled into the shape of a whole one first.
+        std::string stream_error;
+        const bool streamed = sse || (response.interrupted && response.body.find("data:") != std::string::npos);
+        auto json = streamed ? assemble_stream(parse_sse(response.body), stream_error) : nlohmann::json::parse(response.body);
         GenerationResult result;
         read_response(json, result);
+        const bool cut = response.interrupted || !stream_error.empty();
+        const std::string why_cut = response.interrupted ? response.error : stream_error;
+        if (cut && result.text.empty() && result.reasoning.empty()) {
+          // Nothing generated yet: nothing billed beyond the prompt; tried again.
+          throw MalformedResponse("the stream broke before any answer (" + why_cut + ")");
+        }
+        if (cut) {
+          result.finish_reason = "interrupted";
+          if (config_.resend_interrupted) {
+            throw MalformedResponse("the stream broke part way (" + why_cut + "); provider.retry.resend_interrupted");
+          }
+        }
         result.text = redactor_.redact(result.text);
         result.reasoning = redactor_.redact(result.reasoning);
         result.refusal = redactor_.redact(result.refusal);
@@ -224,8 +244,9 @@ GenerationResult HttpProvider::generate(const GenerationRequest& request) {
         result.latency_seconds = response.seconds;
         result.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
         result.cost_usd = token_cost(config_.prices, result.usage());
-        record(attempt, response, "", "");
+        record(attempt, response, cut ? "interrupted" : "", cut ? "the answer was cut part way: " + why_cut : "");
         calls.back()["finish_reason"] = result.finish_reason;
+        calls.back()["streamed"] = streamed;
         calls.back()["tokens"] = {{"input", result.input_tokens},
                                   {"cached_input", result.cached_input_tokens},
                                   {"cache_write", result.cache_write_tokens},
@@ -239,7 +260,7 @@ GenerationResult HttpProvider::generate(const GenerationRequest& request) {
       } catch (const MalformedResponse& e) {
         last_failure = "HTTP " + std::to_string(response.status) + " without an answer: " + e.what();
       }
-      record(attempt, response, "malformed", last_failure);  // proxies and overloaded servers: retried
+      record(attempt, response, "malformed", last_failure);  // proxies, overloaded servers, broken streams: retried
     } else if (!response.received()) {
       last_failure = describe_transport_failure(response);
       record(attempt, response, error_class_name(ErrorClass::kTransient), last_failure);

@@ -82,6 +82,11 @@ class HttpProvider : public LlmProvider {
   // Fills text, reasoning, finish_reason and token counts; throws
   // MalformedResponse or a json exception when the body is not the API's.
   virtual void read_response(const nlohmann::json& body, GenerationResult& out) const = 0;
+  // Streaming: makes the request ask for Server-Sent Events, and assembles
+  // the events into the body read_response reads. An error event inside
+  // the stream goes to `stream_error`.
+  virtual void ask_for_stream(nlohmann::json& body, HttpRequest& http) const = 0;
+  virtual nlohmann::json assemble_stream(const std::vector<SseEvent>& events, std::string& stream_error) const = 0;
 
   const ProviderConfig& config() const { return config_; }
   const std::string& base_url() const { return base_url_; }  // no trailing slash

@@ -85,6 +85,41 @@ class OpenAiProvider : public HttpProvider {
     return body;
   }
 
+  // https://platform.openai.com/docs/api-reference/chat-streaming: chunks of
+  // choices[].delta, the usage in a last chunk (stream_options.include_usage),
+  // then "data: [DONE]".
+  void ask_for_stream(nlohmann::json& body, HttpRequest&) const override {
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+  }
+  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, std::string& stream_error) const override {
+    std::string content, reasoning, refusal;
+    nlohmann::json finish = nullptr, usage = nullptr;
+    bool any_choice = false;
+    for (const auto& e : events) {
+      if (e.data == "[DONE]") continue;
+      const auto chunk = nlohmann::json::parse(e.data, nullptr, false);
+      if (!chunk.is_object()) continue;
+      if (chunk.contains("error")) stream_error = server_error_message(e.data);
+      if (chunk.contains("usage") && chunk["usage"].is_object()) usage = chunk["usage"];
+      if (!chunk.contains("choices") || !chunk["choices"].is_array() || chunk["choices"].empty()) continue;
+      any_choice = true;
+      const auto& choice = chunk["choices"][0];
+      if (choice.contains("delta") && choice["delta"].is_object()) {
+        const auto& d = choice["delta"];
+        content += json_text(d, "content");
+        reasoning += json_text(d, "reasoning_content") + json_text(d, "reasoning");
+        refusal += json_text(d, "refusal");
+      }
+      if (choice.contains("finish_reason") && !choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+    }
+    if (!any_choice) throw MalformedResponse("a stream without choices" + (stream_error.empty() ? "" : ": " + stream_error));
+    nlohmann::json message = {{"content", content}, {"reasoning_content", reasoning}};
+    if (!refusal.empty()) message["refusal"] = refusal;
+    return {{"choices", nlohmann::json::array({{{"message", message}, {"finish_reason", finish}}})}, {"usage", usage},
+            {"streamed", true}};
+  }
+
   void read_response(const nlohmann::json& body, GenerationResult& out) const override {
     if (!body.contains("choices") || !body["choices"].is_array() || body["choices"].empty()) {
       throw MalformedResponse("no choices in the response: " + server_error_message(body.dump()));

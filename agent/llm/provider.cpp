@@ -29,6 +29,8 @@ const std::vector<std::string> kKnownFields = {"kind",
                                                "max_retries",
                                                "retry",
                                                "think_tags",
+                                               "stream",
+                                               "idle_timeout_s",
                                                "concurrency",
                                                "prices",
                                                "headers",
@@ -196,8 +198,10 @@ ProviderConfig provider_config_from_json(const nlohmann::json& j, const std::str
     const auto& b = r.at("retry");
     if (!b.is_object()) r.fail("retry", "expected {max_attempts: N, base_delay_s: S, max_delay_s: S}");
     for (auto it = b.begin(); it != b.end(); ++it) {
-      if (it.key() != "max_attempts" && it.key() != "base_delay_s" && it.key() != "max_delay_s") {
-        r.fail("retry." + it.key(), "unknown field; known fields: max_attempts, base_delay_s, max_delay_s");
+      if (it.key() != "max_attempts" && it.key() != "base_delay_s" && it.key() != "max_delay_s" &&
+          it.key() != "resend_interrupted") {
+        r.fail("retry." + it.key(),
+               "unknown field; known fields: max_attempts, base_delay_s, max_delay_s, resend_interrupted");
       }
     }
     FieldReader retry(b, where, "retry.");
@@ -206,10 +210,19 @@ ProviderConfig provider_config_from_json(const nlohmann::json& j, const std::str
       if (v < 1 || v > 101) r.fail("retry.max_attempts", "must be between 1 and 101 (got " + std::to_string(v) + ")");
       c.max_retries = static_cast<int>(v - 1);
     }
+    if (retry.has("resend_interrupted")) {
+      if (!b["resend_interrupted"].is_boolean()) r.fail("retry.resend_interrupted", "expected true or false");
+      c.resend_interrupted = b["resend_interrupted"].get<bool>();
+    }
     if (retry.has("base_delay_s")) c.initial_backoff = retry.seconds("base_delay_s");
     if (retry.has("max_delay_s")) c.max_backoff = retry.seconds("max_delay_s");
     if (c.max_backoff < c.initial_backoff) r.fail("retry.max_delay_s", "must be at least retry.base_delay_s");
   }
+  if (r.has("stream")) {
+    if (!r.at("stream").is_boolean()) r.fail("stream", "expected true or false");
+    c.stream = r.at("stream").get<bool>();
+  }
+  if (r.has("idle_timeout_s")) c.idle_timeout = r.seconds("idle_timeout_s");
   if (r.has("think_tags")) {
     const auto tags = r.strings("think_tags", /*allow_single=*/false);
     if (!tags.empty() && (tags.size() != 2 || tags[0].empty() || tags[1].empty())) {

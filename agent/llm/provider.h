@@ -76,7 +76,14 @@ struct ProviderConfig {
   std::optional<long long> seed;
   std::vector<std::string> stop;
   std::chrono::milliseconds connect_timeout{10000};
-  std::chrono::milliseconds total_timeout{600000};
+  std::chrono::milliseconds total_timeout{1800000};  // the whole request, streamed or not
+  // HTTP kinds: ask for Server-Sent Events, so a long generation is not one
+  // silent wait: it fails after idle_timeout without a byte, and an answer
+  // cut part way is kept (finish_reason "interrupted") instead of re-sent
+  // and billed again, unless resend_interrupted.
+  bool stream = true;
+  std::chrono::milliseconds idle_timeout{300000};
+  bool resend_interrupted = false;
   int max_retries = 6;  // provider.retry.max_attempts - 1
   std::chrono::milliseconds initial_backoff{1000};
   std::chrono::milliseconds max_backoff{60000};

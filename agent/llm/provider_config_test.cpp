@@ -65,7 +65,10 @@ TEST(ProviderConfigTest, DefaultsAndLenientScalars) {
   EXPECT_EQ(c.stop, std::vector<std::string>{"END"});
   EXPECT_EQ(c.max_retries, 6);
   EXPECT_EQ(c.concurrency, 4);
-  EXPECT_EQ(c.total_timeout, 600000ms);
+  EXPECT_EQ(c.total_timeout, 1800000ms);
+  EXPECT_TRUE(c.stream);
+  EXPECT_EQ(c.idle_timeout, 300000ms);
+  EXPECT_FALSE(c.resend_interrupted);
 }
 
 TEST(ProviderConfigTest, UnknownFieldNamesFileFieldAndKnownFields) {

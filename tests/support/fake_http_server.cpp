@@ -113,7 +113,12 @@ FakeHttpServer::~FakeHttpServer() {
 
 void FakeHttpServer::enqueue(ScriptedResponse response) {
   std::lock_guard<std::mutex> lock(mutex_);
-  script_.push_back(std::move(response));
+  script_.push_back({std::move(response), std::string::npos, std::chrono::milliseconds(0)});
+}
+
+void FakeHttpServer::enqueue_cut(ScriptedResponse response, std::size_t cut_at, std::chrono::milliseconds stall) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  script_.push_back({std::move(response), cut_at, stall});
 }
 
 void FakeHttpServer::enqueue_json(int status, const std::string& body) {
@@ -197,11 +202,15 @@ void FakeHttpServer::serve(int fd) {
   request.body = data.substr(header_end + 4, content_length);
 
   ScriptedResponse response{500, {}, "fake server: no scripted response left", std::chrono::milliseconds(0)};
+  std::size_t cut_at = std::string::npos;
+  std::chrono::milliseconds stall{0};
   {
     std::unique_lock<std::mutex> lock(mutex_);
     requests_.push_back(request);
     if (!script_.empty()) {
-      response = script_.front();
+      response = script_.front().response;
+      cut_at = script_.front().cut_at;
+      stall = script_.front().stall;
       script_.pop_front();
     }
     max_in_flight_ = std::max(max_in_flight_.load(), ++in_flight_);
@@ -216,8 +225,12 @@ void FakeHttpServer::serve(int fd) {
     std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
     for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
     out += "Content-Length: " + std::to_string(response.body.size()) + "\r\nConnection: close\r\n\r\n";
-    out += response.body;
+    out += response.body.substr(0, cut_at);
     send_all(fd, out);
+    if (stall.count() > 0) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      stop_signal_.wait_for(lock, stall, [this] { return stopping_.load(); });
+    }
   }
   close(fd);
 }

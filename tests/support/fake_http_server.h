@@ -43,6 +43,10 @@ class FakeHttpServer {
   // empty a request gets 500 "fake server: no scripted response left".
   void enqueue(ScriptedResponse response);
   void enqueue_json(int status, const std::string& body);
+  // A response whose body stops after `cut_at` bytes (the Content-Length
+  // promises all of it): the server waits `stall`, then closes. A stream
+  // that breaks, or goes silent, part way.
+  void enqueue_cut(ScriptedResponse response, std::size_t cut_at, std::chrono::milliseconds stall);
 
   int port() const { return port_; }
   std::string base_url() const;  // http://127.0.0.1:<port>
@@ -61,7 +65,12 @@ class FakeHttpServer {
   std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;
   std::condition_variable stop_signal_;
-  std::deque<ScriptedResponse> script_;
+  struct Scripted {
+    ScriptedResponse response;
+    std::size_t cut_at = std::string::npos;
+    std::chrono::milliseconds stall{0};
+  };
+  std::deque<Scripted> script_;
   std::vector<RecordedRequest> requests_;
   std::vector<std::thread> connections_;
   int in_flight_ = 0;
