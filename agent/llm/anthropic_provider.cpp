@@ -39,7 +39,12 @@ class AnthropicProvider : public HttpProvider {
                                   std::to_string(kMinThinkingBudget) + " tokens (got " +
                                   std::to_string(*config.thinking_budget) + "); leave it out to disable thinking");
     }
-    if (config.thinking_budget && config.top_p && (*config.top_p < 0.95 || *config.top_p > 1)) {
+    if (config.thinking_budget && config.reasoning_effort) {
+      throw std::invalid_argument("provider.reasoning_effort: anthropic takes either adaptive thinking with an effort "
+                                  "(reasoning_effort) or a fixed thinking_budget (older models), not both");
+    }
+    if ((config.thinking_budget || config.reasoning_effort) && config.top_p &&
+        (*config.top_p < 0.95 || *config.top_p > 1)) {
       throw std::invalid_argument("provider.top_p: anthropic with thinking takes top_p between 0.95 and 1 (got " +
                                   std::to_string(*config.top_p) + "); leave it out or raise it");
     }
@@ -67,12 +72,20 @@ class AnthropicProvider : public HttpProvider {
     for (const auto& m : request.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
     long long max_tokens = c.max_tokens.value_or(kDefaultMaxTokens);
     if (c.thinking_budget) max_tokens += *c.thinking_budget;
+    const bool thinking = c.thinking_budget || c.reasoning_effort;
     nlohmann::json body = {{"model", c.model}, {"max_tokens", max_tokens}, {"messages", messages}};
     if (!request.system.empty()) body["system"] = request.system;
-    if (c.temperature && !c.thinking_budget) body["temperature"] = *c.temperature;
+    if (c.temperature && !thinking) body["temperature"] = *c.temperature;
     if (c.top_p) body["top_p"] = *c.top_p;
     if (!c.stop.empty()) body["stop_sequences"] = c.stop;
     if (c.thinking_budget) body["thinking"] = {{"type", "enabled"}, {"budget_tokens", *c.thinking_budget}};
+    // Adaptive thinking (the form newer models take; budget_tokens is
+    // refused by them): the model decides how much to think at this effort
+    // (low, medium, high, max); its max_tokens then covers thinking too.
+    if (c.reasoning_effort) {
+      body["thinking"] = {{"type", "adaptive"}};
+      body["output_config"] = {{"effort", *c.reasoning_effort}};
+    }
     return body;
   }
 

@@ -128,5 +128,26 @@ TEST_F(AnthropicProviderTest, ThinkingBudgetBelowApiMinimumIsAConfigError) {
   }
 }
 
+// Newer models take adaptive thinking with an effort (budget_tokens is
+// refused by them): https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking
+TEST_F(AnthropicProviderTest, AdaptiveThinkingWithEffort) {
+  ProviderConfig c = config();
+  c.reasoning_effort = "high";
+  c.max_tokens = 16000;
+  c.temperature = 0.5;  // not with thinking
+  server_.enqueue_json(200, kAnswer);
+  make_provider(c)->generate(conversation());
+  const json body = sent_body();
+  EXPECT_EQ(body["thinking"], json({{"type", "adaptive"}}));
+  EXPECT_EQ(body["output_config"], json({{"effort", "high"}}));
+  EXPECT_EQ(body["max_tokens"], 16000);
+  EXPECT_FALSE(body.contains("temperature"));
+  c.thinking_budget = 4096;
+  EXPECT_THROW(make_provider(c), std::invalid_argument);  // one form or the other
+  c.thinking_budget.reset();
+  c.top_p = 0.9;
+  EXPECT_THROW(make_provider(c), std::invalid_argument);  // top_p in [0.95, 1] with thinking
+}
+
 }  // namespace
 }  // namespace kloop

@@ -147,7 +147,7 @@ ErrorReading classify_error(const std::string& kind, const HttpResponse& respons
     }
     if (!r.retry_delay) r.retry_delay = gemini_retry_delay(body);
   }
-  if (kind == "openai" && status == 429 && !r.retry_delay) {
+  if (kind.rfind("openai", 0) == 0 && status == 429 && !r.retry_delay) {  // openai, openai_responses
     // The later of the two resets is when both limits allow the call.
     std::optional<std::chrono::milliseconds> reset;
     for (const char* h : {"x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"}) {

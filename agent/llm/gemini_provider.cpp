@@ -29,7 +29,12 @@ std::string normalise_finish_reason(const nlohmann::json& value) {
 class GeminiProvider : public HttpProvider {
  public:
   GeminiProvider(const ProviderConfig& config, const ProviderHooks& hooks)
-      : HttpProvider(config, kDefaultBaseUrl, kDefaultKeyEnv, hooks) {}
+      : HttpProvider(config, kDefaultBaseUrl, kDefaultKeyEnv, hooks) {
+    if (config.thinking_budget && config.reasoning_effort) {
+      throw std::invalid_argument("provider.reasoning_effort: gemini takes either a thinking level "
+                                  "(reasoning_effort: low, high) or a thinking_budget, not both");
+    }
+  }
 
  protected:
   std::string endpoint_url() const override {
@@ -70,7 +75,8 @@ class GeminiProvider : public HttpProvider {
     if (c.temperature) generation["temperature"] = *c.temperature;
     if (c.top_p) generation["topP"] = *c.top_p;
     // maxOutputTokens covers the thoughts too: the thinking budget goes on
-    // top, so max_tokens stays the answer's budget (as for anthropic).
+    // top, so max_tokens stays the answer's budget (as for anthropic; with a
+    // thinking level there is no budget to add).
     if (c.max_tokens) {
       generation["maxOutputTokens"] = *c.max_tokens + (c.thinking_budget && *c.thinking_budget > 0 ? *c.thinking_budget : 0);
     }
@@ -79,6 +85,8 @@ class GeminiProvider : public HttpProvider {
     if (c.thinking_budget) {
       generation["thinkingConfig"] = {{"thinkingBudget", *c.thinking_budget}, {"includeThoughts", true}};
     }
+    // Newer models take a thinking level instead of a budget.
+    if (c.reasoning_effort) generation["thinkingConfig"] = {{"thinkingLevel", *c.reasoning_effort}, {"includeThoughts", true}};
     if (!generation.empty()) body["generationConfig"] = generation;
     return body;
   }

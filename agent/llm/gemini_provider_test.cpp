@@ -126,5 +126,21 @@ TEST_F(GeminiProviderTest, StopIsStop) {
   EXPECT_EQ(r.text, "ok");
 }
 
+// Newer models take a thinking level instead of a budget:
+// https://ai.google.dev/gemini-api/docs/thinking (thinkingConfig.thinkingLevel)
+TEST_F(GeminiProviderTest, ThinkingLevelFromReasoningEffort) {
+  ProviderConfig c = config();
+  c.reasoning_effort = "low";
+  c.max_tokens = 3000;
+  server_.enqueue_json(200, kAnswer);
+  make_provider(c)->generate(conversation());
+  const json body = sent_body();
+  const json& g = body["generationConfig"];
+  EXPECT_EQ(g["thinkingConfig"], json({{"thinkingLevel", "low"}, {"includeThoughts", true}}));
+  EXPECT_EQ(g["maxOutputTokens"], 3000);
+  c.thinking_budget = 1024;
+  EXPECT_THROW(make_provider(c), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace kloop

@@ -37,7 +37,7 @@ const std::vector<std::string> kKnownFields = {"kind",
                                                "extra_body",
                                                "command",
                                                "transcript"};
-const std::vector<std::string> kKnownKinds = {"openai", "anthropic", "gemini", "command", "replay"};
+const std::vector<std::string> kKnownKinds = {"openai", "openai_responses", "anthropic", "gemini", "command", "replay"};
 
 std::string join(const std::vector<std::string>& words) {
   std::string out;
@@ -45,7 +45,9 @@ std::string join(const std::vector<std::string>& words) {
   return out;
 }
 
-bool is_http_kind(const std::string& kind) { return kind == "openai" || kind == "anthropic" || kind == "gemini"; }
+bool is_http_kind(const std::string& kind) {
+  return kind == "openai" || kind == "openai_responses" || kind == "anthropic" || kind == "gemini";
+}
 
 // Reads typed fields of the provider block. YAML-to-JSON conversion may
 // leave scalars as strings ("0.7"), so numbers are accepted in either form.
@@ -129,6 +131,7 @@ std::unique_ptr<LlmProvider> make_provider(const ProviderConfig& config, const P
                                 ")");
   }
   if (config.kind == "openai") return make_openai_provider(config, hooks);
+  if (config.kind == "openai_responses") return make_openai_responses_provider(config, hooks);
   if (config.kind == "anthropic") return make_anthropic_provider(config, hooks);
   if (config.kind == "gemini") return make_gemini_provider(config, hooks);
   if (config.kind == "command") return make_command_provider(config);

@@ -84,7 +84,7 @@ TEST(ProviderConfigTest, UnknownFieldNamesFileFieldAndKnownFields) {
 
 TEST(ProviderConfigTest, BadValuesNameTheField) {
   EXPECT_NE(config_error(json::parse(R"({"model": "m"})")).find("provider.kind: missing"), std::string::npos);
-  EXPECT_NE(config_error(json::parse(R"({"kind": "bard", "model": "m"})")).find("openai, anthropic, gemini"),
+  EXPECT_NE(config_error(json::parse(R"({"kind": "bard", "model": "m"})")).find("openai, openai_responses, anthropic, gemini"),
             std::string::npos);
   EXPECT_NE(config_error(json::parse(R"({"kind": "gemini"})")).find("provider.model"), std::string::npos);
   EXPECT_NE(config_error(json::parse(R"({"kind": "openai", "model": "m", "temperature": "hot"})"))

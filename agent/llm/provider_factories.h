@@ -10,6 +10,7 @@
 namespace kloop {
 
 std::unique_ptr<LlmProvider> make_openai_provider(const ProviderConfig& config, const ProviderHooks& hooks);
+std::unique_ptr<LlmProvider> make_openai_responses_provider(const ProviderConfig& config, const ProviderHooks& hooks);
 std::unique_ptr<LlmProvider> make_anthropic_provider(const ProviderConfig& config, const ProviderHooks& hooks);
 std::unique_ptr<LlmProvider> make_gemini_provider(const ProviderConfig& config, const ProviderHooks& hooks);
 std::unique_ptr<LlmProvider> make_command_provider(const ProviderConfig& config);

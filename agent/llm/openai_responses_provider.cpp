@@ -1,0 +1,141 @@
+// The OpenAI Responses API (kind: openai_responses), which some OpenAI
+// models are served by alone (https://platform.openai.com/docs/api-reference/responses).
+//
+// The conversation goes in `input` (the system prompt in `instructions`),
+// max_tokens as max_output_tokens (reasoning counts inside it, as for Chat
+// Completions), reasoning_effort as reasoning.effort with the reasoning
+// summary asked for, which is stored as the reasoning. Output items of
+// type "reasoning" carry summary_text parts, items of type "message" carry
+// output_text and refusal parts; status "incomplete" says why in
+// incomplete_details.reason. Streaming events: response.output_text.delta,
+// response.reasoning_summary_text.delta, response.refusal.delta, then
+// response.completed (or .incomplete / .failed) with the whole response.
+#include <memory>
+
+#include "agent/llm/provider_factories.h"
+
+namespace kloop {
+namespace {
+
+constexpr char kDefaultBaseUrl[] = "https://api.openai.com/v1";
+constexpr char kDefaultKeyEnv[] = "OPENAI_API_KEY";
+
+class OpenAiResponsesProvider : public HttpProvider {
+ public:
+  OpenAiResponsesProvider(const ProviderConfig& config, const ProviderHooks& hooks)
+      : HttpProvider(config, kDefaultBaseUrl, config.base_url.empty() ? kDefaultKeyEnv : "", hooks) {}
+
+ protected:
+  std::string endpoint_url() const override { return base_url() + "/responses"; }
+  std::string models_url() const override { return base_url() + "/models"; }
+  std::vector<std::string> listed_models(const nlohmann::json& body) const override {
+    std::vector<std::string> out;
+    for (const auto& m : body.value("data", nlohmann::json::array())) out.push_back(m.value("id", ""));
+    return out;
+  }
+  std::vector<std::pair<std::string, std::string>> auth_headers(const std::string& api_key) const override {
+    if (api_key.empty()) return {};
+    return {{"Authorization", "Bearer " + api_key}};
+  }
+
+  nlohmann::json request_body(const GenerationRequest& request) const override {
+    const ProviderConfig& c = config();
+    nlohmann::json input = nlohmann::json::array();
+    for (const auto& m : request.messages) input.push_back({{"role", m.role}, {"content", m.content}});
+    nlohmann::json body = {{"model", c.model}, {"input", input}, {"store", false}};
+    if (!request.system.empty()) body["instructions"] = request.system;
+    if (c.max_tokens) body["max_output_tokens"] = *c.max_tokens;
+    if (c.temperature) body["temperature"] = *c.temperature;
+    if (c.top_p) body["top_p"] = *c.top_p;
+    if (c.reasoning_effort) body["reasoning"] = {{"effort", *c.reasoning_effort}, {"summary", "auto"}};
+    return body;
+  }
+
+  void read_response(const nlohmann::json& body, GenerationResult& out) const override {
+    if (!body.contains("output") || !body["output"].is_array()) {
+      throw MalformedResponse("no output in the response: " + server_error_message(body.dump()));
+    }
+    for (const auto& item : body["output"]) {
+      const std::string type = json_text(item, "type");
+      if (type == "reasoning") {
+        for (const auto& part : item.value("summary", nlohmann::json::array())) {
+          if (!out.reasoning.empty()) out.reasoning += "\n\n";
+          out.reasoning += json_text(part, "text");
+        }
+      } else if (type == "message") {
+        for (const auto& part : item.value("content", nlohmann::json::array())) {
+          const std::string kind = json_text(part, "type");
+          if (kind == "output_text") out.text += json_text(part, "text");
+          if (kind == "refusal") out.refusal += json_text(part, "refusal");
+        }
+      }
+    }
+    const std::string status = json_text(body, "status");
+    const std::string why = body.contains("incomplete_details") ? json_text(body["incomplete_details"], "reason") : "";
+    if (!out.refusal.empty() || why == "content_filter") {
+      out.finish_reason = "content_filter";
+    } else if (status == "completed" || status.empty()) {
+      out.finish_reason = "stop";
+    } else if (why == "max_output_tokens") {
+      out.finish_reason = "length";
+    } else {
+      out.finish_reason = "other:" + status + (why.empty() ? "" : ":" + why);
+    }
+    if (body.contains("usage") && body["usage"].is_object()) {
+      const auto& usage = body["usage"];
+      out.input_tokens = json_count(usage, "input_tokens");
+      out.output_tokens = json_count(usage, "output_tokens");
+      if (usage.contains("input_tokens_details")) {
+        out.cached_input_tokens = json_count(usage["input_tokens_details"], "cached_tokens");
+      }
+      if (usage.contains("output_tokens_details")) {
+        out.reasoning_tokens = json_count(usage["output_tokens_details"], "reasoning_tokens");
+      }
+    }
+  }
+
+  void ask_for_stream(nlohmann::json& body, HttpRequest&) const override { body["stream"] = true; }
+
+  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, std::string& stream_error) const override {
+    std::string text, reasoning, refusal;
+    for (const auto& e : events) {
+      const auto d = nlohmann::json::parse(e.data, nullptr, false);
+      if (!d.is_object()) continue;
+      const std::string type = e.event.empty() ? json_text(d, "type") : e.event;
+      if (type == "response.completed" || type == "response.incomplete") {
+        if (d.contains("response") && d["response"].is_object()) return d["response"];
+      } else if (type == "response.failed" || type == "error") {
+        stream_error = d.contains("response") && d["response"].contains("error")
+                           ? server_error_message(d["response"].dump())
+                           : server_error_message(e.data);
+      } else if (type == "response.output_text.delta") {
+        text += json_text(d, "delta");
+      } else if (type == "response.reasoning_summary_text.delta") {
+        reasoning += json_text(d, "delta");
+      } else if (type == "response.refusal.delta") {
+        refusal += json_text(d, "delta");
+      }
+    }
+    // No final event (the stream broke): what the deltas said.
+    if (text.empty() && reasoning.empty() && refusal.empty()) {
+      throw MalformedResponse("a stream without output" + (stream_error.empty() ? "" : ": " + stream_error));
+    }
+    nlohmann::json content = nlohmann::json::array({{{"type", "output_text"}, {"text", text}}});
+    if (!refusal.empty()) content.push_back({{"type", "refusal"}, {"refusal", refusal}});
+    return {{"output", nlohmann::json::array({{{"type", "reasoning"},
+                                                {"summary", nlohmann::json::array({{{"type", "summary_text"},
+                                                                                    {"text", reasoning}}})}},
+                                               {{"type", "message"}, {"content", content}}})},
+            {"status", "incomplete"},
+            {"streamed", true}};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<LlmProvider> make_openai_responses_provider(const ProviderConfig& config,
+                                                            const ProviderHooks& hooks) {
+  return std::make_unique<OpenAiResponsesProvider>(config, hooks);
+}
+
+}  // namespace kloop
