@@ -62,6 +62,9 @@ TEST(FailureKindTest, IntegrityViolationsByCheck) {
 TEST(FailureKindTest, OtherVerdictsHaveNoKind) {
   EXPECT_EQ(failure_kind("correct", "", nullptr), "");
   EXPECT_EQ(failure_kind("compile_error", "candidate.cpp:9: error", nullptr), "");
+  // The provider's outcomes are counted by their verdict's name, with no kind under it.
+  EXPECT_EQ(failure_kind("refused", "the provider refused: content_filter", nullptr), "");
+  EXPECT_EQ(failure_kind("context_overflow", "400 from openai (model m): the conversation does not fit", nullptr), "");
 }
 
 }  // namespace

@@ -179,6 +179,8 @@ CostSummary cost_summary(const std::vector<Attempt>& attempts) {
     const AttemptRecord& r = a.record;
     ++c.attempts;
     c.input_tokens += r.input_tokens;
+    c.cached_input_tokens += r.cached_input_tokens;
+    c.cache_write_tokens += r.cache_write_tokens;
     c.output_tokens += r.output_tokens;
     c.reasoning_tokens += r.reasoning_tokens;
     c.cost_usd += r.cost_usd;
@@ -193,7 +195,31 @@ CostSummary cost_summary(const std::vector<Attempt>& attempts) {
     }
   }
   if (first_start && last_end) c.wall_seconds = std::max(0.0, *last_end - *first_start);
+  c.uncached_input_tokens = std::max(0LL, c.input_tokens - c.cached_input_tokens);
   return c;
+}
+
+// The normalised finish reasons by name; every "other:<raw>" is "other".
+std::string finish_reason_kind(const std::string& reason) {
+  for (const char* known : {"stop", "length", "content_filter", "context_overflow", "interrupted"}) {
+    if (reason == known) return known;
+  }
+  return "other";
+}
+
+ProviderSummary provider_summary(const std::vector<Attempt>& attempts) {
+  ProviderSummary p;
+  for (const auto& a : attempts) {
+    const AttemptRecord& r = a.record;
+    if (!r.finish_reason.empty()) ++p.finish_reasons[finish_reason_kind(r.finish_reason)];
+    if (r.verdict == "refused") ++p.refused;
+    if (r.verdict == "context_overflow") ++p.context_overflow;
+    if (r.provider_attempts > 1) {
+      ++p.retried_attempts;
+      p.retries += r.provider_attempts - 1;
+    }
+  }
+  return p;
 }
 
 FailureTaxonomy failure_taxonomy(const std::vector<Attempt>& attempts) {
@@ -211,7 +237,11 @@ FailureTaxonomy failure_taxonomy(const std::vector<Attempt>& attempts) {
 
 }  // namespace
 
-bool compiled_verdict(const std::string& verdict) { return verdict != "compile_error" && verdict != "no_code"; }
+bool codeless_verdict(const std::string& verdict) {
+  return verdict == "no_code" || verdict == "refused" || verdict == "context_overflow";
+}
+
+bool compiled_verdict(const std::string& verdict) { return verdict != "compile_error" && !codeless_verdict(verdict); }
 
 bool ProblemBest::compiled() const {
   return std::any_of(chains.begin(), chains.end(), [](const ChainBest& c) { return c.compiled; });
@@ -351,6 +381,7 @@ RunMetrics compute_metrics(const std::vector<SelectedProblem>& problems, const s
   if (!all.empty()) m.groups.push_back(group_metrics("all", 0, all, table, with_results, problems, m.samples, options));
   m.failures = failure_taxonomy(kept);
   m.cost = cost_summary(kept);
+  m.provider = provider_summary(kept);
   return m;
 }
 

@@ -1,6 +1,7 @@
 // Metrics of one run (DESIGN.md §1 and §8): compile rate, correctness,
 // fast_p, geometric-mean speedup, pass@k, each at every turn (best so far)
-// and per level, with bootstrap confidence intervals. Pure functions of the
+// and per level, with bootstrap confidence intervals; the failures, the cost
+// and what the provider did over the attempts. Pure functions of the
 // selected problems and the attempt records: nothing here reads files.
 #pragma once
 
@@ -110,15 +111,34 @@ struct FailureTaxonomy {
   std::map<std::string, int> integrity_by_check;
 };
 
+// Tokens by kind: the report has no per-kind prices, so a cache's saving is
+// given as the share of input tokens the provider's prompt cache served.
 struct CostSummary {
   int attempts = 0;
-  long long input_tokens = 0;
+  long long input_tokens = 0;           // every prompt token, cached ones included
+  long long cached_input_tokens = 0;    // of input_tokens, read from the provider's prompt cache
+  long long cache_write_tokens = 0;     // of input_tokens, written to it
+  long long uncached_input_tokens = 0;  // input_tokens - cached_input_tokens (cache writes among them)
   long long output_tokens = 0;
   long long reasoning_tokens = 0;
   double cost_usd = 0;
   double llm_seconds = 0;   // summed over attempts
   double eval_seconds = 0;  // summed over attempts
   double wall_seconds = 0;  // first attempt's start to last attempt's end
+};
+
+// What the provider did over the attempts, from their records: how each
+// answer ended, the outcomes without one, and the HTTP retries. The calls
+// themselves (errors by class) are in RunView::provider_calls.
+struct ProviderSummary {
+  // stop, length, content_filter, context_overflow, interrupted (a stream cut
+  // part way), other (every "other:<raw>"); a record without a finish reason
+  // (an older kloop's) is not counted.
+  std::map<std::string, int> finish_reasons;
+  int refused = 0;           // verdict refused: the provider would not answer
+  int context_overflow = 0;  // verdict context_overflow: the conversation outgrew the window
+  int retried_attempts = 0;  // attempts whose call took more than one HTTP attempt
+  int retries = 0;           // summed provider_attempts - 1
 };
 
 struct RunMetrics {
@@ -130,6 +150,7 @@ struct RunMetrics {
   std::vector<GroupMetrics> groups;  // one per level, ascending, then "all"
   FailureTaxonomy failures;
   CostSummary cost;
+  ProviderSummary provider;
   int duplicate_records = 0;          // dropped: a (problem, sample, turn) seen before
   int records_outside_selection = 0;  // ignored: a problem the selection does not hold
 };
@@ -156,7 +177,12 @@ double pass_at_k(int n, int c, int k);
 // the next point's (fast_p drops at p = a speedup, since ">" is strict).
 std::vector<std::pair<double, double>> fast_p_curve(const std::vector<ProblemBest>& bests, double p_max);
 
-// The verdict counts as having compiled (everything but compile_error and no_code).
+// The attempt has no code to evaluate: the answer held none (no_code), or
+// there was no answer (refused, context_overflow).
+bool codeless_verdict(const std::string& verdict);
+
+// The verdict counts as having compiled (everything but compile_error and
+// the codeless verdicts).
 bool compiled_verdict(const std::string& verdict);
 
 }  // namespace kloop::report

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 namespace kloop::report {
 namespace {
@@ -228,6 +229,68 @@ TEST(MetricsTest, FailureTaxonomyAndCost) {
   // Compiled: p0 at turn 2 (incorrect ran), p2; p1 had no code.
   EXPECT_NEAR(m.groups.back().by_turn[0].compile_rate.value, 1.0 / 3, 1e-12);
   EXPECT_NEAR(m.groups.back().by_turn[1].compile_rate.value, 2.0 / 3, 1e-12);
+}
+
+// A refusal or a context overflow has no code: a failure that did not
+// compile, listed under its own name in the taxonomy.
+TEST(MetricsTest, ProviderOutcomesAreFailuresByName) {
+  const std::vector<Attempt> a = {attempt("p0", "refused"), attempt("p1", "context_overflow"),
+                                  attempt("p2", "correct", 1.5)};
+  const RunMetrics m = compute_metrics(problems(3), a, 1, 1, no_bootstrap());
+  const TurnMetrics& t = m.groups.back().by_turn[0];
+  EXPECT_EQ(t.compiled, 1);
+  EXPECT_EQ(t.correct, 1);
+  EXPECT_NEAR(t.compile_rate.value, 1.0 / 3, 1e-12);
+  EXPECT_NEAR(t.correctness.value, 1.0 / 3, 1e-12);
+  EXPECT_EQ(m.failures.by_verdict,
+            (std::map<std::string, int>{{"refused", 1}, {"context_overflow", 1}, {"correct", 1}}));
+  EXPECT_TRUE(m.failures.incorrect_by_kind.empty());
+  EXPECT_TRUE(m.failures.integrity_by_check.empty());
+  for (const char* v : {"refused", "context_overflow", "no_code"}) {
+    EXPECT_TRUE(codeless_verdict(v)) << v;
+    EXPECT_FALSE(compiled_verdict(v)) << v;
+  }
+  EXPECT_FALSE(codeless_verdict("compile_error"));
+  EXPECT_TRUE(compiled_verdict("incorrect"));
+}
+
+TEST(MetricsTest, ProviderSummaryCountsFinishReasonsOutcomesAndRetries) {
+  std::vector<Attempt> a = {
+      attempt("p0", "correct", 1.1, 1),          attempt("p0", "incorrect", std::nullopt, 2),
+      attempt("p0", "refused", std::nullopt, 3), attempt("p1", "context_overflow", std::nullopt, 1),
+      attempt("p1", "no_code", std::nullopt, 2), attempt("p2", "timeout", std::nullopt, 1),
+      attempt("p2", "no_code", std::nullopt, 2)};
+  const char* finish[] = {"stop", "stop", "content_filter", "context_overflow", "other:pause_turn", "", "interrupted"};
+  const int http_attempts[] = {1, 4, 1, 1, 2, 0, 1};  // 0: a record from before provider_attempts
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i].record.finish_reason = finish[i];
+    a[i].record.provider_attempts = http_attempts[i];
+  }
+  a.push_back(attempt("elsewhere", "refused"));  // outside the selection: not counted
+  a.back().record.provider_attempts = 9;
+  const RunMetrics m = compute_metrics(problems(3), a, 3, 1, no_bootstrap());
+  const ProviderSummary& p = m.provider;
+  // The record without a finish reason is not counted; "other:<raw>" is "other".
+  EXPECT_EQ(p.finish_reasons,
+            (std::map<std::string, int>{
+                {"stop", 2}, {"content_filter", 1}, {"context_overflow", 1}, {"interrupted", 1}, {"other", 1}}));
+  EXPECT_EQ(p.refused, 1);
+  EXPECT_EQ(p.context_overflow, 1);
+  EXPECT_EQ(p.retried_attempts, 2);  // 4 and 2 HTTP attempts
+  EXPECT_EQ(p.retries, 4);           // 3 + 1
+}
+
+TEST(MetricsTest, CostSplitsInputTokensByCache) {
+  std::vector<Attempt> a = {attempt("p0", "correct", 1.0, 1), attempt("p0", "correct", 1.2, 2)};
+  a[0].record.input_tokens = 1000;
+  a[0].record.cache_write_tokens = 800;
+  a[1].record.input_tokens = 1500;
+  a[1].record.cached_input_tokens = 800;
+  const RunMetrics m = compute_metrics(problems(1), a, 2, 1, no_bootstrap());
+  EXPECT_EQ(m.cost.input_tokens, 2500);
+  EXPECT_EQ(m.cost.cached_input_tokens, 800);
+  EXPECT_EQ(m.cost.cache_write_tokens, 800);
+  EXPECT_EQ(m.cost.uncached_input_tokens, 1700);
 }
 
 TEST(MetricsTest, FastPCurveStepsDownAtEachSpeedup) {

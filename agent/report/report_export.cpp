@@ -52,6 +52,22 @@ json group_json(const GroupMetrics& g, const std::vector<double>& ps) {
           {"pass_at_k", pass}};
 }
 
+json provider_json(const RunView& v, const ProviderSummary& p) {
+  const ProviderCallLog& calls = v.provider_calls;
+  return {{"finish_reasons", p.finish_reasons},
+          {"refused", p.refused},
+          {"context_overflow", p.context_overflow},
+          {"retried_attempts", p.retried_attempts},
+          {"retries", p.retries},
+          {"calls",
+           {{"files", calls.files},
+            {"records", calls.calls},
+            {"unreadable_lines", calls.unreadable_lines},
+            {"errors_by_class", calls.errors_by_class},
+            {"turns_without_record", calls.turns_without_record}}},
+          {"incomplete_chains", v.unfinished_chains}};
+}
+
 json view_json(const RunView& v, const RunMetrics& m) {
   json groups = json::array();
   for (const auto& g : m.groups) groups.push_back(group_json(g, m.ps));
@@ -79,12 +95,16 @@ json view_json(const RunView& v, const RunMetrics& m) {
           {"cost",
            {{"attempts", c.attempts},
             {"input_tokens", c.input_tokens},
+            {"cached_input_tokens", c.cached_input_tokens},
+            {"cache_write_tokens", c.cache_write_tokens},
+            {"uncached_input_tokens", c.uncached_input_tokens},
             {"output_tokens", c.output_tokens},
             {"reasoning_tokens", c.reasoning_tokens},
             {"cost_usd", c.cost_usd},
             {"llm_seconds", c.llm_seconds},
             {"eval_seconds", c.eval_seconds},
             {"wall_seconds", c.wall_seconds}}},
+          {"provider", provider_json(v, m.provider)},
           {"excluded_problems", v.excluded},
           {"chains", v.chains},
           {"unfinished_chains", v.unfinished_chains},
@@ -118,10 +138,11 @@ std::string attempts_csv(const std::vector<RunView>& views) {
   std::ostringstream out;
   out << "run,protocol,rescored,model,device,problem,level,sample,turn,verdict,failure_kind,compiled,correct,speedup,"
          "input_tokens,output_tokens,reasoning_tokens,cost_usd,llm_seconds,eval_seconds,finish_reason,timestamp,"
-         "attempt_dir,code_file,message\n";
+         "attempt_dir,code_file,message,cached_input_tokens,cache_write_tokens,provider_attempts\n";
   for (const auto& v : views) {
     for (const auto& a : selected_attempts(v.problems, v.attempts)) {
       const AttemptRecord& r = a.record;
+      // New columns go last, so that older column positions hold.
       const std::vector<std::string> row = {v.run_name,
                                             v.protocol,
                                             v.rescored ? "1" : "0",
@@ -146,7 +167,10 @@ std::string attempts_csv(const std::vector<RunView>& views) {
                                             r.timestamp,
                                             r.attempt_dir,
                                             a.code_file,
-                                            r.message};
+                                            r.message,
+                                            std::to_string(r.cached_input_tokens),
+                                            std::to_string(r.cache_write_tokens),
+                                            std::to_string(r.provider_attempts)};
       for (std::size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << csv_field(row[i]);
       out << "\n";
     }

@@ -164,7 +164,7 @@ TEST_F(ReportHtmlTest, DrawsEverySeriesInHeadlessChromium) {
   EXPECT_EQ(start_tag(dom, "html").find("data-errors"), std::string::npos) << start_tag(dom, "html");
   for (const char* series :
        {"v0:fast_p-vs-p:turn 1", "v0:fast_p-vs-p:turn 3", "v0:fast_p-by-turn:fast_0", "v0:fast_p-by-turn:fast_1",
-        "v0:speedups:one-shot", "v0:speedups:final", "v0:grid", "v1:fast_p-vs-p:turn 1",
+        "v0:speedups:one-shot", "v0:speedups:final", "v0:grid", "v0:provider", "v1:fast_p-vs-p:turn 1",
         "compare:fast_p-vs-p:synth [kernelbench]", "compare:correct-by-turn:synth [strict]"}) {
     EXPECT_NE(body.find(series), std::string::npos) << "missing series " << series << " in " << body;
   }

@@ -9,14 +9,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "agent/report/metrics.h"
 #include "agent/report/report_export.h"
 #include "agent/report/report_text.h"
 #include "agent/report/run_view.h"
-#include "evaluator/problem/registry.h"
 #include "agent/store/run_store.h"
+#include "evaluator/problem/registry.h"
 #include "tests/support/synthetic_run.h"
 
 namespace kloop::report {
@@ -120,6 +121,9 @@ TEST_F(ReportTest, TerminalAndMarkdownShowOneShotAgainstIterative) {
   EXPECT_NE(text.find("hidden_shape"), std::string::npos) << text;
   EXPECT_NE(text.find("output_aliases_input"), std::string::npos) << text;
   EXPECT_NE(text.find("$0.0900"), std::string::npos) << text;
+  // 21_Sigmoid's chain has no attempt yet; no cache, retry or error to speak of.
+  EXPECT_NE(text.find("\n  provider: finish stop 9; 1 incomplete chain\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("prompt cache"), std::string::npos) << text;
   EXPECT_EQ(text.find("| metric"), std::string::npos) << text;
 
   const std::string md = render_text_report(views, metrics, TextFormat::kMarkdown);
@@ -216,6 +220,95 @@ TEST_F(ReportTest, JsonSummaryAndCsv) {
   // A message with a comma and quotes is one quoted field.
   EXPECT_NE(csv.find("\"8 of 24 test calls failed; first: seed 9, inputs x1, shape variant 'odd': output0 differs\""),
             std::string::npos);
+}
+
+// The provider section of a run with a refusal, a context overflow, retried
+// calls, call errors (and a torn calls.jsonl line), cached tokens and two
+// incomplete chains (tests/support/synthetic_run.h has the plan).
+TEST_F(ReportTest, ProviderSectionCountsWhatTheProviderDid) {
+  const std::string run = testing::write_synthetic_provider_run(runs_.string(), "prov");
+  const RunView v = load_run_view(run, "", &registry_);
+  const ProviderCallLog& calls = v.provider_calls;
+  EXPECT_EQ(calls.files, 6);
+  EXPECT_EQ(calls.calls, 10);            // the blank line is neither a call nor unreadable
+  EXPECT_EQ(calls.unreadable_lines, 1);  // the torn one
+  EXPECT_EQ(calls.errors_by_class,
+            (std::map<std::string, int>{
+                {"transient", 4}, {"quota", 1}, {"context_overflow", 1}, {"content_policy", 1}, {"malformed", 1}}));
+  EXPECT_EQ(calls.turns_without_record, 2);  // Sigmoid turn 2, Gemm turn 1
+  EXPECT_EQ(v.chains, 4);
+  EXPECT_EQ(v.unfinished_chains, 2);  // the refused and the overflowed chains ended
+
+  const RunMetrics m = metrics_of(v);
+  const ProviderSummary& p = m.provider;
+  EXPECT_EQ(p.finish_reasons,
+            (std::map<std::string, int>{{"stop", 1}, {"length", 1}, {"content_filter", 1}, {"context_overflow", 1}}));
+  EXPECT_EQ(p.refused, 1);
+  EXPECT_EQ(p.context_overflow, 1);
+  EXPECT_EQ(p.retried_attempts, 2);
+  EXPECT_EQ(p.retries, 3);  // ReLU's 3 HTTP attempts, Sigmoid's 2
+  EXPECT_EQ(m.cost.input_tokens, 2200);
+  EXPECT_EQ(m.cost.cached_input_tokens, 600);
+  EXPECT_EQ(m.cost.cache_write_tokens, 600);
+  EXPECT_EQ(m.cost.uncached_input_tokens, 1600);
+  EXPECT_EQ(m.failures.by_verdict.at("refused"), 1);
+  EXPECT_EQ(m.failures.by_verdict.at("context_overflow"), 1);
+  // Compiled at turn 1: ReLU only (the refusal had no code; Sigmoid did not compile).
+  EXPECT_DOUBLE_EQ(m.groups.back().by_turn[0].compile_rate.value, 0.25);
+  EXPECT_DOUBLE_EQ(m.groups.back().by_turn[1].correctness.value, 0.25);
+
+  // Every zero count left out; a line breaks between groups, not inside a count.
+  const std::string text = render_text_report({v}, {m}, TextFormat::kTerminal);
+  const std::string block =
+      "  600 of 2200 input tokens (27.3%) read from the provider's prompt cache; 600 written to it\n"
+      "  provider: finish stop 1, length 1, content_filter 1, context_overflow 1;\n"
+      "    refused 1, context_overflow 1; retried calls 2 (3 retries);\n"
+      "    errors: transient 4, quota 1, context_overflow 1, content_policy 1, malformed 1;\n"
+      "    1 unreadable calls.jsonl line; 2 incomplete chains (2 stopped at a failed provider call)\n";
+  const std::size_t cost = text.find("\ncost\n");
+  ASSERT_NE(cost, std::string::npos) << text;
+  EXPECT_NE(text.find(block, cost), std::string::npos) << text;
+  const std::size_t softmax = text.find("\n  23_Softmax ");
+  ASSERT_NE(softmax, std::string::npos) << text;
+  EXPECT_NE(text.substr(softmax, text.find('\n', softmax + 1) - softmax).find(" refused "), std::string::npos)
+      << "a refused problem's best verdict is refused\n"
+      << text;
+  for (const char* row :
+       {"\n  refused                        1  25.0%\n", "\n  context_overflow               1  25.0%\n"}) {
+    EXPECT_NE(text.find(row), std::string::npos) << text;
+  }
+  // Markdown: the same counts on one line.
+  const std::string md = render_text_report({v}, {m}, TextFormat::kMarkdown);
+  EXPECT_NE(
+      md.find("\n  provider: finish stop 1, length 1, content_filter 1, context_overflow 1; refused 1, "
+              "context_overflow 1; retried calls 2 (3 retries); errors: transient 4, quota 1, context_overflow 1, "
+              "content_policy 1, malformed 1; 1 unreadable calls.jsonl line; 2 incomplete chains (2 stopped at a "
+              "failed provider call)\n"),
+      std::string::npos)
+      << md;
+
+  const json s = summary_json({v}, {m});
+  const json& provider = s["views"][0]["provider"];
+  EXPECT_EQ(provider["finish_reasons"],
+            json({{"stop", 1}, {"length", 1}, {"content_filter", 1}, {"context_overflow", 1}}));
+  EXPECT_EQ(provider["refused"], 1);
+  EXPECT_EQ(provider["context_overflow"], 1);
+  EXPECT_EQ(provider["retried_attempts"], 2);
+  EXPECT_EQ(provider["retries"], 3);
+  EXPECT_EQ(provider["calls"]["errors_by_class"]["transient"], 4);
+  EXPECT_EQ(provider["calls"]["unreadable_lines"], 1);
+  EXPECT_EQ(provider["calls"]["turns_without_record"], 2);
+  EXPECT_EQ(provider["incomplete_chains"], 2);
+  EXPECT_EQ(s["views"][0]["cost"]["cached_input_tokens"], 600);
+  EXPECT_EQ(s["views"][0]["cost"]["cache_write_tokens"], 600);
+  EXPECT_EQ(s["views"][0]["cost"]["uncached_input_tokens"], 1600);
+
+  // CSV: the new columns close the row; a refusal did not compile.
+  const std::string csv = attempts_csv({v});
+  EXPECT_NE(csv.find(",message,cached_input_tokens,cache_write_tokens,provider_attempts\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",stop,2026-01-01T00:01:01Z,attempts/19_ReLU/sample0/turn1,,,0,600,3\n"), std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("prov,strict,0,replay:synthetic,cpu,23_Softmax,1,0,1,refused,,0,0,"), std::string::npos) << csv;
 }
 
 TEST_F(ReportTest, CommandWritesEveryFormat) {

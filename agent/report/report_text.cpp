@@ -210,8 +210,9 @@ std::string samples_table(const GroupMetrics& g, const RunMetrics& m, TextFormat
 }
 
 std::string failures_table(const FailureTaxonomy& ft, TextFormat f) {
-  const std::vector<std::string> order = {"no_code", "compile_error", "load_error",          "runtime_error",
-                                          "timeout", "incorrect",     "integrity_violation", "correct"};
+  const std::vector<std::string> order = {
+      "refused",       "context_overflow", "no_code",   "compile_error",       "load_error",
+      "runtime_error", "timeout",          "incorrect", "integrity_violation", "correct"};
   std::vector<std::string> verdicts = order;
   for (const auto& [v, n] : ft.by_verdict) {
     if (std::find(order.begin(), order.end(), v) == order.end()) verdicts.push_back(v);
@@ -235,8 +236,9 @@ std::string failures_table(const FailureTaxonomy& ft, TextFormat f) {
 
 // Verdicts from the furthest from correct to correct: a problem's best.
 int verdict_rank(const std::string& v) {
-  static const std::vector<std::string> order = {"no_code", "compile_error", "load_error", "timeout",
-                                                 "runtime_error", "integrity_violation", "incorrect", "correct"};
+  static const std::vector<std::string> order = {
+      "refused",       "context_overflow",    "no_code",   "compile_error", "load_error", "timeout",
+      "runtime_error", "integrity_violation", "incorrect", "correct"};
   auto it = std::find(order.begin(), order.end(), v);
   return it == order.end() ? -1 : static_cast<int>(it - order.begin());
 }
@@ -285,9 +287,94 @@ std::string cost_table(const CostSummary& c, TextFormat f) {
   t.rows.push_back({std::to_string(c.attempts), std::to_string(c.input_tokens), std::to_string(c.output_tokens),
                     std::to_string(c.reasoning_tokens), fmt("$%.4f", c.cost_usd), duration(c.llm_seconds),
                     duration(c.eval_seconds), duration(c.wall_seconds)});
-  return heading("cost", 3, f) + render_table(t, f) + (f == TextFormat::kMarkdown ? "\n" : "") +
-         "  (LLM and eval times are summed over attempts; wall time runs from the first attempt's start to the last "
-         "one's end)\n";
+  std::string out = heading("cost", 3, f) + render_table(t, f) + (f == TextFormat::kMarkdown ? "\n" : "") +
+                    "  (LLM and eval times are summed over attempts; wall time runs from the first attempt's start to "
+                    "the last one's end)\n";
+  // Without per-kind prices the saving is the share the cache served.
+  if (c.cached_input_tokens || c.cache_write_tokens) {
+    const double share = c.input_tokens ? 100.0 * static_cast<double>(c.cached_input_tokens) / c.input_tokens : 0;
+    out += (f == TextFormat::kMarkdown ? "\n  " : "  ") + std::to_string(c.cached_input_tokens) + " of " +
+           std::to_string(c.input_tokens) + " input tokens (" + fmt("%.1f%%", share) +
+           ") read from the provider's prompt cache; " + std::to_string(c.cache_write_tokens) + " written to it\n";
+  }
+  return out;
+}
+
+// "name n" of the non-zero counts, in `order` first, then the rest by name.
+std::vector<std::string> count_items(const std::map<std::string, int>& counts, const std::vector<std::string>& order) {
+  std::vector<std::string> names = order;
+  for (const auto& [name, n] : counts) {
+    if (std::find(order.begin(), order.end(), name) == order.end()) names.push_back(name);
+  }
+  std::vector<std::string> items;
+  for (const auto& name : names) {
+    auto it = counts.find(name);
+    if (it != counts.end() && it->second != 0) items.push_back(name + " " + std::to_string(it->second));
+  }
+  return items;
+}
+
+std::string plural(int n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// What the provider did, its non-zero counts only: groups joined by "; ",
+// their items by ", ". On a terminal a line breaks before a group that does
+// not fit, or between items of one longer than a line, never inside an item,
+// so a name keeps its count. "" when there is nothing to say.
+std::string provider_block(const RunView& v, const ProviderSummary& p, TextFormat f) {
+  std::vector<std::vector<std::string>> groups;
+  auto add = [&](std::vector<std::string> items, const std::string& label = "") {
+    if (items.empty()) return;
+    items.front() = label + items.front();
+    groups.push_back(std::move(items));
+  };
+  add(count_items(p.finish_reasons, {"stop", "length", "content_filter", "context_overflow", "interrupted", "other"}),
+      "finish ");
+  add(count_items({{"refused", p.refused}, {"context_overflow", p.context_overflow}}, {"refused", "context_overflow"}));
+  if (p.retried_attempts) {
+    add({"retried calls " + std::to_string(p.retried_attempts) + " (" + plural(p.retries, "retry", "retries") + ")"});
+  }
+  const ProviderCallLog& calls = v.provider_calls;
+  add(count_items(calls.errors_by_class, {"transient", "quota", "context_overflow", "auth", "model", "bad_request",
+                                          "content_policy", "server_refused", "malformed", "interrupted"}),
+      "errors: ");
+  if (calls.unreadable_lines) {
+    add({plural(calls.unreadable_lines, "unreadable calls.jsonl line", "unreadable calls.jsonl lines")});
+  }
+  if (v.unfinished_chains) {
+    std::string chains = plural(v.unfinished_chains, "incomplete chain", "incomplete chains");
+    if (calls.turns_without_record) {
+      chains += " (" + std::to_string(calls.turns_without_record) + " stopped at a failed provider call)";
+    }
+    add({chains});
+  }
+  if (groups.empty()) return "";
+  const bool wrap = f == TextFormat::kTerminal;
+  const std::string indent = "   ";  // a continuation's first item starts 4 columns in, 2 more than "provider:"
+  std::string out = f == TextFormat::kMarkdown ? "\n" : "";
+  std::string line = "  provider:";
+  bool fresh = true;  // no item on `line` yet: breaking would leave it bare
+  auto fits = [&](const std::string& text) { return !wrap || line.size() + 1 + text.size() <= kTerminalColumns; };
+  auto break_line = [&] {
+    out += line + "\n";
+    line = indent;
+    fresh = true;
+  };
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    std::vector<std::string> items = groups[g];
+    const std::string group_end = g + 1 < groups.size() ? ";" : "";
+    for (std::size_t i = 0; i < items.size(); ++i) items[i] += i + 1 < items.size() ? "," : group_end;
+    std::string whole;
+    for (const auto& item : items) whole += (whole.empty() ? "" : " ") + item;
+    if (!fits(whole) && !fresh && indent.size() + 1 + whole.size() <= kTerminalColumns) break_line();
+    for (const auto& item : items) {
+      if (!fits(item) && !fresh) break_line();
+      line += " " + item;
+      fresh = false;
+    }
+  }
+  return out + line + "\n";
 }
 
 std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
@@ -332,6 +419,7 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
     out << "  (rescored: tokens, cost and LLM time are those of the run's generations; eval and wall time are the "
            "rescore's)\n";
   }
+  out << provider_block(v, m.provider, f);
   out << "\n";
   return out.str();
 }

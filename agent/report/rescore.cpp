@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "agent/report/metrics.h"
 #include "agent/report/run_view.h"
 #include "agent/scaffold/status_line.h"
 #include "agent/store/run_store.h"
@@ -60,7 +61,8 @@ class AttemptRescorer {
     AttemptRecord r = original;
     r.protocol = protocol;
     r.timestamp = utc_timestamp();
-    if (original.verdict == "no_code") return r;  // nothing to evaluate; it fails under any protocol
+    // No code (none in the answer, or no answer): it fails under any protocol.
+    if (codeless_verdict(original.verdict)) return r;
     const std::string code = code_file(original);
     const auto start = Clock::now();
     Verdict v = evaluator_.evaluate(spec(original.problem), code);
@@ -160,7 +162,7 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
       status.end("eval");
       status.done(0);
       store.append(r, file);
-      ++(original.verdict == "no_code" ? s.copied : s.rescored);
+      ++(codeless_verdict(original.verdict) ? s.copied : s.rescored);
       char line[512];
       std::snprintf(line, sizeof(line), "[%d/%d] %s: %s -> %s (%.1fs)\n", index, s.attempts, what.c_str(),
                     verdict_text(original.verdict, original.speedup).c_str(),

@@ -208,6 +208,10 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
       if (it == finished.end() || !it->second) ++v.unfinished_chains;
     }
   }
+  std::set<std::string> recorded_dirs;
+  for (const auto& r : own_records) recorded_dirs.insert(r.attempt_dir);
+  v.provider_calls =
+      read_provider_calls(run_dir, std::vector<std::string>(selected.begin(), selected.end()), recorded_dirs);
   if (v.rescored) {
     std::set<std::tuple<std::string, int, int>> rescored;
     for (const auto& r : records) rescored.insert({r.problem, r.sample, r.turn});

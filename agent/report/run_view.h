@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent/report/metrics.h"
+#include "agent/report/provider_calls.h"
 #include "evaluator/problem/registry.h"
 #include "evaluator/protocol.h"
 
@@ -38,6 +39,9 @@ struct RunView {
   // record for: the run was resumed after the rescore, or the rescore
   // stopped part way; the report says so.
   int attempts_not_rescored = 0;
+  // Every HTTP call of the selection's attempt folders (calls.jsonl): the
+  // run's generations, whichever protocol the view scores them under.
+  ProviderCallLog provider_calls;
 
   std::string label() const;  // "demo [strict]"
 };

@@ -142,14 +142,26 @@ TEST_F(RescoreTest, RefusesTheRunsOwnProtocolAndUnknownOnes) {
   EXPECT_FALSE(fs::exists(fs::path(run_) / "rescore-strict.jsonl"));
 }
 
+// Attempts that never had code (no_code, and the provider's refused and
+// context_overflow) are copied with their verdict; lost code is an error.
 TEST_F(RescoreTest, LostCodeIsAnErrorForThatAttemptOnly) {
   fs::remove(fs::path(run_) / "attempts/19_ReLU/sample0/turn1/candidate.cpp");
   fs::remove(fs::path(run_) / "attempts/19_ReLU/sample0/turn3/candidate.cpp");
+  RunStore store(runs_.string(), "tiny");
+  for (const char* verdict : {"refused", "context_overflow"}) {
+    AttemptRecord r = store.load_results().front();
+    r.sample = std::string(verdict) == "refused" ? 1 : 2;
+    r.verdict = verdict;
+    r.attempt_dir = store.relative_attempt_dir("19_ReLU", r.sample, 1);
+    store.append(r);
+  }
   std::ostringstream progress;
   const RescoreSummary s = rescore_run(run_, options("kernelbench"), progress);
-  ASSERT_EQ(s.errors.size(), 2u);
+  ASSERT_EQ(s.errors.size(), 2u) << progress.str();
   EXPECT_NE(s.errors[0].find("no candidate.cpp or candidate.cu"), std::string::npos) << s.errors[0];
-  EXPECT_EQ(s.copied, 1);
+  EXPECT_EQ(s.copied, 3);
+  EXPECT_EQ((s.transitions.at({"refused", "refused"})), 1);
+  EXPECT_EQ((s.transitions.at({"context_overflow", "context_overflow"})), 1);
 }
 
 // Attack: a forged record in results.jsonl is not rescored nor counted.

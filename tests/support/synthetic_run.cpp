@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <vector>
 
 #include "agent/report/run_view.h"
 #include "agent/store/run_store.h"
@@ -85,6 +86,8 @@ AttemptRecord record_of(const Planned& p, const std::string& run, RunStore& stor
   r.input_tokens = 1000;
   r.output_tokens = 200;
   r.cost_usd = 0.01;
+  r.finish_reason = "stop";
+  r.provider_attempts = 1;
   r.llm_seconds = 2;
   r.eval_seconds = 3;
   r.chain_done = p.turn == 3;
@@ -107,6 +110,79 @@ std::string write_synthetic_run(const std::string& runs_dir, const std::string& 
     RunStore::write_text(dir + "/verdict.json", verdict_json(p).dump(2) + "\n");
     store.append(record_of(p, name, store));
   }
+  return store.path();
+}
+
+std::string write_synthetic_provider_run(const std::string& runs_dir, const std::string& name) {
+  RunStore store(runs_dir, name);
+  json config = config_json(name);
+  config["scaffold"]["turns"] = 2;
+  RunStore::write_text(store.path() + "/config.json", config.dump(2) + "\n");
+  auto calls = [&](const char* problem, int turn, const std::vector<std::string>& lines) {
+    std::string text;
+    for (const auto& l : lines) text += l + "\n";
+    RunStore::write_text(store.attempt_dir(problem, 0, turn) + "/calls.jsonl", text);
+  };
+  auto record = [&](const char* problem, int level, int turn, const char* verdict, const char* finish) {
+    AttemptRecord r;
+    r.run = name;
+    r.problem = problem;
+    r.level = level;
+    r.turn = turn;
+    r.verdict = verdict;
+    r.protocol = "strict";
+    r.device = "cpu";
+    r.model = "synthetic";
+    r.finish_reason = finish;
+    r.provider_attempts = 1;
+    r.attempt_dir = store.relative_attempt_dir(problem, 0, turn);
+    r.timestamp = "2026-01-01T00:01:0" + std::to_string(turn) + "Z";
+    return r;
+  };
+
+  calls("19_ReLU", 1,
+        {R"({"attempt":1,"status":429,"latency_s":0.1,"error_class":"transient","retry_delay_s":2.0})",
+         R"({"attempt":2,"status":503,"latency_s":0.2,"error_class":"transient","retry_delay_s":4.0})",
+         R"({"attempt":3,"status":200,"latency_s":3.0,"request_id":"req-1","finish_reason":"stop",)"
+         R"("tokens":{"input":1000,"cached_input":0,"cache_write":600,"output":200,"reasoning":50},"cost_usd":0.01})"});
+  AttemptRecord relu1 = record("19_ReLU", 1, 1, "correct", "stop");
+  relu1.speedup = 1.3;
+  relu1.input_tokens = 1000;
+  relu1.cache_write_tokens = 600;
+  relu1.output_tokens = 200;
+  relu1.reasoning_tokens = 50;
+  relu1.provider_attempts = 3;
+  relu1.cost_usd = 0.01;
+  store.append(relu1);
+
+  calls("19_ReLU", 2, {R"({"attempt":1,"status":400,"latency_s":0.1,"error_class":"context_overflow"})"});
+  AttemptRecord relu2 = record("19_ReLU", 1, 2, "context_overflow", "context_overflow");
+  relu2.chain_done = true;
+  relu2.stop_reason = "context_overflow";
+  store.append(relu2);
+
+  calls("23_Softmax", 1, {R"({"attempt":1,"status":400,"latency_s":0.1,"error_class":"content_policy"})"});
+  AttemptRecord softmax = record("23_Softmax", 1, 1, "refused", "content_filter");
+  softmax.chain_done = true;
+  softmax.stop_reason = "refused";
+  store.append(softmax);
+
+  calls("21_Sigmoid", 1,
+        {R"({"attempt":1,"status":200,"latency_s":0.5,"error_class":"malformed","retry_delay_s":1.0})",
+         R"({"attempt":2,"status":200,"latency_s":2.0,"finish_reason":"length",)"
+         R"("tokens":{"input":1200,"cached_input":600,"cache_write":0,"output":300,"reasoning":0},"cost_usd":0.02})"});
+  AttemptRecord sigmoid = record("21_Sigmoid", 1, 1, "compile_error", "length");
+  sigmoid.input_tokens = 1200;
+  sigmoid.cached_input_tokens = 600;
+  sigmoid.output_tokens = 300;
+  sigmoid.provider_attempts = 2;
+  sigmoid.cost_usd = 0.02;
+  store.append(sigmoid);
+  calls("21_Sigmoid", 2,
+        {R"({"attempt":1,"status":500,"latency_s":0.1,"error_class":"transient","retry_delay_s":1.0})", "",
+         R"({"attempt":2,"status":502,"latency_s":0.1,"error_class":"transient"})", R"({"attempt":3,"status":5)"});
+
+  calls("12_Gemm_Multiply_LeakyReLU", 1, {R"({"attempt":1,"status":429,"latency_s":0.1,"error_class":"quota"})"});
   return store.path();
 }
 
