@@ -199,6 +199,7 @@ CostSummary cost_summary(const std::vector<Attempt>& attempts) {
   return c;
 }
 
+
 // The normalised finish reasons by name; every "other:<raw>" is "other".
 std::string finish_reason_kind(const std::string& reason) {
   for (const char* known : {"stop", "length", "content_filter", "context_overflow", "interrupted"}) {
@@ -383,6 +384,14 @@ RunMetrics compute_metrics(const std::vector<SelectedProblem>& problems, const s
   m.cost = cost_summary(kept);
   m.provider = provider_summary(kept);
   return m;
+}
+
+std::optional<double> cache_saving_usd(const CostSummary& c, const TokenPriceTable& prices) {
+  if (prices.input <= 0 || (!prices.cached_input && !prices.cache_write)) return std::nullopt;
+  // Against every input token at the input price: reads cost less, writes more.
+  return (static_cast<double>(c.cached_input_tokens) * (prices.input - prices.cached_input.value_or(prices.input)) -
+          static_cast<double>(c.cache_write_tokens) * (prices.cache_write.value_or(prices.input) - prices.input)) /
+         1e6;
 }
 
 }  // namespace kloop::report

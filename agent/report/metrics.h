@@ -111,8 +111,16 @@ struct FailureTaxonomy {
   std::map<std::string, int> integrity_by_check;
 };
 
-// Tokens by kind: the report has no per-kind prices, so a cache's saving is
-// given as the share of input tokens the provider's prompt cache served.
+// The run's prices (its config's provider.prices), US dollars per million
+// tokens; cache reads and writes cost `input` unless priced on their own.
+struct TokenPriceTable {
+  double input = 0;
+  std::optional<double> cached_input;
+  std::optional<double> cache_write;
+};
+
+// Tokens by kind, and what the provider's prompt cache saved at the run's
+// prices (cache_saving_usd).
 struct CostSummary {
   int attempts = 0;
   long long input_tokens = 0;           // every prompt token, cached ones included
@@ -176,6 +184,11 @@ double pass_at_k(int n, int c, int k);
 // function given as (p, value) points, each value holding from its p until
 // the next point's (fast_p drops at p = a speedup, since ">" is strict).
 std::vector<std::pair<double, double>> fast_p_curve(const std::vector<ProblemBest>& bests, double p_max);
+
+// What the provider's prompt cache saved against paying `input` for every
+// input token (cache writes cost more, reads less); nullopt without a
+// price for either.
+std::optional<double> cache_saving_usd(const CostSummary& c, const TokenPriceTable& prices);
 
 // The attempt has no code to evaluate: the answer held none (no_code), or
 // there was no answer (refused, context_overflow).

@@ -293,6 +293,19 @@ TEST(MetricsTest, CostSplitsInputTokensByCache) {
   EXPECT_EQ(m.cost.uncached_input_tokens, 1700);
 }
 
+// The cache's saving against paying input for every input token: reads
+// at their price, writes at theirs; unknown without a cache price.
+TEST(MetricsTest, CacheSavingAtTheRunsPrices) {
+  CostSummary c;
+  c.input_tokens = 10000;
+  c.cached_input_tokens = 8000;
+  c.cache_write_tokens = 1000;
+  EXPECT_FALSE(cache_saving_usd(c, {2.0, std::nullopt, std::nullopt}).has_value());
+  EXPECT_FALSE(cache_saving_usd(c, {0.0, 0.5, std::nullopt}).has_value());
+  EXPECT_DOUBLE_EQ(*cache_saving_usd(c, {2.0, 0.5, std::nullopt}), 8000 * 1.5 / 1e6);
+  EXPECT_DOUBLE_EQ(*cache_saving_usd(c, {2.0, 0.5, 2.5}), (8000 * 1.5 - 1000 * 0.5) / 1e6);
+}
+
 TEST(MetricsTest, FastPCurveStepsDownAtEachSpeedup) {
   const auto table = best_so_far(problems(10), worked_example(), 1, 1);
   const auto curve = fast_p_curve(table[0], 3.0);

@@ -98,6 +98,7 @@ json view_json(const RunView& v, const RunMetrics& m) {
             {"cached_input_tokens", c.cached_input_tokens},
             {"cache_write_tokens", c.cache_write_tokens},
             {"uncached_input_tokens", c.uncached_input_tokens},
+            {"cache_saving_usd", cache_saving_usd(c, v.prices) ? json(*cache_saving_usd(c, v.prices)) : json(nullptr)},
             {"output_tokens", c.output_tokens},
             {"reasoning_tokens", c.reasoning_tokens},
             {"cost_usd", c.cost_usd},

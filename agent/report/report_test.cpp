@@ -260,7 +260,8 @@ TEST_F(ReportTest, ProviderSectionCountsWhatTheProviderDid) {
   // Every zero count left out; a line breaks between groups, not inside a count.
   const std::string text = render_text_report({v}, {m}, TextFormat::kTerminal);
   const std::string block =
-      "  600 of 2200 input tokens (27.3%) read from the provider's prompt cache; 600 written to it\n"
+      "  600 of 2200 input tokens (27.3%) read from the provider's prompt cache; 600 written to it; the\n"
+      "    cache saved $0.0012 at the run's prices\n"
       "  provider: finish stop 1, length 1, content_filter 1, context_overflow 1;\n"
       "    refused 1, context_overflow 1; retried calls 2 (3 retries);\n"
       "    errors: transient 4, quota 1, context_overflow 1, content_policy 1, malformed 1;\n"
@@ -302,6 +303,8 @@ TEST_F(ReportTest, ProviderSectionCountsWhatTheProviderDid) {
   EXPECT_EQ(s["views"][0]["cost"]["cached_input_tokens"], 600);
   EXPECT_EQ(s["views"][0]["cost"]["cache_write_tokens"], 600);
   EXPECT_EQ(s["views"][0]["cost"]["uncached_input_tokens"], 1600);
+  // 600 read at $0.3 instead of $3, 600 written at $3.75 instead of $3 (per million).
+  EXPECT_NEAR(s["views"][0]["cost"]["cache_saving_usd"].get<double>(), (600 * 2.7 - 600 * 0.75) / 1e6, 1e-12);
 
   // CSV: the new columns close the row; a refusal did not compile.
   const std::string csv = attempts_csv({v});

@@ -280,7 +280,7 @@ std::string problems_table(const RunView& v, TextFormat f) {
   return heading("problems (" + std::to_string(v.problems.size()) + ")", 3, f) + render_table(t, f);
 }
 
-std::string cost_table(const CostSummary& c, TextFormat f) {
+std::string cost_table(const CostSummary& c, const TokenPriceTable& prices, TextFormat f) {
   Table t;
   t.header = {"attempts", "input tokens", "output tokens", "reasoning tokens",
               "cost",     "LLM time",     "eval time",     "wall time"};
@@ -290,12 +290,14 @@ std::string cost_table(const CostSummary& c, TextFormat f) {
   std::string out = heading("cost", 3, f) + render_table(t, f) + (f == TextFormat::kMarkdown ? "\n" : "") +
                     "  (LLM and eval times are summed over attempts; wall time runs from the first attempt's start to "
                     "the last one's end)\n";
-  // Without per-kind prices the saving is the share the cache served.
+  // The share the cache served, and with the run's cache prices what it saved.
   if (c.cached_input_tokens || c.cache_write_tokens) {
     const double share = c.input_tokens ? 100.0 * static_cast<double>(c.cached_input_tokens) / c.input_tokens : 0;
+    const auto saved = cache_saving_usd(c, prices);
     out += (f == TextFormat::kMarkdown ? "\n  " : "  ") + std::to_string(c.cached_input_tokens) + " of " +
            std::to_string(c.input_tokens) + " input tokens (" + fmt("%.1f%%", share) +
-           ") read from the provider's prompt cache; " + std::to_string(c.cache_write_tokens) + " written to it\n";
+           ") read from the provider's prompt cache; " + std::to_string(c.cache_write_tokens) + " written to it" +
+           (saved ? "; the cache saved " + fmt("$%.4f", *saved) + " at the run's prices" : std::string()) + "\n";
   }
   return out;
 }
@@ -414,7 +416,7 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
     if (g->samples > 1) out << samples_table(*g, m, f) << "\n";
   }
   out << problems_table(v, f) << "\n";
-  out << failures_table(m.failures, f) << "\n" << cost_table(m.cost, f);
+  out << failures_table(m.failures, f) << "\n" << cost_table(m.cost, v.prices, f);
   if (v.rescored) {
     out << "  (rescored: tokens, cost and LLM time are those of the run's generations; eval and wall time are the "
            "rescore's)\n";

@@ -179,6 +179,14 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   }
   const json provider = config.value("provider", json::object());
   v.model = provider.value("kind", std::string("?")) + ":" + provider.value("model", std::string("?"));
+  const json prices = provider.value("prices", json::object());
+  auto price = [&](const char* kind) -> std::optional<double> {
+    if (prices.is_object() && prices.contains(kind) && prices[kind].is_number()) return prices[kind].get<double>();
+    return std::nullopt;
+  };
+  v.prices.input = price("input").value_or(0);
+  v.prices.cached_input = price("cached_input");
+  v.prices.cache_write = price("cache_write");
   const json scaffold = config.value("scaffold", json::object());
   v.scaffold = scaffold_text(scaffold);
   v.turns = scaffold.value("turns", 1);

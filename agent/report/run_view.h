@@ -42,6 +42,7 @@ struct RunView {
   // Every HTTP call of the selection's attempt folders (calls.jsonl): the
   // run's generations, whichever protocol the view scores them under.
   ProviderCallLog provider_calls;
+  TokenPriceTable prices;  // the run's provider.prices, for what the cache saved
 
   std::string label() const;  // "demo [strict]"
 };

@@ -120,6 +120,8 @@ json RunConfig::to_json() const {
                {"command", provider.command},
                {"transcript", provider.transcript},
                {"prices", {{"input", provider.prices.input}, {"output", provider.prices.output}}}};
+  if (provider.prices.cached_input) prov["prices"]["cached_input"] = *provider.prices.cached_input;
+  if (provider.prices.cache_write) prov["prices"]["cache_write"] = *provider.prices.cache_write;
   // Everything else a request depends on; of the extra headers only the
   // names (values may be credentials).
   json header_names = json::array();

@@ -117,6 +117,7 @@ std::string write_synthetic_provider_run(const std::string& runs_dir, const std:
   RunStore store(runs_dir, name);
   json config = config_json(name);
   config["scaffold"]["turns"] = 2;
+  config["provider"]["prices"] = {{"input", 3.0}, {"output", 15.0}, {"cached_input", 0.3}, {"cache_write", 3.75}};
   RunStore::write_text(store.path() + "/config.json", config.dump(2) + "\n");
   auto calls = [&](const char* problem, int turn, const std::vector<std::string>& lines) {
     std::string text;
