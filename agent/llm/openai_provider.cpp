@@ -13,13 +13,11 @@
 // (prompt_tokens_details.cached_tokens are part of prompt_tokens).
 #include <memory>
 
+#include "agent/llm/openai_base.h"
 #include "agent/llm/provider_factories.h"
 
 namespace kloop {
 namespace {
-
-constexpr char kDefaultBaseUrl[] = "https://api.openai.com/v1";
-constexpr char kDefaultKeyEnv[] = "OPENAI_API_KEY";
 
 std::string normalise_finish_reason(const nlohmann::json& value) {
   if (!value.is_string()) return "other:none";
@@ -28,7 +26,7 @@ std::string normalise_finish_reason(const nlohmann::json& value) {
   return "other:" + raw;
 }
 
-class OpenAiProvider : public HttpProvider {
+class OpenAiProvider : public OpenAiBase {
   // A leading think block in the answer becomes reasoning; one that never
   // closes (the answer was cut inside it) leaves no answer, so no draft
   // inside it is evaluated.
@@ -49,25 +47,10 @@ class OpenAiProvider : public HttpProvider {
   }
 
  public:
-  // Without a base_url this is OpenAI itself, which always needs a key; a
-  // local server named by base_url usually needs none.
-  OpenAiProvider(const ProviderConfig& config, const ProviderHooks& hooks)
-      : HttpProvider(config, kDefaultBaseUrl, config.base_url.empty() ? kDefaultKeyEnv : "", hooks) {}
+  using OpenAiBase::OpenAiBase;
 
  protected:
   std::string endpoint_url() const override { return base_url() + "/chat/completions"; }
-  // https://platform.openai.com/docs/api-reference/models/list: {"data": [{"id": ...}]}
-  std::string models_url() const override { return base_url() + "/models"; }
-  std::vector<std::string> listed_models(const nlohmann::json& body) const override {
-    std::vector<std::string> out;
-    for (const auto& m : body.value("data", nlohmann::json::array())) out.push_back(m.value("id", ""));
-    return out;
-  }
-
-  std::vector<std::pair<std::string, std::string>> auth_headers(const std::string& api_key) const override {
-    if (api_key.empty()) return {};
-    return {{"Authorization", "Bearer " + api_key}};
-  }
 
   nlohmann::json request_body(const GenerationRequest& request) const override {
     const ProviderConfig& c = config();

@@ -12,31 +12,18 @@
 // response.completed (or .incomplete / .failed) with the whole response.
 #include <memory>
 
+#include "agent/llm/openai_base.h"
 #include "agent/llm/provider_factories.h"
 
 namespace kloop {
 namespace {
 
-constexpr char kDefaultBaseUrl[] = "https://api.openai.com/v1";
-constexpr char kDefaultKeyEnv[] = "OPENAI_API_KEY";
-
-class OpenAiResponsesProvider : public HttpProvider {
+class OpenAiResponsesProvider : public OpenAiBase {
  public:
-  OpenAiResponsesProvider(const ProviderConfig& config, const ProviderHooks& hooks)
-      : HttpProvider(config, kDefaultBaseUrl, config.base_url.empty() ? kDefaultKeyEnv : "", hooks) {}
+  using OpenAiBase::OpenAiBase;
 
  protected:
   std::string endpoint_url() const override { return base_url() + "/responses"; }
-  std::string models_url() const override { return base_url() + "/models"; }
-  std::vector<std::string> listed_models(const nlohmann::json& body) const override {
-    std::vector<std::string> out;
-    for (const auto& m : body.value("data", nlohmann::json::array())) out.push_back(m.value("id", ""));
-    return out;
-  }
-  std::vector<std::pair<std::string, std::string>> auth_headers(const std::string& api_key) const override {
-    if (api_key.empty()) return {};
-    return {{"Authorization", "Bearer " + api_key}};
-  }
 
   nlohmann::json request_body(const GenerationRequest& request) const override {
     const ProviderConfig& c = config();
