@@ -602,14 +602,6 @@ std::string describe_failed_output(const TensorComparison& c, const Tolerance& t
   return buf;
 }
 
-// The message of the timed_call_incorrect finding.
-std::string timed_wrong_message(const Verdict& v) {
-  for (const auto& f : v.integrity) {
-    if (f.check == "timed_call_incorrect") return f.message;
-  }
-  return "";
-}
-
 VerdictClass class_from_name(const std::string& name) {
   if (name == "load_error") return VerdictClass::kLoadError;
   if (name == "timeout") return VerdictClass::kTimeout;
@@ -1210,10 +1202,11 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
           },
           v.phases.candidate, {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", transport()}},
           check_timed_call, options_.timed_check_chance, fresh);
+      std::string timed_wrong_finding;
       if (!timed_wrong.empty()) {
-        v.integrity.push_back({"timed_call_incorrect",
-                               "a timed call, on inputs of its own, gave a wrong result (" + timed_wrong +
-                                   "), though the test calls were right: it computes only when checked"});
+        timed_wrong_finding = "a timed call, on inputs of its own, gave a wrong result (" + timed_wrong +
+                              "), though the test calls were right: it computes only when checked";
+        v.integrity.push_back({"timed_call_incorrect", timed_wrong_finding});
       }
       v.candidate_time = timed.summary;
       v.throttled_samples_discarded = timed.throttled_discarded;
@@ -1287,7 +1280,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       }
       if (!timed_wrong.empty() && protocol.integrity_checks) {
         cand.finish();
-        return finish(VerdictClass::kIntegrityViolation, "timed_call_incorrect: " + timed_wrong_message(v));
+        return finish(VerdictClass::kIntegrityViolation, "timed_call_incorrect: " + timed_wrong_finding);
       }
       if (v.reference_time && v.candidate_time->headline(rules.statistic) > 0) {
         v.speedup = v.reference_time->headline(rules.statistic) / v.candidate_time->headline(rules.statistic);

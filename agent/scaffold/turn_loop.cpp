@@ -231,7 +231,7 @@ LoopSummary TurnLoop::run() {
         ++summary.attempts_resumed;
         // A chain that ended on its turn budget goes on when the run now
         // has more turns; one that stopped early stays stopped.
-        if (r.chain_done && r.stop_reason != "turns") c.done = true;
+        if (r.ends_chain_for_good()) c.done = true;
       }
       if (static_cast<int>(c.history.size()) >= config_.scaffold.turns) c.done = true;
       chains.push_back(std::move(c));
@@ -527,7 +527,7 @@ int TurnLoop::check(std::ostream& out) {
       for (const auto& r : recs) {
         if (r.turn != have + 1) break;
         ++have;
-        stopped = stopped || (r.chain_done && r.stop_reason != "turns");
+        stopped = stopped || r.ends_chain_for_good();
       }
       resumed += have;
       if (stopped) continue;

@@ -130,17 +130,17 @@ RunStore::RunStore(const std::string& runs_dir, const std::string& name)
 
 namespace {
 
-// obj's value at a dotted path ("scaffold.kind"); null when absent. `found`
-// says whether every step existed.
+// obj's value at a dotted path ("scaffold.kind"); null when absent. `found`,
+// when given, says whether every step existed.
 json at_path(const json& obj, const std::string& path, bool* found) {
   const json* cur = &obj;
   std::size_t from = 0;
-  *found = true;
+  if (found) *found = true;
   while (true) {
     const std::size_t dot = path.find('.', from);
     const std::string key = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
     if (!cur->is_object() || !cur->contains(key)) {
-      *found = false;
+      if (found) *found = false;
       return json();
     }
     cur = &(*cur)[key];
@@ -163,9 +163,9 @@ std::string RunStore::config_conflict(const json& resolved, const std::vector<st
   std::string differ;
   int count = 0;
   for (const auto& f : identity_fields) {
-    bool in_old = false, in_new = false;
+    bool in_old = false;
     const json a = at_path(old, f, &in_old);
-    const json b = at_path(resolved, f, &in_new);
+    const json b = at_path(resolved, f, nullptr);  // the new config has every field
     // A field an older kloop did not store cannot be compared.
     if (!in_old) continue;
     if (a != b) differ += std::string(count++ ? "; " : "") + "'" + f + "' (" + a.dump() + " vs " + b.dump() + ")";

@@ -55,6 +55,10 @@ struct AttemptRecord {
 
   nlohmann::json to_json() const;
   static AttemptRecord from_json(const nlohmann::json& j);
+  // The chain stopped here for good (early stop, refusal, context overflow):
+  // a run extended to more turns does not go on from it, as it does from a
+  // chain that ended on its turn budget.
+  bool ends_chain_for_good() const { return chain_done && stop_reason != "turns"; }
 };
 
 // A run's lock: runs/NAME/lock names the driver (pid, host, start) under an
