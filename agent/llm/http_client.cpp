@@ -147,6 +147,9 @@ HttpResponse perform(const HttpRequest& request, bool post) {
     }
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_off_t uploaded = 0;
+    curl_easy_getinfo(h, CURLINFO_SIZE_UPLOAD_T, &uploaded);
+    response.request_sent = uploaded >= static_cast<curl_off_t>(request.body.size()) && (post ? uploaded > 0 : true);
     if (status >= 200 && status < 300 && !response.body.empty()) {
       response.status = status;
       response.interrupted = true;

@@ -43,6 +43,9 @@ struct HttpResponse {
   // A 2xx answer had begun (status, headers and part of the body are kept)
   // when the transfer broke: the provider was generating, and bills for it.
   bool interrupted = false;
+  // The whole request reached the server before the transfer failed: a
+  // timeout then means the provider may have been generating (and billing).
+  bool request_sent = false;
   double seconds = 0;
 
   bool received() const { return status != 0; }

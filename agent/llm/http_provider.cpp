@@ -263,6 +263,17 @@ GenerationResult HttpProvider::generate(const GenerationRequest& request) {
       record(attempt, response, "malformed", last_failure);  // proxies, overloaded servers, broken streams: retried
     } else if (!response.received()) {
       last_failure = describe_transport_failure(response);
+      // A request that reached the server and then ran out of time may have
+      // been generating all along: not sent again (and billed twice) unless
+      // the config says so. A stream would have kept what arrived.
+      if (response.timed_out && response.request_sent && !config_.resend_interrupted) {
+        record(attempt, response, "timeout_after_send", last_failure);
+        throw ProviderError(redactor_.redact(describe() + ": " + last_failure +
+                                             " after the request was sent; not sent again, since the provider may "
+                                             "have generated (and billed) the answer: raise provider.timeout_s, keep "
+                                             "provider.stream on, or set provider.retry.resend_interrupted"),
+                            calls, "timeout_after_send");
+      }
       record(attempt, response, error_class_name(ErrorClass::kTransient), last_failure);
     } else {
       const std::string server = redactor_.redact(server_error_message(response.body));

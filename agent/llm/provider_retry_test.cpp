@@ -311,10 +311,25 @@ TEST_F(ProviderRetryTest, ConnectionRefusedIsRetriedThenGivesUp) {
   EXPECT_EQ(sleeper_.sleeps().size(), 2u);
 }
 
-TEST_F(ProviderRetryTest, SlowResponseHitsTotalTimeoutAndIsRetried) {
+// A request that reached the server and then timed out may have been
+// generating: not sent again (billed twice) unless the config says so.
+TEST_F(ProviderRetryTest, SlowResponseHitsTotalTimeoutAndIsNotResentUnlessAskedTo) {
   ProviderConfig c = config("openai");
   c.total_timeout = 300ms;
+  c.stream = false;
   server_.enqueue({200, {}, kOpenAiAnswer, 3000ms});  // longer than the timeout
+  try {
+    provider(c)->generate(hello());
+    FAIL() << "expected ProviderError";
+  } catch (const FatalProviderError& e) {
+    FAIL() << e.what();
+  } catch (const ProviderError& e) {
+    EXPECT_EQ(e.error_class(), "timeout_after_send");
+    EXPECT_TRUE(contains(e.what(), "not sent again")) << e.what();
+  }
+  EXPECT_EQ(server_.requests().size(), 1u);
+  c.resend_interrupted = true;
+  server_.enqueue({200, {}, kOpenAiAnswer, 3000ms});
   server_.enqueue_json(200, kOpenAiAnswer);
   GenerationResult r = provider(c)->generate(hello());
   EXPECT_EQ(r.attempts, 2) << "the slow answer was cut off and the request retried";
