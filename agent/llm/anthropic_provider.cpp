@@ -153,8 +153,13 @@ class AnthropicProvider : public HttpProvider {
       out.cached_input_tokens = json_count(usage, "cache_read_input_tokens");
       out.cache_write_tokens = json_count(usage, "cache_creation_input_tokens");
       out.input_tokens = json_count(usage, "input_tokens") + out.cached_input_tokens + out.cache_write_tokens;
-      // Thinking is billed as output and included here; the API gives no separate count.
-      out.output_tokens = json_count(body["usage"], "output_tokens");
+      // Thinking is billed as output and included here; newer responses also
+      // break it out (usage.output_tokens_details.thinking_tokens, part of
+      // output_tokens, not beside them).
+      out.output_tokens = json_count(usage, "output_tokens");
+      if (usage.contains("output_tokens_details")) {
+        out.reasoning_tokens = json_count(usage["output_tokens_details"], "thinking_tokens");
+      }
     }
   }
 };

@@ -259,13 +259,15 @@ TEST_F(ProviderRetryTest, CachedTokensAreCountedAndPriced) {
   // https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching: cache reads and
   // writes are reported beside input_tokens
   server_.enqueue_json(200, R"({"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-      "usage": {"input_tokens": 100, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 50, "output_tokens": 10}})");
+      "usage": {"input_tokens": 100, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 50, "output_tokens": 10,
+                "output_tokens_details": {"thinking_tokens": 6}}})");
   ProviderConfig a = config("anthropic");
   a.prices = {3.0, 15.0, 0.3, 3.75};
   GenerationResult ra = provider(a)->generate(hello());
   EXPECT_EQ(ra.input_tokens, 1050);
   EXPECT_EQ(ra.cached_input_tokens, 900);
   EXPECT_EQ(ra.cache_write_tokens, 50);
+  EXPECT_EQ(ra.reasoning_tokens, 6);  // a part of output_tokens
   EXPECT_DOUBLE_EQ(ra.cost_usd, (100 * 3.0 + 900 * 0.3 + 50 * 3.75 + 10 * 15.0) / 1e6);
   // Without cache prices, cached tokens cost what input costs.
   server_.enqueue_json(200, R"({"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}],
