@@ -35,7 +35,7 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
         reg.select(st->names, st->suite, st->level > 0 ? std::optional<int>(st->level) : std::nullopt);
     Builder builder(BuilderConfig::from_environment());
     EvalOptions opts;
-    opts.device = st->device == "cuda" ? "cuda:0" : st->device;
+    opts.device = st->device;
     opts.protocol = st->protocol;
     opts.small_dims = st->dims == "small";
     opts.measure_time = false;

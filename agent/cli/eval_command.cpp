@@ -42,9 +42,8 @@ void add_eval_options(CLI::App& app, EvalCliOptions& o) {
 
 EvalOptions make_eval_options(const EvalCliOptions& o) {
   EvalOptions e;
-  e.device = o.device;
-  if (e.device == "cuda") e.device = "cuda:0";
-  if (e.device != "cpu" && e.device.rfind("cuda:", 0) != 0) {
+  e.device = o.device;  // the Evaluator spells "cuda" as cuda:0
+  if (e.device != "cpu" && e.device != "cuda" && e.device.rfind("cuda:", 0) != 0) {
     throw std::invalid_argument("--device: expected cpu or cuda[:N], got '" + o.device + "'");
   }
 #ifndef KLOOP_WITH_CUDA

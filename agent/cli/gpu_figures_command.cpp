@@ -28,7 +28,7 @@ Runner add_calibrate_command(CLI::App& app, const GlobalOptions& global) {
     (void)global;
     Builder builder(BuilderConfig::from_environment());
     EvalOptions opts;
-    opts.device = st->device == "cuda" ? "cuda:0" : st->device;
+    opts.device = st->device;
     Evaluator evaluator(builder, opts);
     Calibration c = evaluator.calibrate();
     std::printf("%s (driver %d, %d SMs)\n", c.device.value("name", "?").c_str(), c.device.value("cuda_driver", 0),
@@ -94,7 +94,7 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
     }
     Builder builder(BuilderConfig::from_environment());
     EvalOptions opts;
-    opts.device = st->device == "cuda" ? "cuda:0" : st->device;
+    opts.device = st->device;
     opts.protocol = st->protocol;
     opts.small_dims = st->dims == "small";
     if (st->max_timing_s > 0) opts.max_timing_seconds = st->max_timing_s;

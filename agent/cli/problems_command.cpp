@@ -190,9 +190,8 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
   return [&global, list_cmd, show_cmd, check_cmd, suite, level, json_list, name, json_show, check_names, check_suite,
           check_level, check_device]() {
     if (check_cmd->parsed()) {
-      std::string device = *check_device == "cuda" ? "cuda:0" : *check_device;
       return check(global, *check_names, *check_suite,
-                   *check_level > 0 ? std::optional<int>(*check_level) : std::nullopt, device);
+                   *check_level > 0 ? std::optional<int>(*check_level) : std::nullopt, *check_device);
     }
     if (list_cmd->parsed()) {
       return list(global, *suite, *level > 0 ? std::optional<int>(*level) : std::nullopt, *json_list);

@@ -39,15 +39,7 @@ std::string error_field(const nlohmann::json& body, const char* field) {
 }
 
 bool context_overflow(const std::string& message, const std::string& code) {
-  const std::string m = lower(message);
-  if (code == "context_length_exceeded" || code == "exceed_context_size_error") return true;
-  for (const char* marker : {"context_length", "context length", "context window", "maximum context",
-                             "prompt is too long", "too many tokens", "input token count", "reduce the length",
-                             "exceed context limit", "exceeds the available context size", "context size",
-                             "exceed_context_size"}) {
-    if (has(m, marker)) return true;
-  }
-  return false;
+  return code == "context_length_exceeded" || code == "exceed_context_size_error" || is_context_length_error(message);
 }
 
 bool billing(const std::string& message) {

@@ -108,8 +108,13 @@ std::string server_error_message(const std::string& body) {
 
 bool is_context_length_error(const std::string& server_message) {
   std::string m = lower(server_message);
+  // OpenAI, vLLM, Anthropic ("prompt is too long", "... exceed context
+  // limit"), Gemini ("input token count"), llama.cpp ("exceeds the available
+  // context size").
   for (const char* marker : {"context_length", "context length", "context window", "maximum context",
-                             "prompt is too long", "too many tokens", "input token count", "reduce the length"}) {
+                             "prompt is too long", "too many tokens", "input token count", "reduce the length",
+                             "exceed context limit", "exceeds the available context size", "context size",
+                             "exceed_context_size"}) {
     if (m.find(marker) != std::string::npos) return true;
   }
   return false;

@@ -73,6 +73,7 @@ json view_json(const RunView& v, const RunMetrics& m) {
   for (const auto& g : m.groups) groups.push_back(group_json(g, m.ps));
   const FailureTaxonomy& f = m.failures;
   const CostSummary& c = m.cost;
+  const std::optional<double> saving = cache_saving_usd(c, v.prices);
   return {{"label", v.label()},
           {"run", v.run_name},
           {"run_dir", v.run_dir},
@@ -98,7 +99,7 @@ json view_json(const RunView& v, const RunMetrics& m) {
             {"cached_input_tokens", c.cached_input_tokens},
             {"cache_write_tokens", c.cache_write_tokens},
             {"uncached_input_tokens", c.uncached_input_tokens},
-            {"cache_saving_usd", cache_saving_usd(c, v.prices) ? json(*cache_saving_usd(c, v.prices)) : json(nullptr)},
+            {"cache_saving_usd", saving ? json(*saving) : json(nullptr)},
             {"output_tokens", c.output_tokens},
             {"reasoning_tokens", c.reasoning_tokens},
             {"cost_usd", c.cost_usd},

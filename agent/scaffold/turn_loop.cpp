@@ -303,14 +303,15 @@ LoopSummary TurnLoop::run() {
         outcome = "context_overflow";
         outcome_message = e.what();
         gen.finish_reason = "context_overflow";
+      } catch (const FatalProviderError& e) {
+        write_calls(dir, e.calls());
+        fatal = true;
+        std::lock_guard<std::mutex> lock(summary_mutex);
+        summary.fatal_error = e.what();
+        return;
       } catch (const ProviderFailure& e) {
         write_calls(dir, e.calls());
         std::lock_guard<std::mutex> lock(summary_mutex);
-        if (dynamic_cast<const FatalProviderError*>(&e)) {
-          fatal = true;
-          summary.fatal_error = e.what();
-          return;
-        }
         summary.errors.push_back(spec.name + " sample " + std::to_string(chain.sample) + " turn " +
                                  std::to_string(turn) + ": " + e.what());
         ++summary.chains_incomplete;

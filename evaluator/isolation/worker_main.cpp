@@ -375,29 +375,12 @@ class Worker {
   // memory (no zero-fill). Both give the same bits.
   std::vector<at::Tensor> draw_args(const json& c, int64_t call) {
     std::vector<at::Tensor> args;
-    for (const auto& d : input_draws(c, call)) {
-      const auto options = at::TensorOptions().dtype(scalar_type_of(d.dtype));
-#ifdef KLOOP_WITH_CUDA
-      if (session_->cuda()) {
-        at::Tensor t = at::empty(d.shape, options.device(device_));
-        try {
-          generate_on_device(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed);
-        } catch (const std::runtime_error& e) {
-          throw WorkerError{"runtime_error", e.what()};  // e.g. the context a kernel broke
-        }
-        args.push_back(std::move(t));
-        continue;
-      }
-#endif
-      at::Tensor t = at::empty(d.shape, options);
-      generate_into(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed);
-      args.push_back(to_device(t, device_));
-    }
+    redraw(args, c, call);
     return args;
   }
 
   // Call `call`'s inputs drawn into `set` in place (a set of draw_args of
-  // the same case), finished before this returns: the sample that follows
+  // the same case, or empty), finished before this returns: the sample that follows
   // starts its wall clock with the device idle (the unaccounted-work check
   // holds that clock against the events). A tensor the module resized or
   // replaced is made anew.
@@ -415,7 +398,7 @@ class Worker {
 #ifdef KLOOP_WITH_CUDA
       if (session_->cuda()) {
         try {
-          generate_on_device(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed, true);
+          generate_on_device(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed);
         } catch (const std::runtime_error& e) {
           throw WorkerError{"runtime_error", e.what()};
         }

@@ -71,7 +71,7 @@ void check(cudaError_t e, const char* what) {
 }  // namespace
 
 void generate_on_device(void* dst, const std::string& name, DType dtype, int64_t numel, const DrawSpec& draw,
-                        uint64_t seed, bool wait) {
+                        uint64_t seed) {
   const philox::Draw d = resolve_draw(draw, name, dtype, seed);
   if (numel <= 0) return;
   if (reinterpret_cast<uintptr_t>(dst) % dtype_size(dtype) != 0) {
@@ -91,7 +91,7 @@ void generate_on_device(void* dst, const std::string& name, DType dtype, int64_t
     case DType::kBool: launch<Bool, uint8_t>(dst, n, d); break;
   }
   check(cudaGetLastError(), "launching the kernel");
-  if (wait) check(cudaStreamSynchronize(nullptr), "running the kernel");
+  check(cudaStreamSynchronize(nullptr), "running the kernel");
 }
 
 }  // namespace kloop

@@ -11,11 +11,9 @@
 namespace kloop {
 
 // Draws into `dst` (device memory aligned to the dtype, numel elements) on
-// the legacy default stream and, when `wait`, waits for it (otherwise work
-// on any blocking stream queued later runs after it). Throws
-// std::invalid_argument for a bad draw, std::runtime_error for a CUDA error
-// (named).
+// the legacy default stream and waits for it. Throws std::invalid_argument
+// for a bad draw, std::runtime_error for a CUDA error (named).
 void generate_on_device(void* dst, const std::string& name, DType dtype, int64_t numel, const DrawSpec& draw,
-                        uint64_t seed, bool wait = true);
+                        uint64_t seed);
 
 }  // namespace kloop
