@@ -770,8 +770,9 @@ std::string find_worker_executable() {
 
 std::string detect_cuda_arch(const std::string& device) {
   if (const char* env = std::getenv("KLOOP_CUDA_ARCH"); env && *env) return env;
-  const std::string index = device.rfind("cuda:", 0) == 0 ? device.substr(5) : "0";
-  CommandResult r = run_command({"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader", "-i", index}, "",
+  CommandResult r = run_command({"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader", "-i",
+                                 nvidia_smi_device_id(device)},
+                                "",
                                 std::chrono::seconds(30));
   std::string cap = r.output.substr(0, r.output.find('\n'));
   auto dot = cap.find('.');

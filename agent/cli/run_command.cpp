@@ -1,22 +1,106 @@
-// kloop run CONFIG: an experiment from a YAML config; resumable.
+// kloop run CONFIG: an experiment from a YAML config; resumable. With
+// --shards N one shard of it (a Slurm array task's); with --slurm, the
+// whole run as a Slurm job array of its shards.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "agent/cli/commands.h"
+#include "agent/cluster/slurm.h"
 #include "agent/llm/provider.h"
 #include "agent/scaffold/run_config.h"
 #include "agent/scaffold/turn_loop.h"
+#include "agent/store/run_store.h"
 
 namespace kloop::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct State {
+  std::string config;
+  std::string name;
+  std::string runs_dir;
+  bool check = false;
+  bool no_provider_check = false;
+  int shards = 0;
+  std::optional<int> shard;
+  bool slurm = false;
+  bool dry_run = false;
+  SlurmOptions slurm_options;
+  int gpus_per_task = -1;
+};
+
+// `--slurm`: the run folder made, and an array of the shards with work left
+// submitted (or, with --dry-run, only written).
+int submit(const State& st, const RunConfig& config, LlmProvider& provider, const GlobalOptions& global) {
+  TurnLoop loop(config, provider, std::cerr);
+  const int problems = static_cast<int>(loop.selected_problems().size());
+  const std::string run_path = fs::absolute(loop.prepare_run_folder()).lexically_normal().string();
+  RunStore store(fs::path(run_path).parent_path().string(), fs::path(run_path).filename().string());
+  int shards = st.shards;
+  if (shards == 0) shards = store.shard_count().value_or(std::min(problems, 1000));
+  shards = std::max(1, shards);
+  store.check_shard_count(shards);
+
+  SlurmArray array;
+  array.run_path = run_path;
+  array.run_name = config.name;
+  array.shards = shards;
+  array.cuda = config.device != "cpu";
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  array.command = {ec ? std::string("kloop") : self.string(), "run", fs::absolute(config.path).string(),
+                   "--name", config.name, "--runs-dir", fs::path(run_path).parent_path().string(),
+                   "--shards", std::to_string(shards)};
+  if (global.problems_dir_set) {
+    array.command.insert(array.command.begin() + 1, {"--problems", fs::absolute(global.problems_dir).string()});
+  }
+  if (st.no_provider_check) array.command.push_back("--no-provider-check");
+
+  std::vector<int> work = loop.shards_with_work(shards);
+  if (work.empty()) {
+    std::cout << "kloop: run '" << config.name << "' (" << run_path << ") has no attempt left to make in any of its "
+              << shards << " shard(s); nothing submitted\n";
+    return 0;
+  }
+  // Tasks Slurm already holds, or whose driver is running, are not sent twice.
+  const auto queued = slurm_queued_tasks(slurm_job_name(config.name));
+  std::vector<int> busy;
+  for (int t : work) {
+    const bool held = (queued && std::find(queued->begin(), queued->end(), t) != queued->end()) ||
+                      RunLock::shard_running(run_path, t);
+    (held ? busy : array.tasks).push_back(t);
+  }
+  if (!busy.empty()) {
+    std::cout << "kloop: shard(s) " << array_ranges(busy) << " already queued or running; not submitted again\n";
+  }
+  if (array.tasks.empty()) return 0;
+  const SlurmSubmission sub = submit_slurm_array(array, st.slurm_options, st.dry_run);
+  std::cout << "kloop: " << (st.dry_run ? "wrote" : "submitted") << " " << sub.script_path << ": shard(s) "
+            << array_ranges(array.tasks) << " of " << shards << " (" << problems << " problem(s))";
+  if (!st.dry_run) std::cout << " as job " << sub.job_id;
+  std::cout << "\n";
+  if (st.dry_run) {
+    std::cout << "kloop: submit it with: sbatch " << sub.script_path << "\n";
+    return 0;
+  }
+  std::cout << "kloop: logs in " << run_path << "/slurm/shard-K.log; `kloop report " << run_path
+            << "` merges the shards; this command again resubmits what is left\n";
+  if (!st.slurm_options.wait) return 0;
+  const std::vector<int> left = loop.shards_with_work(shards);
+  if (left.empty()) {
+    std::cout << "kloop: every shard has finished\n";
+    return sub.exit_code == 0 ? 0 : 1;
+  }
+  std::cout << "kloop: shard(s) " << array_ranges(left) << " have work left (failed, cancelled or preempted); "
+            << "submit again to resume them\n";
+  return 1;
+}
+
+}  // namespace
 
 Runner add_run_command(CLI::App& app, const GlobalOptions& global) {
-  struct State {
-    std::string config;
-    std::string name;
-    std::string runs_dir;
-    bool check = false;
-    bool no_provider_check = false;
-  };
   auto st = std::make_shared<State>();
   app.add_option("config", st->config, "experiment config (YAML), e.g. configs/demo.yaml")->required()->check(CLI::ExistingFile);
   app.add_option("--name", st->name, "run name (default: the config's name); a run with this name resumes");
@@ -26,22 +110,63 @@ Runner add_run_command(CLI::App& app, const GlobalOptions& global) {
                "the cost ceiling; sends nothing");
   app.add_flag("--no-provider-check", st->no_provider_check,
                "do not ask the provider for its model list before the first request (servers without one)");
+  app.add_option("--shards", st->shards,
+                 "split the run into N shards by problem; without --slurm, run one of them (--shard, or the Slurm "
+                 "array task's SLURM_ARRAY_TASK_ID) into the run folder, its records in results.shard-K.jsonl")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--shard", st->shard, "with --shards: the shard this driver runs (0 to N-1)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--slurm", st->slurm,
+               "submit the run to Slurm as a job array, one task per shard with work left (again: resubmit what "
+               "is left)");
+  app.add_flag("--dry-run", st->dry_run, "with --slurm: write the sbatch script (RUN/slurm/kloop.sbatch), submit nothing");
+  app.add_flag("--wait", st->slurm_options.wait, "with --slurm: return when every task has ended (sbatch --wait)");
+  app.add_option("--partition", st->slurm_options.partition, "with --slurm: the Slurm partition");
+  app.add_option("--time", st->slurm_options.time, "with --slurm: each task's time limit (sbatch --time, e.g. 04:00:00)");
+  app.add_option("--gpus-per-task", st->gpus_per_task,
+                 "with --slurm: GPUs per task (default 1 for a CUDA run, none on cpu); each task evaluates on all "
+                 "of its GPUs")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--cpus-per-task", st->slurm_options.cpus_per_task, "with --slurm: CPUs per task")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--mem", st->slurm_options.mem, "with --slurm: memory per task (sbatch --mem, e.g. 64G)");
+  app.add_option("--sbatch-arg", st->slurm_options.extra,
+                 "with --slurm: one more sbatch option for the script, e.g. --sbatch-arg=--account=abc (repeatable)");
   return [st, &global]() {
     RunConfig config = load_run_config(st->config);
     if (!st->name.empty()) config.name = st->name;
     if (!st->runs_dir.empty()) config.runs_dir = st->runs_dir;
     if (global.problems_dir_set) config.problems_dir = global.problems_dir;
+    if (st->gpus_per_task >= 0) st->slurm_options.gpus_per_task = st->gpus_per_task;
+    const bool slurm_only = st->dry_run || st->slurm_options.wait || !st->slurm_options.partition.empty() ||
+                            !st->slurm_options.time.empty() || st->gpus_per_task >= 0 ||
+                            st->slurm_options.cpus_per_task > 0 || !st->slurm_options.mem.empty() ||
+                            !st->slurm_options.extra.empty();
+    if (slurm_only && !st->slurm) {
+      throw std::invalid_argument("--dry-run, --wait, --partition, --time, --gpus-per-task, --cpus-per-task, --mem "
+                                  "and --sbatch-arg go with --slurm");
+    }
+    if (st->shard && st->shards == 0) throw std::invalid_argument("--shard K needs --shards N (the number of shards)");
+    if (st->slurm && st->shard) throw std::invalid_argument("--slurm submits every shard; leave out --shard");
+    if (st->slurm && st->check) throw std::invalid_argument("--check and --slurm: run --check without --slurm first");
     std::unique_ptr<LlmProvider> provider = make_provider(config.provider);
+    if (st->slurm) return submit(*st, config, *provider, global);
+    std::optional<Shard> shard;
+    if (st->shards > 0) shard = Shard{shard_index(st->shard, st->shards), st->shards};
     if (st->check) {
       TurnLoop loop(config, *provider, std::cerr);
       loop.set_provider_check(!st->no_provider_check);
+      if (shard) loop.set_shard(*shard);
       return loop.check(std::cout);
     }
-    std::cerr << "kloop: run '" << config.name << "' with " << provider->describe() << ", scaffold "
-              << config.scaffold.kind << " (" << config.scaffold.samples << " sample(s) x " << config.scaffold.turns
-              << " turn(s)), protocol " << config.protocol << " on " << config.device << "\n";
+    std::cerr << "kloop: run '" << config.name << "'"
+              << (shard ? " shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) : "")
+              << " with " << provider->describe() << ", scaffold " << config.scaffold.kind << " ("
+              << config.scaffold.samples << " sample(s) x " << config.scaffold.turns << " turn(s)), protocol "
+              << config.protocol << " on " << config.device << "\n";
     TurnLoop loop(config, *provider, std::cout);
     loop.set_provider_check(!st->no_provider_check);
+    if (shard) loop.set_shard(*shard);
     LoopSummary summary = loop.run();
     std::cout << format_summary(summary);
     if (!summary.fatal_error.empty()) return 2;

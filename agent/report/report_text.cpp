@@ -387,6 +387,17 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
   const GroupMetrics* all = overall(m);
   out << (all ? all->problems : 0) << " problems selected, " << (all ? all->problems_with_results : 0)
       << " with results; " << m.failures.attempts << " attempts from " << v.results_file;
+  if (v.record_files.size() > 1 || (v.record_files.size() == 1 && v.record_files[0] != v.results_file)) {
+    out << " (" << v.record_files.size() << " files: " << v.record_files.front() << ", ..., the run's shards)";
+  }
+  const std::vector<DeviceUse> devices = device_use(v);
+  if (devices.size() > 1 || (devices.size() == 1 && !devices[0].gpu.empty())) {
+    out << "\nevaluated on";
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      out << (i ? ", " : " ") << devices[i].device << (devices[i].gpu.empty() ? "" : " (" + devices[i].gpu + ")")
+          << ": " << devices[i].attempts;
+    }
+  }
   if (!v.excluded.empty()) {
     out << "\n" << v.excluded.size() << " excluded by " << v.protocol << " as degenerate (";
     for (std::size_t i = 0; i < v.excluded.size(); ++i) out << (i ? ", " : "") << v.excluded[i];
@@ -478,6 +489,14 @@ std::string render_text_report(const std::vector<RunView>& views, const std::vec
   std::ostringstream out;
   out << heading("kloop report", 1, format);
   if (format == TextFormat::kTerminal) out << "\n";
+  // Speedups are each against the reference on the GPU the attempt ran
+  // on; across GPU models neither they nor the times compare.
+  if (const std::vector<std::string> gpus = gpu_models(views); gpus.size() > 1) {
+    out << "WARNING: these results come from " << gpus.size() << " GPU models (";
+    for (std::size_t i = 0; i < gpus.size(); ++i) out << (i ? ", " : "") << gpus[i];
+    out << "); their timings and speedups do not compare with each other (`evaluated on` in each section says "
+           "which attempts ran where)\n\n";
+  }
   if (views.size() > 1) {
     out << heading("side by side", 2, format);
     out << comparison_table(views, metrics, false, format) << "\n"

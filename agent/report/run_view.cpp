@@ -140,6 +140,29 @@ std::vector<SelectedProblem> selected_problems(const json& config, const Problem
   return out;
 }
 
+std::vector<DeviceUse> device_use(const RunView& v) {
+  std::vector<DeviceUse> out;
+  for (const auto& a : v.attempts) {
+    const AttemptRecord& r = a.record;
+    if (r.verdict == "no_code" || r.verdict == "refused" || r.verdict == "context_overflow") continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const DeviceUse& d) { return d.device == r.device && d.gpu == r.gpu; });
+    if (it == out.end()) it = out.insert(out.end(), {r.device, r.gpu, 0});
+    ++it->attempts;
+  }
+  std::sort(out.begin(), out.end(), [](const DeviceUse& a, const DeviceUse& b) { return a.device < b.device; });
+  return out;
+}
+
+std::vector<std::string> gpu_models(const std::vector<RunView>& views) {
+  std::vector<std::string> out;
+  for (const auto& v : views) {
+    for (const auto& d : device_use(v)) {
+      if (!d.gpu.empty() && std::find(out.begin(), out.end(), d.gpu) == out.end()) out.push_back(d.gpu);
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> run_protocols(const std::string& run_dir) {
   std::vector<std::string> out = {load_run_config_json(run_dir).value("protocol", std::string("strict"))};
   std::vector<std::string> rescored;
@@ -149,7 +172,8 @@ std::vector<std::string> run_protocols(const std::string& run_dir) {
     if (f.size() > prefix.size() + suffix.size() && f.rfind(prefix, 0) == 0 &&
         f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0) {
       std::string p = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
-      if (p != out.front()) rescored.push_back(p);
+      if (const std::size_t shard = p.find(".shard-"); shard != std::string::npos) p.resize(shard);  // a shard's file
+      if (p != out.front() && std::find(rescored.begin(), rescored.end(), p) == rescored.end()) rescored.push_back(p);
     }
   }
   std::sort(rescored.begin(), rescored.end());
@@ -172,7 +196,8 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   v.results_file = v.rescored ? rescore_results_file(v.protocol) : RunStore::kResultsFile;
   v.verdict_root = v.rescored ? rescore_verdict_root(v.protocol) : "";
   const fs::path results = fs::path(run_dir) / v.results_file;
-  if (!fs::exists(results)) {
+  const RunStore store(folder.parent_path().string(), folder.filename().string());
+  if (store.record_files(v.results_file).empty()) {
     throw std::runtime_error(results.string() + ": not found; " +
                              (v.rescored ? "run 'kloop rescore " + run_dir + " --protocol " + v.protocol + "' first"
                                          : "the run has no finished attempt yet (kloop run CONFIG resumes it)"));
@@ -193,7 +218,7 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   v.samples = scaffold.value("samples", 1);
   v.device = config.value("device", std::string("?"));
 
-  const RunStore store(folder.parent_path().string(), folder.filename().string());
+  v.record_files = store.record_files(v.results_file);
   const std::vector<AttemptRecord> records = store.load_results(v.results_file);
   v.problems = selected_problems(config, registry, records, (fs::path(run_dir) / "config.json").string());
   if (registry && protocol_by_name(v.protocol).exclude_degenerate) drop_excluded(v, *registry);

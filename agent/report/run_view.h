@@ -20,6 +20,7 @@ struct RunView {
   std::string run_dir;
   std::string protocol;
   std::string results_file;  // relative to run_dir
+  std::vector<std::string> record_files;  // what was read: results_file and its shards' (results.shard-K.jsonl)
   std::string verdict_root;  // where this view's verdict.json files are, relative to run_dir ("" = the attempt folders)
   bool rescored = false;     // results of `kloop rescore`, not of the run itself
   std::string model;         // "openai:gpt-5"
@@ -46,6 +47,18 @@ struct RunView {
 
   std::string label() const;  // "demo [strict]"
 };
+
+// Where a report's attempts were evaluated: "cuda:1 (NVIDIA H200)" with how
+// many; several GPU models in one report are said, since their timings do
+// not compare.
+struct DeviceUse {
+  std::string device;
+  std::string gpu;  // "" on CPU
+  int attempts = 0;
+};
+std::vector<DeviceUse> device_use(const RunView& v);
+// The GPU models of these views' attempts, each once.
+std::vector<std::string> gpu_models(const std::vector<RunView>& views);
 
 // Where `kloop rescore --protocol P` writes: records, and verdicts under
 // rescore-<P>/attempts/... mirroring the attempt folders.

@@ -142,6 +142,7 @@ json RunConfig::to_json() const {
             {"level", problems.level ? json(*problems.level) : json(nullptr)},
             {"names", problems.names}}},
           {"device", device},
+          {"devices", devices},
           {"protocol", protocol},
           {"seed", seed},
           {"provider", prov},
@@ -170,7 +171,7 @@ RunConfig load_run_config(const std::string& path) {
   }
   json j = yaml_to_json(root);
   if (!j.is_object()) throw std::invalid_argument(path + ": expected a YAML map at the top level");
-  r.known(j, "", {"name", "runs_dir", "problems_dir", "problems", "device", "protocol", "seed", "provider",
+  r.known(j, "", {"name", "runs_dir", "problems_dir", "problems", "device", "devices", "protocol", "seed", "provider",
                   "scaffold", "prompts", "evaluation", "parallel_chains"});
 
   RunConfig c;
@@ -196,6 +197,40 @@ RunConfig load_run_config(const std::string& path) {
                      "(scripts/build with KLOOP_CMAKE_ARGS=-DCMAKE_PREFIX_PATH=...) or use device: cpu");
   }
 #endif
+  if (j.contains("devices") && !j["devices"].is_null()) {
+    const json& d = j["devices"];
+    const bool pinned = c.device.rfind("cuda:", 0) == 0;
+    if (pinned) r.fail("devices", "device " + c.device + " names one GPU; use device: cuda with devices: [..] for several");
+    if (d.is_string()) {
+      if (d.get<std::string>() != "all") r.fail("devices", "expected all, a number of devices, or a list of GPU indices");
+      if (c.device == "cpu") r.fail("devices", "all means every GPU; on cpu give the number of CPU queues, e.g. 2");
+    } else if (d.is_number_integer()) {
+      if (d.get<long long>() < 1 || d.get<long long>() > 1024) r.fail("devices", "expected 1 or more, got " + d.dump());
+    } else if (d.is_array()) {
+      if (c.device == "cpu") r.fail("devices", "a list names GPUs; on cpu give the number of CPU queues, e.g. 2");
+      if (d.empty()) r.fail("devices", "the list is empty; name at least one GPU index, e.g. [0, 1]");
+      std::set<long long> seen;
+      for (const auto& x : d) {
+        long long index = -1;
+        if (x.is_number_integer()) {
+          index = x.get<long long>();
+        } else if (x.is_string() && x.get<std::string>().rfind("cuda:", 0) == 0) {
+          try {
+            std::size_t used = 0;
+            const std::string digits = x.get<std::string>().substr(5);
+            index = std::stoll(digits, &used);
+            if (used != digits.size()) index = -1;
+          } catch (const std::exception&) {
+          }
+        }
+        if (index < 0) r.fail("devices", x.dump() + " is not a GPU index; use 0, 1, ... (or cuda:0, cuda:1, ...)");
+        if (!seen.insert(index).second) r.fail("devices", "GPU " + std::to_string(index) + " is listed twice");
+      }
+    } else {
+      r.fail("devices", "expected all, a number of devices, or a list of GPU indices; got " + d.dump());
+    }
+    c.devices = d;
+  }
   c.seed = r.get<unsigned long long>(j, "seed", "seed", 1);
   c.parallel_chains = r.get<int>(j, "parallel_chains", "parallel_chains", 0);
 
@@ -273,6 +308,41 @@ RunConfig load_run_config(const std::string& path) {
     r.fail("evaluation.isolation", "'" + c.isolation + "' is not a sandbox level; use strict (the default) or weak");
   }
   return c;
+}
+
+std::vector<std::string> evaluation_devices(const RunConfig& c) {
+  const std::string where = c.path + ": field 'devices': ";
+  if (c.device == "cpu") {
+    const int n = c.devices.is_number_integer() ? c.devices.get<int>() : 1;
+    return std::vector<std::string>(static_cast<std::size_t>(n), "cpu");
+  }
+  if (c.device != "cuda") return {c.device};
+  const int visible = visible_cuda_devices();
+  auto too_few = [&](const std::string& asked) {
+    return std::invalid_argument(where + asked + ", but this process sees " + std::to_string(visible) +
+                                 " GPU(s) (" + visible_cuda_devices_source() +
+                                 "); ask for fewer, or run where more are visible");
+  };
+  std::vector<std::string> out;
+  if (c.devices.is_array()) {
+    for (const auto& x : c.devices) {
+      const long long index = x.is_number_integer() ? x.get<long long>() : std::stoll(x.get<std::string>().substr(5));
+      if (index >= visible) throw too_few("GPU " + std::to_string(index) + " is listed");
+      out.push_back("cuda:" + std::to_string(index));
+    }
+    return out;
+  }
+  int n = visible;
+  if (c.devices.is_number_integer()) {
+    n = c.devices.get<int>();
+    if (n > visible) throw too_few(std::to_string(n) + " GPU(s) are asked for");
+  }
+  if (n < 1) {
+    throw std::invalid_argument(c.path + ": field 'device': cuda, but this process sees no GPU (" +
+                                visible_cuda_devices_source() + "); use device: cpu, or run on a GPU machine");
+  }
+  for (int i = 0; i < n; ++i) out.push_back("cuda:" + std::to_string(i));
+  return out;
 }
 
 }  // namespace kloop

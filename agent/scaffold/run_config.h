@@ -40,6 +40,11 @@ struct RunConfig {
   std::string problems_dir;
   ProblemSelection problems;
   std::string device = "cpu";
+  // The evaluation queues, one per device (`devices` in the config): "all"
+  // (the default for device cuda: every GPU this process sees, i.e. after
+  // CUDA_VISIBLE_DEVICES), a count (the first N; on cpu, N CPU queues side
+  // by side), or a list of GPU indices. Resolved by evaluation_devices().
+  nlohmann::json devices;  // null: one queue, or every GPU for device cuda
   std::string protocol = "strict";
   unsigned long long seed = 1;
   ProviderConfig provider;
@@ -56,6 +61,11 @@ struct RunConfig {
   // name of the key's environment variable).
   nlohmann::json to_json() const;
 };
+
+// The devices a run evaluates on, one queue each ("cuda:0", "cuda:1"; "cpu"
+// once per CPU queue). Throws std::invalid_argument naming the config, the
+// field and the fix when the machine has fewer GPUs than asked for.
+std::vector<std::string> evaluation_devices(const RunConfig& config);
 
 // Loads and checks a config. Relative paths are taken from the config's
 // folder. Errors name the file, the field and the fix.

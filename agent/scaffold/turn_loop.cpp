@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <set>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -102,6 +104,23 @@ std::string prompts_digest(const std::string& dir) {
   return h.hex();
 }
 
+// How far a chain got in the run store: its turns without a gap from turn
+// 1, and whether it ended for good (early stop, refusal). Sorts `records`.
+struct StoredChain {
+  int turns = 0;
+  bool stopped = false;
+};
+StoredChain stored_chain(std::vector<AttemptRecord>& records) {
+  std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) { return a.turn < b.turn; });
+  StoredChain c;
+  for (const auto& r : records) {
+    if (r.turn != c.turns + 1) break;  // a gap: redone from there
+    ++c.turns;
+    c.stopped = c.stopped || r.ends_chain_for_good();
+  }
+  return c;
+}
+
 }  // namespace
 
 TurnLoop::TurnLoop(RunConfig config, LlmProvider& provider, std::ostream& progress)
@@ -136,7 +155,49 @@ std::vector<ProblemSpec> TurnLoop::select_problems(std::vector<std::string>* exc
     throw std::invalid_argument(config_.path + ": field 'problems': every selected problem is excluded by the " +
                                 config_.protocol + " protocol");
   }
+  if (shard_) {
+    std::vector<ProblemSpec> mine;
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      if (shard_->holds(i)) mine.push_back(std::move(specs[i]));
+    }
+    return mine;
+  }
   return specs;
+}
+
+std::vector<ProblemSpec> TurnLoop::selected_problems() const {
+  std::vector<std::string> excluded;
+  return select_problems(&excluded);
+}
+
+std::string TurnLoop::prepare_run_folder() {
+  std::vector<std::string> excluded;
+  const std::vector<ProblemSpec> specs = select_problems(&excluded);
+  PromptBuilder prompts(config_.prompts);
+  if (!specs.empty()) (void)prompts.task(specs.front());  // the templates render
+  RunStore store(config_.runs_dir, config_.name);
+  store.write_config(resolved_config(feedback_redactor(provider_)), kIdentityFields);
+  return store.path();
+}
+
+std::vector<int> TurnLoop::shards_with_work(int count) const {
+  std::vector<std::string> excluded;
+  TurnLoop whole(config_, provider_, progress_);
+  const std::vector<ProblemSpec> specs = whole.select_problems(&excluded);
+  std::map<std::pair<std::string, int>, std::vector<AttemptRecord>> stored;
+  const fs::path run_path = fs::path(config_.runs_dir) / config_.name;
+  if (fs::exists(run_path / "config.json")) {
+    const RunStore store(config_.runs_dir, config_.name);
+    for (auto& r : store.load_results()) stored[{r.problem, r.sample}].push_back(std::move(r));
+  }
+  std::set<int> pending;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    for (int s = 0; s < config_.scaffold.samples; ++s) {
+      const StoredChain c = stored_chain(stored[{specs[i].name, s}]);
+      if (!c.stopped && c.turns < config_.scaffold.turns) pending.insert(static_cast<int>(i % static_cast<std::size_t>(count)));
+    }
+  }
+  return {pending.begin(), pending.end()};
 }
 
 EvalOptions TurnLoop::eval_options() const {
@@ -186,11 +247,30 @@ LoopSummary TurnLoop::run() {
   std::map<std::string, std::string> tasks;
   for (const auto& s : specs) tasks[s.name] = prompts.task(s);
 
-  // The device and the worker are checked here, before the run folder or
-  // any request exists.
-  const EvalOptions eval_opts = eval_options();
-  Builder eval_builder(BuilderConfig::from_environment());
-  Evaluator evaluator(eval_builder, eval_opts);
+  // The devices and the worker are checked here, before the run folder or
+  // any request exists. One evaluator (and its workers) per device.
+  const std::vector<std::string> devices = evaluation_devices(config_);
+  std::vector<std::unique_ptr<Builder>> eval_builders;
+  std::vector<std::unique_ptr<Evaluator>> evaluators;
+  for (const auto& device : devices) {
+    EvalOptions options = eval_options();
+    options.device = device;
+    // CPU queues side by side share the cores.
+    if (device == "cpu" && devices.size() > 1 && options.threads == 0) {
+      options.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / devices.size()));
+    }
+    eval_builders.push_back(std::make_unique<Builder>(BuilderConfig::from_environment()));
+    evaluators.push_back(std::make_unique<Evaluator>(*eval_builders.back(), options));
+  }
+  // The configurations the candidates are built for (one per distinct GPU
+  // architecture), so the build each evaluation makes finds the cache filled.
+  std::vector<BuilderConfig> build_configs;
+  for (const auto& b : eval_builders) {
+    const bool seen = std::any_of(build_configs.begin(), build_configs.end(),
+                                  [&](const BuilderConfig& c) { return c.cuda_arch == b->config().cuda_arch; });
+    if (!seen) build_configs.push_back(b->config());
+  }
+  DeviceQueues queues(devices);
   if (provider_check_) {
     const LlmProvider::Probe probe = provider_.probe();
     if (probe.checked) progress_ << "kloop: provider: " << probe.what << "\n";
@@ -204,11 +284,16 @@ LoopSummary TurnLoop::run() {
   }
 
   RunStore store(config_.runs_dir, config_.name);
-  const RunLock run_lock(store.path(), progress_);
+  const RunLock run_lock(store.path(), progress_, shard_ ? std::optional<int>(shard_->index) : std::nullopt);
   store.write_config(resolved_config(redactor), kIdentityFields);
+  if (shard_) {
+    store.check_shard_count(shard_->count);
+    store.set_shard(shard_->index);
+  }
 
   LoopSummary summary;
   summary.run_path = store.path();
+  if (shard_) summary.shard = std::to_string(shard_->index) + "/" + std::to_string(shard_->count);
   summary.problems = static_cast<int>(specs.size());
   summary.excluded = excluded;
 
@@ -239,7 +324,6 @@ LoopSummary TurnLoop::run() {
   }
   summary.chains = static_cast<int>(chains.size());
 
-  std::mutex eval_mutex;      // one evaluation at a time on the device
   std::mutex progress_mutex;  // whole lines on the progress stream
   std::mutex summary_mutex;
   std::atomic<bool> fatal{false};
@@ -259,9 +343,10 @@ LoopSummary TurnLoop::run() {
 
   auto run_chain = [&](Chain& chain) {
     const ProblemSpec& spec = *chain.spec;
-    // The evaluator's own configuration (the device's architecture, the
+    // The evaluators' own configurations (the devices' architectures, the
     // sandbox), so the build that counts finds this one in the cache.
-    Builder prebuilder(eval_builder.config());
+    std::vector<std::unique_ptr<Builder>> prebuilders;
+    for (const auto& c : build_configs) prebuilders.push_back(std::make_unique<Builder>(c));
     for (int turn = static_cast<int>(chain.history.size()) + 1; turn <= config_.scaffold.turns && !chain.done; ++turn) {
       if (fatal) return;
       const std::string dir = store.attempt_dir(spec.name, chain.sample, turn);
@@ -272,7 +357,7 @@ LoopSummary TurnLoop::run() {
       rec.sample = chain.sample;
       rec.turn = turn;
       rec.protocol = config_.protocol;
-      rec.device = config_.device;
+      rec.device = config_.device == "cuda" ? devices.front() : config_.device;
       rec.model = config_.provider.model;
       rec.attempt_dir = store.relative_attempt_dir(spec.name, chain.sample, turn);
 
@@ -356,15 +441,22 @@ LoopSummary TurnLoop::run() {
           // Compile outside the device lock so builds overlap evaluations.
           {
             const Phase compiling(status, "compile");
-            rec.compile_seconds =
-                prebuilder.build(source, ModuleRole::kCandidate, config_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda)
-                    .seconds;
+            for (auto& prebuilder : prebuilders) {
+              rec.compile_seconds +=
+                  prebuilder->build(source, ModuleRole::kCandidate, config_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda)
+                      .seconds;
+            }
           }
           Verdict v;
           {
             const Phase evaluating(status, "eval");
-            std::lock_guard<std::mutex> lock(eval_mutex);
-            v = evaluator.evaluate(spec, source);
+            const DeviceQueues::Lease lease = queues.acquire();
+            rec.queue = lease.index();
+            rec.device = devices[static_cast<std::size_t>(lease.index())];
+            v = evaluators[static_cast<std::size_t>(lease.index())]->evaluate(spec, source);
+          }
+          if (v.environment.contains("device") && v.environment["device"].is_object()) {
+            rec.gpu = v.environment["device"].value("name", "");
           }
           v = redact_verdict(std::move(v), redactor);
           RunStore::write_text(dir + "/verdict.json", redactor.redact_json(v.to_json()).dump(2) + "\n");
@@ -410,7 +502,10 @@ LoopSummary TurnLoop::run() {
     }
   };
 
-  int workers = config_.parallel_chains > 0 ? config_.parallel_chains : std::max(1, config_.provider.concurrency);
+  // Enough chains that while `concurrency` wait for the model, every
+  // device still has one to evaluate.
+  int workers = config_.parallel_chains > 0 ? config_.parallel_chains
+                                            : std::max(1, config_.provider.concurrency) + static_cast<int>(devices.size()) - 1;
   workers = std::max(1, std::min<int>(workers, static_cast<int>(chains.size())));
   std::vector<std::thread> pool;
   for (int w = 0; w < workers; ++w) {
@@ -421,6 +516,8 @@ LoopSummary TurnLoop::run() {
     });
   }
   for (auto& t : pool) t.join();
+  summary.queues = queues.figures();
+  summary.seconds = queues.seconds();
 
   // Best so far, per turn, over all samples (what fast_p at turn t reports).
   for (int t = 1; t <= config_.scaffold.turns; ++t) {
@@ -484,11 +581,21 @@ int TurnLoop::check(std::ostream& out) {
   }
 
   try {
-    Builder builder(BuilderConfig::from_environment());
-    Evaluator evaluator(builder, eval_options());
-    out << "  device: " << config_.device << " usable by this build";
-    if (!builder.config().cuda_arch.empty()) out << " (" << builder.config().cuda_arch << ")";
-    out << "; protocol " << config_.protocol << ", isolation " << config_.isolation << "\n";
+    const std::vector<std::string> devices = evaluation_devices(config_);
+    out << "  device: " << config_.device;
+    if (devices.size() > 1 || devices.front() != config_.device) {
+      out << " (" << devices.size() << " evaluation queue(s):";
+      for (const auto& d : devices) out << " " << d;
+      out << ")";
+    }
+    for (const auto& d : devices) {
+      Builder builder(BuilderConfig::from_environment());
+      EvalOptions options = eval_options();
+      options.device = d;
+      Evaluator evaluator(builder, options);
+      if (!builder.config().cuda_arch.empty()) out << (d == devices.front() ? " " : ", ") << d << ": " << builder.config().cuda_arch;
+    }
+    out << " usable by this build; protocol " << config_.protocol << ", isolation " << config_.isolation << "\n";
   } catch (const std::exception& e) {
     bad("device", e.what());
   }
@@ -507,7 +614,7 @@ int TurnLoop::check(std::ostream& out) {
   // What a run would still ask for: the chains' missing turns.
   std::map<std::pair<std::string, int>, std::vector<AttemptRecord>> stored;
   const fs::path run_path = fs::path(config_.runs_dir) / config_.name;
-  if (fs::exists(run_path / RunStore::kResultsFile)) {
+  if (fs::exists(run_path / "config.json")) {
     RunStore store(config_.runs_dir, config_.name);
     if (const std::string conflict = store.config_conflict(resolved_config(redactor), kIdentityFields);
         !conflict.empty()) {
@@ -521,17 +628,10 @@ int TurnLoop::check(std::ostream& out) {
                              static_cast<double>(config_.prompts.max_feedback_chars) / 4;
   for (const auto& spec : specs) {
     for (int s = 0; s < config_.scaffold.samples; ++s) {
-      auto& recs = stored[{spec.name, s}];
-      std::sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) { return a.turn < b.turn; });
-      int have = 0;
-      bool stopped = false;
-      for (const auto& r : recs) {
-        if (r.turn != have + 1) break;
-        ++have;
-        stopped = stopped || r.ends_chain_for_good();
-      }
+      const StoredChain stored_so_far = stored_chain(stored[{spec.name, s}]);
+      const int have = stored_so_far.turns;
       resumed += have;
-      if (stopped) continue;
+      if (stored_so_far.stopped) continue;
       for (int t = have + 1; t <= config_.scaffold.turns; ++t) {
         ++requests;
         const int earlier = config_.scaffold.context == "full" ? t - 1 : (t > 1 ? 1 : 0);
@@ -567,7 +667,8 @@ int TurnLoop::check(std::ostream& out) {
 
 std::string format_summary(const LoopSummary& s) {
   std::ostringstream out;
-  out << "run " << s.run_path << ": " << s.problems << " problem(s), " << s.chains << " chain(s); " << s.attempts_run
+  out << "run " << s.run_path << (s.shard.empty() ? "" : " shard " + s.shard) << ": " << s.problems << " problem(s), "
+      << s.chains << " chain(s); " << s.attempts_run
       << " attempt(s) run now, " << s.attempts_resumed << " resumed from the run store";
   char cost[64];
   std::snprintf(cost, sizeof(cost), "; %lld tokens, $%.4f\n", s.tokens, s.cost_usd);
@@ -588,6 +689,17 @@ std::string format_summary(const LoopSummary& s) {
     out << s.excluded.size() << " problem(s) excluded by the protocol and not counted:";
     for (const auto& n : s.excluded) out << " " << n;
     out << "\n";
+  }
+  // How busy each device was over the run (several queues, or a GPU's).
+  if (s.attempts_run > 0 && (s.queues.size() > 1 || (s.queues.size() == 1 && s.queues[0].device != "cpu"))) {
+    for (std::size_t i = 0; i < s.queues.size(); ++i) {
+      const auto& q = s.queues[i];
+      char line[160];
+      std::snprintf(line, sizeof(line), "queue %zu (%s): %d evaluation(s), busy %.1f s of %.1f s (%.0f%%)\n", i,
+                    q.device.c_str(), q.evaluations, q.busy_seconds, s.seconds,
+                    s.seconds > 0 ? 100.0 * q.busy_seconds / s.seconds : 0.0);
+      out << line;
+    }
   }
   for (const auto& e : s.errors) out << "error: " << e << "\n";
   if (s.chains_incomplete) out << s.chains_incomplete << " chain(s) incomplete; run the same command again to resume\n";

@@ -1,15 +1,22 @@
 // TurnLoop: runs an experiment. For every problem and sample it asks the
 // model for a candidate, evaluates it, and feeds the verdict back for the
 // next turn, recording every attempt in the run store. LLM requests and
-// compiles run in parallel across chains; evaluations on one device run one
-// at a time, so timings do not disturb each other.
+// compiles run in parallel across chains; evaluations go to one queue per
+// device (DeviceQueues) and run one at a time on each, so timings do not
+// disturb each other.
+//
+// A run may be split into shards by problem (the i-th selected problem in
+// shard i mod N, stable across resubmission): each shard's driver runs its
+// problems into the same run folder, its records in a file of its own.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "agent/llm/provider.h"
+#include "agent/scaffold/device_queues.h"
 #include "agent/scaffold/run_config.h"
 #include "agent/llm/redactor.h"
 #include "agent/store/run_store.h"
@@ -37,6 +44,17 @@ struct LoopSummary {
   std::string fatal_error;  // set when the provider refused for good (bad key, unknown model)
   std::vector<std::string> errors;
   std::vector<std::string> excluded;  // problems the protocol leaves out (not in `problems`)
+  std::string shard;                  // "2/8" for a shard's driver
+  std::vector<QueueFigures> queues;   // the evaluation queues, one per device
+  double seconds = 0;                 // wall time of the run's attempts
+};
+
+// Which shard a problem falls in: the i-th of the selection (after the
+// protocol's exclusions) in shard i mod count.
+struct Shard {
+  int index = 0;
+  int count = 1;
+  bool holds(std::size_t position) const { return static_cast<int>(position % static_cast<std::size_t>(count)) == index; }
 };
 
 class TurnLoop {
@@ -52,6 +70,20 @@ class TurnLoop {
   // Ask the provider (LlmProvider::probe) before the first request; a
   // refused key then stops the run with nothing sent. Off by default.
   void set_provider_check(bool on) { provider_check_ = on; }
+  // Run (or check) only this shard's problems, its records in
+  // results.shard-<index>.jsonl, under the shard's own lock.
+  void set_shard(Shard shard) { shard_ = shard; }
+  // The problems a run selects (after the protocol's exclusions), in shard
+  // order. Throws naming the config when it selects none.
+  std::vector<ProblemSpec> selected_problems() const;
+  // For `--slurm`, before any task starts: checks the config, makes the
+  // run folder and stores the resolved config and the run's key (refused,
+  // as run() refuses, when the folder holds another experiment). Needs no
+  // device and sends nothing. Returns the run folder.
+  std::string prepare_run_folder();
+  // For `--slurm`: the shards of `count` that still have attempts to make,
+  // from the run folder's records (all of them when there is no run yet).
+  std::vector<int> shards_with_work(int count) const;
 
  private:
   std::vector<ProblemSpec> select_problems(std::vector<std::string>* excluded) const;
@@ -62,6 +94,7 @@ class TurnLoop {
   LlmProvider& provider_;
   std::ostream& progress_;
   bool provider_check_ = false;
+  std::optional<Shard> shard_;
 };
 
 // The summary table printed after a run.

@@ -5,6 +5,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -32,11 +34,24 @@ bool record_mac_holds(const IntegrityKey& key, const std::string& file, const js
   return key.verify(mac, {kRecordTag, file, record.dump()});
 }
 
+// "results" of results.jsonl and results.shard-3.jsonl; "" for a name that
+// is not a .jsonl file.
+std::string record_stem(const std::string& name) {
+  const std::string suffix = ".jsonl";
+  if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return "";
+  std::string stem = name.substr(0, name.size() - suffix.size());
+  const std::size_t shard = stem.rfind(".shard-");
+  if (shard != std::string::npos) {
+    const std::string index = stem.substr(shard + 7);
+    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) return "";
+    stem.resize(shard);
+  }
+  return stem;
+}
+
 bool is_record_file(const std::string& name) {
-  const std::string prefix = "rescore-", suffix = ".jsonl";
-  if (name == RunStore::kResultsFile) return true;
-  return name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
-         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  const std::string stem = record_stem(name);
+  return stem == "results" || (stem.size() > 8 && stem.rfind("rescore-", 0) == 0);
 }
 
 std::string line_list(const std::vector<int>& lines) {
@@ -68,6 +83,8 @@ json AttemptRecord::to_json() const {
             {"message", message},
             {"protocol", protocol},
             {"device", device},
+            {"queue", queue},
+            {"gpu", gpu},
             {"model", model},
             {"input_tokens", input_tokens},
             {"output_tokens", output_tokens},
@@ -100,6 +117,8 @@ AttemptRecord AttemptRecord::from_json(const json& j) {
   r.message = j.value("message", "");
   r.protocol = j.value("protocol", "");
   r.device = j.value("device", "");
+  r.queue = j.value("queue", 0);
+  r.gpu = j.value("gpu", "");
   r.model = j.value("model", "");
   r.input_tokens = j.value("input_tokens", 0LL);
   r.output_tokens = j.value("output_tokens", 0LL);
@@ -186,26 +205,58 @@ void RunStore::write_config(const json& resolved, const std::vector<std::string>
   record_key(true);
 }
 
-RunLock::RunLock(const std::string& run_path, std::ostream& notes) : path_((fs::path(run_path) / "lock").string()) {
+namespace {
+
+// The text a lock file holds: its driver, or "" when cleared.
+std::string lock_holder(int fd) {
+  std::string text(512, '\0');
+  const ssize_t n = pread(fd, text.data(), text.size(), 0);
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.pop_back();
+  return text;
+}
+
+std::string shard_lock_name(int shard) { return "lock.shard-" + std::to_string(shard); }
+
+}  // namespace
+
+RunLock::RunLock(const std::string& run_path, std::ostream& notes, std::optional<int> shard)
+    : path_((fs::path(run_path) / (shard ? shard_lock_name(*shard) : std::string("lock"))).string()) {
+  if (shard) {
+    // The run's lock, shared: every shard at once, but no driver of the whole run.
+    const std::string run_lock = (fs::path(run_path) / "lock").string();
+    run_fd_ = open(run_lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (run_fd_ < 0) throw std::runtime_error(run_lock + ": cannot open the run's lock: " + std::strerror(errno));
+    if (flock(run_fd_, LOCK_SH | LOCK_NB) != 0) {
+      const std::string who = lock_holder(run_fd_);
+      close(run_fd_);
+      run_fd_ = -1;
+      throw std::runtime_error(run_lock + ": the whole run is in use by " + (who.empty() ? "another kloop" : who) +
+                               "; a shard starts once it has finished");
+    }
+    // Text there was left by a driver of the whole run that died.
+    if (!lock_holder(run_fd_).empty()) (void)!ftruncate(run_fd_, 0);
+  }
   fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error(path_ + ": cannot open the run's lock: " + std::strerror(errno));
-  auto holder = [&] {
-    std::string text(512, '\0');
-    const ssize_t n = pread(fd_, text.data(), text.size(), 0);
-    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.pop_back();
-    return text;
-  };
+  if (fd_ < 0) {
+    const int err = errno;
+    if (run_fd_ >= 0) close(run_fd_);
+    throw std::runtime_error(path_ + ": cannot open the run's lock: " + std::strerror(err));
+  }
   if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const std::string who = holder();
+    std::string who = lock_holder(fd_);
     close(fd_);
     fd_ = -1;
-    throw std::runtime_error(path_ + ": the run is in use by " + (who.empty() ? "another kloop" : who) +
-                             "; wait for it to finish, or use another --name");
+    if (run_fd_ >= 0) close(run_fd_);
+    run_fd_ = -1;
+    if (who.empty() && !shard) who = "the drivers of its shards (lock.shard-*)";
+    throw std::runtime_error(path_ + ": the " + std::string(shard ? "shard" : "run") + " is in use by " +
+                             (who.empty() ? "another kloop" : who) + "; wait for it to finish, or use another --name");
   }
   // Held by nobody but not cleared: its driver died (kill -9, a crash).
-  if (const std::string stale = holder(); !stale.empty()) {
-    notes << "kloop: taking over the run's lock from " << stale << ", which is no longer running\n";
+  if (const std::string stale = lock_holder(fd_); !stale.empty()) {
+    notes << "kloop: taking over the " << (shard ? "shard's" : "run's") << " lock from " << stale
+          << ", which is no longer running\n";
   }
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
@@ -219,9 +270,20 @@ RunLock::RunLock(const std::string& run_path, std::ostream& notes) : path_((fs::
 }
 
 RunLock::~RunLock() {
-  if (fd_ < 0) return;
-  (void)!ftruncate(fd_, 0);  // a clean exit leaves no holder behind
-  close(fd_);                // releases the flock
+  if (fd_ >= 0) {
+    (void)!ftruncate(fd_, 0);  // a clean exit leaves no holder behind
+    close(fd_);                // releases the flock
+  }
+  if (run_fd_ >= 0) close(run_fd_);
+}
+
+bool RunLock::shard_running(const std::string& run_path, int shard) {
+  const std::string p = (fs::path(run_path) / shard_lock_name(shard)).string();
+  const int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = flock(fd, LOCK_SH | LOCK_NB) != 0;
+  close(fd);
+  return held;
 }
 
 bool RunStore::has_records() const {
@@ -243,45 +305,101 @@ std::optional<IntegrityKey> RunStore::record_key(bool create) const {
   return IntegrityKey::open_or_create(key_path);
 }
 
+std::optional<int> RunStore::shard_count() const {
+  const fs::path p = fs::path(path_) / "shards.json";
+  std::ifstream in(p);
+  if (!in) return std::nullopt;
+  try {
+    const json j = json::parse(in);
+    return j.at("shards").get<int>();
+  } catch (const json::exception&) {
+    throw std::runtime_error(p.string() + ": not a shard count (expected {\"shards\": N}); remove it if the run "
+                             "is not being run in shards");
+  }
+}
+
+void RunStore::check_shard_count(int count) {
+  if (const std::optional<int> have = shard_count()) {
+    if (*have != count) {
+      throw std::runtime_error((fs::path(path_) / "shards.json").string() + ": this run is split into " +
+                               std::to_string(*have) + " shards (a problem's shard depends on the number); use --shards " +
+                               std::to_string(*have) + ", or another --name for a new run");
+    }
+    return;
+  }
+  write_text((fs::path(path_) / "shards.json").string(), json{{"shards", count}}.dump() + "\n");
+}
+
+std::string RunStore::shard_file(const std::string& file, int index) {
+  const std::string suffix = ".jsonl";
+  const std::string stem =
+      file.size() > suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0
+          ? file.substr(0, file.size() - suffix.size())
+          : file;
+  return stem + ".shard-" + std::to_string(index) + suffix;
+}
+
+std::vector<std::string> RunStore::record_files(const std::string& file) const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(path_) / file, ec)) out.push_back(file);
+  const std::string stem = record_stem(file);
+  std::vector<std::pair<long long, std::string>> shards;
+  for (const auto& entry : fs::directory_iterator(path_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == file || record_stem(name) != stem || name.find(".shard-") == std::string::npos) continue;
+    if (!entry.is_regular_file(ec)) continue;
+    const std::string index = name.substr(name.rfind(".shard-") + 7);
+    shards.emplace_back(std::stoll(index.substr(0, index.size() - 6)), name);
+  }
+  std::sort(shards.begin(), shards.end());
+  for (auto& [index, name] : shards) out.push_back(std::move(name));
+  return out;
+}
+
 std::vector<AttemptRecord> RunStore::load_results(const std::string& file) const {
   std::vector<AttemptRecord> out;
-  const fs::path p = fs::path(path_) / file;
-  std::ifstream in(p);
-  if (!in) return out;
   const std::optional<IntegrityKey> key = record_key(false);
   std::set<std::tuple<std::string, int, int>> seen;
-  std::vector<int> rejected;
-  int line_number = 0, unverified = 0;
-  std::string line;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (line.empty()) continue;
-    try {
-      json j = json::parse(line);
-      std::string mac;
-      if (j.is_object() && j.contains("mac") && j["mac"].is_string()) {
-        mac = j["mac"].get<std::string>();
-        j.erase("mac");
+  for (const std::string& name : record_files(file)) {
+    const fs::path p = fs::path(path_) / name;
+    std::ifstream in(p);
+    if (!in) continue;
+    std::vector<int> rejected;
+    int line_number = 0, unverified = 0;
+    std::string line;
+    while (std::getline(in, line)) {
+      ++line_number;
+      if (line.empty()) continue;
+      try {
+        json j = json::parse(line);
+        std::string mac;
+        if (j.is_object() && j.contains("mac") && j["mac"].is_string()) {
+          mac = j["mac"].get<std::string>();
+          j.erase("mac");
+        }
+        // Under the name of the file it is in: a record moved to another
+        // shard's file or another protocol's does not verify.
+        if (key && (mac.empty() || !record_mac_holds(*key, name, j, mac))) {
+          rejected.push_back(line_number);
+          continue;
+        }
+        AttemptRecord r = AttemptRecord::from_json(j);
+        unverified += key ? 0 : 1;
+        if (seen.insert({r.problem, r.sample, r.turn}).second) out.push_back(std::move(r));
+      } catch (const json::exception&) {
+        // A line cut short by a kill; its attempt will be redone.
       }
-      if (key && (mac.empty() || !record_mac_holds(*key, file, j, mac))) {
-        rejected.push_back(line_number);
-        continue;
-      }
-      AttemptRecord r = AttemptRecord::from_json(j);
-      unverified += key ? 0 : 1;
-      if (seen.insert({r.problem, r.sample, r.turn}).second) out.push_back(std::move(r));
-    } catch (const json::exception&) {
-      // A line cut short by a kill; its attempt will be redone.
     }
-  }
-  if (!rejected.empty()) {
-    warn_untrusted(p.string() + ": " + std::to_string(rejected.size()) + " of " + std::to_string(line_number) +
-                   " line(s) rejected: not written by this run's driver (missing or wrong MAC under " +
-                   (fs::path(path_) / kKeyFile).string() + "; line " + line_list(rejected) + ")");
-  }
-  if (unverified > 0) {
-    warn_untrusted(p.string() + ": " + std::to_string(unverified) + " record(s) unverified: the run has no " +
-                   kKeyFile + " (made before kloop signed its records, or the key was removed)");
+    if (!rejected.empty()) {
+      warn_untrusted(p.string() + ": " + std::to_string(rejected.size()) + " of " + std::to_string(line_number) +
+                     " line(s) rejected: not written by this run's driver (missing or wrong MAC under " +
+                     (fs::path(path_) / kKeyFile).string() + "; line " + line_list(rejected) + ")");
+    }
+    if (unverified > 0) {
+      warn_untrusted(p.string() + ": " + std::to_string(unverified) + " record(s) unverified: the run has no " +
+                     kKeyFile + " (made before kloop signed its records, or the key was removed)");
+    }
   }
   return out;
 }
@@ -297,7 +415,15 @@ std::string RunStore::attempt_dir(const std::string& problem, int sample, int tu
 }
 
 void RunStore::write_text(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
+  // Drivers on other nodes may write the same file (a run's shards, each
+  // its config.json): each its own temporary file, renamed over atomically.
+  static const std::string unique = [] {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    return std::string(host) + "-" + std::to_string(getpid());
+  }();
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = path + ".tmp-" + unique + "-" + std::to_string(counter++);
   {
     std::ofstream out(tmp, std::ios::binary);
     out << text;
@@ -306,8 +432,9 @@ void RunStore::write_text(const std::string& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
-void RunStore::append(const AttemptRecord& record, const std::string& file) {
+void RunStore::append(const AttemptRecord& record, const std::string& to) {
   std::lock_guard<std::mutex> lock(mutex_);
+  const std::string file = shard_ ? shard_file(to, *shard_) : to;
   const std::string p = (fs::path(path_) / file).string();
   json signed_record = json::parse(record.to_json().dump());  // the fields as they will read back
   if (const std::optional<IntegrityKey> key = record_key(true)) {

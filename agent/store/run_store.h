@@ -34,7 +34,9 @@ struct AttemptRecord {
   std::optional<double> speedup;
   std::string message;
   std::string protocol;
-  std::string device;
+  std::string device;  // where it was evaluated: cpu, cuda:N (the run's evaluation queues, one per device)
+  int queue = 0;       // which of the run's evaluation queues (several CPU queues share the device name cpu)
+  std::string gpu;     // the GPU's model ("NVIDIA H200"), from the verdict; "" on CPU
   std::string model;
   long long input_tokens = 0;
   long long output_tokens = 0;
@@ -65,16 +67,26 @@ struct AttemptRecord {
 // flock held while it lives, so a second driver on the same run refuses,
 // naming the holder; a lock left by a driver that died is taken over with a
 // note on `notes`. Released (and cleared) on destruction.
+//
+// A shard's driver (kloop run --shards N, one Slurm array task) holds `lock`
+// shared and lock.shard-K exclusively: the shards of a run go on side by
+// side, each shard has one driver, and a driver of the whole run waits for
+// none of them (it refuses while any shard runs).
 class RunLock {
  public:
-  RunLock(const std::string& run_path, std::ostream& notes);
+  RunLock(const std::string& run_path, std::ostream& notes, std::optional<int> shard = std::nullopt);
   ~RunLock();
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;
 
+  // Whether a driver holds shard K's lock now (false when none does, or the
+  // run has no such lock file).
+  static bool shard_running(const std::string& run_path, int shard);
+
  private:
   std::string path_;
   int fd_ = -1;
+  int run_fd_ = -1;  // `lock`, held shared by a shard's driver
 };
 
 class RunStore {
@@ -101,8 +113,27 @@ class RunStore {
   // stderr naming the file and how many; without a run key (a run made
   // before records were signed) records load with an "unverified" warning.
   // `file` is results.jsonl, or another record file of the run in the same
-  // format (rescore-<protocol>.jsonl, written by `kloop rescore`).
+  // format (rescore-<protocol>.jsonl, written by `kloop rescore`). The
+  // records of `file` include its shards' (results.shard-K.jsonl beside
+  // results.jsonl: one file per shard, so no two nodes append to one file).
   std::vector<AttemptRecord> load_results(const std::string& file = kResultsFile) const;
+  // The files load_results(file) reads that exist: `file` and its shards'.
+  std::vector<std::string> record_files(const std::string& file = kResultsFile) const;
+
+  // A run split into shards keeps their number (shards.json): a problem's
+  // shard depends on it. Records `count` when the run has none; throws
+  // std::runtime_error naming the file and the count to use when it has
+  // another.
+  void check_shard_count(int count);
+  // The recorded number of shards; nullopt for a run never split.
+  std::optional<int> shard_count() const;
+
+  // This driver runs shard `index` of the run: its records go to
+  // results.shard-<index>.jsonl (and rescore files' likewise).
+  void set_shard(int index) { shard_ = index; }
+  std::optional<int> shard() const { return shard_; }
+  // The file a record of `file` goes to from shard `index`.
+  static std::string shard_file(const std::string& file, int index);
 
   // runs/NAME/attempts/<problem>/sample<k>/turn<t>, created on demand.
   std::string attempt_dir(const std::string& problem, int sample, int turn) const;
@@ -124,6 +155,7 @@ class RunStore {
 
   std::string path_;
   std::string name_;
+  std::optional<int> shard_;
   std::mutex mutex_;
 };
 

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 namespace kloop {
 namespace {
@@ -157,6 +159,90 @@ TEST_F(RunStoreTest, RunsMadeBeforeSigningLoadUnverifiedAndStayUnsigned) {
   EXPECT_NE(warning.find("2 record(s) unverified"), std::string::npos) << warning;
   store.append(rec("a", 0, 3, "correct"));
   EXPECT_EQ(store.load_results().size(), 3u) << "a resumed old run keeps its records";
+}
+
+// A run's shards each append to a file of their own; every reader of the
+// run sees all of them as one set of records.
+TEST_F(RunStoreTest, ShardsWriteTheirOwnFilesAndLoadAsOneRun) {
+  {
+    RunStore whole(dir_.string(), "r1");
+    whole.write_config({{"seed", 1}}, {"seed"});
+    whole.append(rec("a", 0, 1, "incorrect"));  // a turn run before the run was split
+  }
+  RunStore shard0(dir_.string(), "r1"), shard1(dir_.string(), "r1");
+  shard0.set_shard(0);
+  shard1.set_shard(1);
+  shard0.append(rec("a", 0, 2, "correct"));
+  shard1.append(rec("b", 0, 1, "correct"));
+  shard1.append(rec("b", 0, 1, "incorrect"));  // a duplicate: the first stays
+  EXPECT_TRUE(fs::exists(dir_ / "r1" / "results.shard-0.jsonl"));
+  EXPECT_TRUE(fs::exists(dir_ / "r1" / "results.shard-1.jsonl"));
+  const RunStore reader(dir_.string(), "r1");
+  EXPECT_EQ(reader.record_files(),
+            (std::vector<std::string>{"results.jsonl", "results.shard-0.jsonl", "results.shard-1.jsonl"}));
+  const auto back = reader.load_results();
+  ASSERT_EQ(back.size(), 3u);
+  std::map<std::string, std::string> verdict;
+  for (const auto& r : back) verdict[r.problem + std::to_string(r.turn)] = r.verdict;
+  EXPECT_EQ(verdict["a1"], "incorrect");
+  EXPECT_EQ(verdict["a2"], "correct");
+  EXPECT_EQ(verdict["b1"], "correct");
+  EXPECT_EQ(RunStore::shard_file("rescore-kernelbench.jsonl", 3), "rescore-kernelbench.shard-3.jsonl");
+}
+
+// Attack: a genuine record of one shard copied into another shard's file
+// (or into results.jsonl) does not verify there.
+TEST_F(RunStoreTest, ARecordMovedBetweenShardFilesIsRejected) {
+  RunStore store(dir_.string(), "r1");
+  store.set_shard(0);
+  store.append(rec("a", 0, 1, "incorrect"));
+  RunStore other(dir_.string(), "r1");
+  other.set_shard(1);
+  other.append(rec("b", 0, 1, "correct"));
+  std::ofstream(dir_ / "r1" / "results.shard-2.jsonl") << read_text(dir_ / "r1" / "results.shard-1.jsonl");
+  std::ofstream(dir_ / "r1" / "results.shard-x.jsonl") << read_text(dir_ / "r1" / "results.shard-1.jsonl");
+  ::testing::internal::CaptureStderr();
+  const auto back = RunStore(dir_.string(), "r1").load_results();
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(back.size(), 2u);
+  EXPECT_NE(warning.find("results.shard-2.jsonl: 1 of 1 line(s) rejected"), std::string::npos) << warning;
+}
+
+TEST_F(RunStoreTest, AShardCountOnceRecordedIsKept) {
+  RunStore store(dir_.string(), "r1");
+  EXPECT_FALSE(store.shard_count());
+  store.check_shard_count(4);
+  EXPECT_EQ(store.shard_count(), 4);
+  store.check_shard_count(4);
+  try {
+    store.check_shard_count(5);
+    ADD_FAILURE() << "another shard count was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("use --shards 4"), std::string::npos) << e.what();
+  }
+}
+
+// Shards of a run go on side by side; each shard has one driver, and a
+// driver of the whole run refuses while any shard runs (and the reverse).
+TEST_F(RunStoreTest, ShardLocksAllowShardsSideBySideButOneDriverEach) {
+  RunStore store(dir_.string(), "r1");
+  std::ostringstream notes;
+  {
+    RunLock a(store.path(), notes, 0);
+    RunLock b(store.path(), notes, 1);
+    EXPECT_TRUE(RunLock::shard_running(store.path(), 0));
+    EXPECT_FALSE(RunLock::shard_running(store.path(), 2));
+    EXPECT_THROW(RunLock(store.path(), notes, 1), std::runtime_error);
+    try {
+      RunLock whole(store.path(), notes);
+      ADD_FAILURE() << "the whole run was locked while shards ran";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("shards"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(RunLock::shard_running(store.path(), 0));
+  RunLock whole(store.path(), notes);
+  EXPECT_THROW(RunLock(store.path(), notes, 0), std::runtime_error);
 }
 
 }  // namespace

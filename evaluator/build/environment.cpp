@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "evaluator/build/build_config.h"
 #include "evaluator/build/kloop_version.h"
@@ -44,14 +46,62 @@ json build_environment() {
           {"cuda", std::string(KLOOP_CUDA_VERSION).empty() ? json(nullptr) : json(KLOOP_CUDA_VERSION)}};
 }
 
+namespace {
+
+// CUDA_VISIBLE_DEVICES's entries; nullopt when it is not set. CUDA stops at
+// the first entry that names no device; kloop takes them as written.
+std::optional<std::vector<std::string>> cuda_visible_entries() {
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (!env) return std::nullopt;
+  std::vector<std::string> out;
+  std::istringstream in(env);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (item.empty() || item == "NoDevFiles" || item.rfind("-", 0) == 0) break;
+    out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+int visible_cuda_devices() {
+  if (auto entries = cuda_visible_entries()) return static_cast<int>(entries->size());
+  CommandResult r = run_command({"nvidia-smi", "-L"}, "", std::chrono::seconds(30));
+  if (!r.status.exited || r.status.code != 0) return 0;
+  int n = 0;
+  std::istringstream lines(r.output);
+  std::string line;
+  while (std::getline(lines, line)) n += line.rfind("GPU ", 0) == 0 ? 1 : 0;
+  return n;
+}
+
+std::string visible_cuda_devices_source() {
+  if (const char* env = std::getenv("CUDA_VISIBLE_DEVICES")) return std::string("CUDA_VISIBLE_DEVICES=") + env;
+  return "nvidia-smi -L";
+}
+
+std::string nvidia_smi_device_id(const std::string& device) {
+  const std::string index = device.rfind("cuda:", 0) == 0 ? device.substr(5) : "0";
+  const auto entries = cuda_visible_entries();
+  if (!entries) return index;
+  try {
+    const std::size_t i = std::stoul(index);
+    if (i < entries->size()) return (*entries)[i];
+  } catch (const std::exception&) {
+  }
+  return index;
+}
+
 json machine_environment(const std::string& device) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   json m = {{"host", host}, {"cpu", cpu_model()}, {"cpu_threads", std::thread::hardware_concurrency()}};
   if (device == "cpu") return m;
-  const std::string index = device.rfind("cuda:", 0) == 0 ? device.substr(5) : "0";
   CommandResult r = run_command({"nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm",
-                                 "--format=csv,noheader,nounits", "-i", index},
+                                 "--format=csv,noheader,nounits", "-i", nvidia_smi_device_id(device)},
                                 "", std::chrono::seconds(30));
   if (!r.status.exited || r.status.code != 0) {
     m["gpu_error"] = "nvidia-smi: " + r.output.substr(0, 300);

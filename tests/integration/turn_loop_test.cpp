@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "evaluator/build/content_hash.h"
+#include "evaluator/build/environment.h"
 #include "tests/support/fake_http_server.h"
 
 namespace kloop {
@@ -366,6 +367,133 @@ TEST_F(TurnLoopTest, ExtendingARunReusesEveryStoredAttempt) {
 
 // Two drivers on one run: the second refuses, naming the first; a lock left
 // by a driver that died is taken over with a note.
+// A run split into shards by problem: each shard's driver runs only its
+// problems, into the same run folder, its records in a file of its own;
+// together they are the whole run, which then has nothing left to do.
+TEST_F(TurnLoopTest, ShardsRunTheirProblemsIntoOneRun) {
+  {
+    std::ofstream out(dir_ / "t.jsonl");
+    out << json{{"problem", "19_ReLU"}, {"sample", 0}, {"turn", 1}, {"response", kGood}}.dump() << "\n"
+        << json{{"problem", "23_Softmax"}, {"sample", 0}, {"turn", 1}, {"response", kHack}}.dump() << "\n";
+  }
+  const RunConfig c = config_with("kind: iterative, turns: 1", "names: [19_ReLU, 23_Softmax]");
+  auto provider = make_provider(c.provider);
+  {
+    TurnLoop whole(c, *provider, progress_);
+    EXPECT_EQ(whole.shards_with_work(2), (std::vector<int>{0, 1})) << "no run yet: every shard has work";
+  }
+  auto run_shard = [&](int index) {
+    TurnLoop loop(c, *provider, progress_);
+    loop.set_shard({index, 2});
+    return loop.run();
+  };
+  LoopSummary s0 = run_shard(0);
+  ASSERT_TRUE(s0.errors.empty()) << s0.errors.front();
+  EXPECT_EQ(s0.problems, 1);
+  EXPECT_EQ(s0.attempts_run, 1);
+  EXPECT_EQ(s0.shard, "0/2");
+  EXPECT_TRUE(fs::exists(dir_ / "runs/t/results.shard-0.jsonl"));
+  EXPECT_FALSE(fs::exists(dir_ / "runs/t/results.jsonl"));
+  EXPECT_TRUE(fs::exists(dir_ / "runs/t/attempts/19_ReLU/sample0/turn1/verdict.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "runs/t/attempts/23_Softmax"));
+  {
+    TurnLoop whole(c, *provider, progress_);
+    EXPECT_EQ(whole.shards_with_work(2), (std::vector<int>{1}));
+  }
+  LoopSummary s1 = run_shard(1);
+  EXPECT_EQ(s1.attempts_run, 1);
+  const auto records = RunStore((dir_ / "runs").string(), "t").load_results();
+  ASSERT_EQ(records.size(), 2u);
+  std::map<std::string, std::string> verdict;
+  for (const auto& r : records) verdict[r.problem] = r.verdict;
+  EXPECT_EQ(verdict["19_ReLU"], "correct");
+  EXPECT_EQ(verdict["23_Softmax"], "integrity_violation");  // returns its input
+  {
+    TurnLoop whole(c, *provider, progress_);
+    EXPECT_TRUE(whole.shards_with_work(2).empty());
+  }
+  // The whole run resumes every shard's attempts and makes none; a rerun
+  // of a finished shard makes none either.
+  LoopSummary whole = run(c);
+  EXPECT_EQ(whole.attempts_run, 0);
+  EXPECT_EQ(whole.attempts_resumed, 2);
+  EXPECT_EQ(run_shard(0).attempts_run, 0);
+  // The split is the run's: another number of shards is refused.
+  TurnLoop other(c, *provider, progress_);
+  other.set_shard({0, 3});
+  EXPECT_THROW(other.run(), std::runtime_error);
+}
+
+// Two CPU evaluation queues: every evaluation goes to one of them, the
+// records say which, and the summary accounts for each queue.
+TEST_F(TurnLoopTest, SeveralCpuQueuesShareTheEvaluations) {
+  {
+    std::ofstream out(dir_ / "t.jsonl");
+    for (int s = 0; s < 4; ++s) {
+      out << json{{"problem", "19_ReLU"}, {"sample", s}, {"turn", 1}, {"response", s % 2 ? kHack : kGood}}.dump()
+          << "\n";
+    }
+  }
+  std::ofstream(dir_ / "run.yaml") << "name: t\nruns_dir: runs\nproblems: {names: [19_ReLU]}\n"
+                                      "device: cpu\ndevices: 2\nprotocol: strict\n"
+                                      "provider: {kind: replay, model: scripted, transcript: t.jsonl}\n"
+                                      "scaffold: {kind: best_of_k, samples: 4}\n"
+                                      "evaluation: {timeout_s: 30, max_timing_seconds: 0.05}\n";
+  const RunConfig c = load_run_config((dir_ / "run.yaml").string());
+  EXPECT_EQ(evaluation_devices(c), (std::vector<std::string>{"cpu", "cpu"}));
+  LoopSummary s = run(c);
+  ASSERT_TRUE(s.errors.empty()) << s.errors.front();
+  ASSERT_EQ(s.queues.size(), 2u);
+  EXPECT_EQ(s.queues[0].evaluations + s.queues[1].evaluations, 4);
+  const auto r = results();
+  ASSERT_EQ(r.size(), 4u);
+  for (const auto& x : r) {
+    EXPECT_EQ(x["device"], "cpu");
+    EXPECT_TRUE(x["queue"] == 0 || x["queue"] == 1) << x.dump();
+    EXPECT_EQ(x["verdict"], x["sample"].get<int>() % 2 ? "integrity_violation" : "correct") << x.dump();
+  }
+  EXPECT_NE(format_summary(s).find("queue 1 (cpu)"), std::string::npos) << format_summary(s);
+}
+
+TEST_F(TurnLoopTest, DevicesAreCheckedAndResolvedFromWhatCudaSees) {
+  const std::string head = "name: t\nproblems: {names: [19_ReLU]}\nprovider: {kind: replay, model: m, transcript: t.jsonl}\n";
+  config_error(head + "device: cpu\ndevices: all\n", "devices", "number of CPU queues");
+  config_error(head + "device: cpu\ndevices: [0, 1]\n", "devices", "number of CPU queues");
+  config_error(head + "device: cpu\ndevices: 0\n", "devices", "expected 1 or more");
+  config_error(head + "device: cpu\ndevices: {a: 1}\n", "devices", "expected all");
+  // GPU selections resolve against CUDA_VISIBLE_DEVICES (as Slurm sets it),
+  // with no GPU needed to check them.
+  const char* saved = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string restore = saved ? saved : "";
+  setenv("CUDA_VISIBLE_DEVICES", "3,5", 1);
+  RunConfig c;
+  c.path = "x.yaml";
+  c.device = "cuda";
+  EXPECT_EQ(evaluation_devices(c), (std::vector<std::string>{"cuda:0", "cuda:1"}));
+  c.devices = 1;
+  EXPECT_EQ(evaluation_devices(c), (std::vector<std::string>{"cuda:0"}));
+  c.devices = json::array({1});
+  EXPECT_EQ(evaluation_devices(c), (std::vector<std::string>{"cuda:1"}));
+  c.devices = 3;
+  try {
+    evaluation_devices(c);
+    ADD_FAILURE() << "3 of 2 GPUs accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA_VISIBLE_DEVICES=3,5"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(nvidia_smi_device_id("cuda:1"), "5") << "nvidia-smi ignores CUDA_VISIBLE_DEVICES";
+  setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  c.devices = nullptr;
+  EXPECT_THROW(evaluation_devices(c), std::invalid_argument);
+  c.device = "cuda:2";
+  EXPECT_EQ(evaluation_devices(c), (std::vector<std::string>{"cuda:2"}));
+  if (saved) {
+    setenv("CUDA_VISIBLE_DEVICES", restore.c_str(), 1);
+  } else {
+    unsetenv("CUDA_VISIBLE_DEVICES");
+  }
+}
+
 TEST_F(TurnLoopTest, ASecondDriverOnTheSameRunRefuses) {
   transcript({kGood});
   RunConfig c = config_with("kind: one_shot");
