@@ -12,6 +12,7 @@
 #include "agent/report/report_html.h"
 #include "agent/report/report_text.h"
 #include "agent/report/run_view.h"
+#include "agent/scaffold/sweep.h"
 #include "agent/store/run_store.h"
 #include "evaluator/problem/registry.h"
 
@@ -20,13 +21,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// RUN is a run folder, or a run name under --runs-dir.
-std::string resolve_run(const std::string& run, const std::string& runs_dir) {
-  if (fs::exists(fs::path(run) / "config.json")) return run;
-  const fs::path named = fs::path(runs_dir) / run;
-  if (fs::exists(named / "config.json")) return named.string();
+// RUN is a run folder, a sweep's folder (its runs, side by side), or either
+// by name under --runs-dir.
+std::vector<std::string> resolve_run(const std::string& run, const std::string& runs_dir) {
+  for (const fs::path& dir : {fs::path(run), fs::path(runs_dir) / run}) {
+    if (fs::exists(dir / "config.json")) return {dir.string()};
+    if (fs::exists(dir / "sweep.json")) {
+      std::vector<std::string> runs = sweep_runs(dir.string());
+      if (runs.empty()) {
+        throw std::invalid_argument((dir / "sweep.json").string() +
+                                    ": the sweep has no run with results yet (kloop run CONFIG runs them)");
+      }
+      return runs;
+    }
+  }
   throw std::invalid_argument(run + ": not a run folder (no config.json) and no run of that name in " + runs_dir +
-                              "; give the folder kloop run wrote, e.g. runs/demo");
+                              "; give the folder kloop run wrote, e.g. runs/demo (or a sweep's, runs/NAME)");
 }
 
 void write_file(const std::string& path, const std::string& text, const char* what) {
@@ -84,12 +94,13 @@ Runner add_report_command(CLI::App& app, const GlobalOptions& global) {
     std::vector<report::RunView> views;
     std::vector<report::RunMetrics> metrics;
     for (const auto& run : st->runs) {
-      const std::string dir = resolve_run(run, st->runs_dir);
-      const std::vector<std::string> protocols = st->protocols.empty() ? report::run_protocols(dir) : st->protocols;
-      for (const auto& p : protocols) {
-        views.push_back(report::load_run_view(dir, p, registry.get()));
-        const auto& v = views.back();
-        metrics.push_back(report::compute_metrics(v.problems, v.attempts, v.turns, v.samples, options));
+      for (const std::string& dir : resolve_run(run, st->runs_dir)) {
+        const std::vector<std::string> protocols = st->protocols.empty() ? report::run_protocols(dir) : st->protocols;
+        for (const auto& p : protocols) {
+          views.push_back(report::load_run_view(dir, p, registry.get()));
+          const auto& v = views.back();
+          metrics.push_back(report::compute_metrics(v.problems, v.attempts, v.turns, v.samples, options));
+        }
       }
     }
     const auto format = st->format == "markdown" ? report::TextFormat::kMarkdown : report::TextFormat::kTerminal;

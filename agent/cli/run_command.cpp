@@ -9,6 +9,7 @@
 #include "agent/cluster/slurm.h"
 #include "agent/llm/provider.h"
 #include "agent/scaffold/run_config.h"
+#include "agent/scaffold/sweep.h"
 #include "agent/scaffold/turn_loop.h"
 #include "agent/store/run_store.h"
 
@@ -133,10 +134,6 @@ Runner add_run_command(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--sbatch-arg", st->slurm_options.extra,
                  "with --slurm: one more sbatch option for the script, e.g. --sbatch-arg=--account=abc (repeatable)");
   return [st, &global]() {
-    RunConfig config = load_run_config(st->config);
-    if (!st->name.empty()) config.name = st->name;
-    if (!st->runs_dir.empty()) config.runs_dir = st->runs_dir;
-    if (global.problems_dir_set) config.problems_dir = global.problems_dir;
     if (st->gpus_per_task >= 0) st->slurm_options.gpus_per_task = st->gpus_per_task;
     const bool slurm_only = st->dry_run || st->slurm_options.wait || !st->slurm_options.partition.empty() ||
                             !st->slurm_options.time.empty() || st->gpus_per_task >= 0 ||
@@ -149,28 +146,61 @@ Runner add_run_command(CLI::App& app, const GlobalOptions& global) {
     if (st->shard && st->shards == 0) throw std::invalid_argument("--shard K needs --shards N (the number of shards)");
     if (st->slurm && st->shard) throw std::invalid_argument("--slurm submits every shard; leave out --shard");
     if (st->slurm && st->check) throw std::invalid_argument("--check and --slurm: run --check without --slurm first");
-    std::unique_ptr<LlmProvider> provider = make_provider(config.provider);
-    if (st->slurm) return submit(*st, config, *provider, global);
-    std::optional<Shard> shard;
-    if (st->shards > 0) shard = Shard{shard_index(st->shard, st->shards), st->shards};
-    if (st->check) {
-      TurnLoop loop(config, *provider, std::cerr);
-      loop.set_provider_check(!st->no_provider_check);
-      if (shard) loop.set_shard(*shard);
-      return loop.check(std::cout);
+
+    // One run, or a sweep's runs one after another (each its own folder
+    // under the sweep's, each resumable on its own).
+    std::vector<SweepRun> runs = load_run_configs(st->config);
+    for (auto& r : runs) {
+      RunConfig& config = r.config;
+      if (!st->name.empty()) config.name = r.point.empty() ? st->name : st->name + "/" + r.point;
+      if (!st->runs_dir.empty()) config.runs_dir = st->runs_dir;
+      if (global.problems_dir_set) config.problems_dir = global.problems_dir;
     }
-    std::cerr << "kloop: run '" << config.name << "'"
-              << (shard ? " shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) : "")
-              << " with " << provider->describe() << ", scaffold " << config.scaffold.kind << " ("
-              << config.scaffold.samples << " sample(s) x " << config.scaffold.turns << " turn(s)), protocol "
-              << config.protocol << " on " << config.device << "\n";
-    TurnLoop loop(config, *provider, std::cout);
-    loop.set_provider_check(!st->no_provider_check);
-    if (shard) loop.set_shard(*shard);
-    LoopSummary summary = loop.run();
-    std::cout << format_summary(summary);
-    if (!summary.fatal_error.empty()) return 2;
-    return summary.chains_incomplete ? 1 : 0;
+    const bool sweep = !runs.front().point.empty();
+    if (sweep) {
+      if (!st->check) write_sweep_index(runs);
+      std::cerr << "kloop: " << st->config << " is a sweep of " << runs.size() << " run(s):";
+      for (const auto& r : runs) std::cerr << " " << r.point;
+      std::cerr << "\n";
+    }
+    int status = 0;
+    for (const auto& r : runs) {
+      const RunConfig& config = r.config;
+      std::unique_ptr<LlmProvider> provider = make_provider(config.provider);
+      int code = 0;
+      if (st->slurm) {
+        code = submit(*st, config, *provider, global);
+      } else {
+        std::optional<Shard> shard;
+        if (st->shards > 0) shard = Shard{shard_index(st->shard, st->shards), st->shards};
+        if (st->check) {
+          TurnLoop loop(config, *provider, std::cerr);
+          loop.set_provider_check(!st->no_provider_check);
+          if (shard) loop.set_shard(*shard);
+          code = loop.check(std::cout);
+        } else {
+          std::cerr << "kloop: run '" << config.name << "'"
+                    << (shard ? " shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) : "")
+                    << " with " << provider->describe() << ", scaffold " << config.scaffold.kind << " ("
+                    << config.scaffold.samples << " sample(s) x " << config.scaffold.turns << " turn(s)), protocol "
+                    << config.protocol << " on " << config.device << "\n";
+          TurnLoop loop(config, *provider, std::cout);
+          loop.set_provider_check(!st->no_provider_check);
+          if (shard) loop.set_shard(*shard);
+          LoopSummary summary = loop.run();
+          std::cout << format_summary(summary);
+          code = !summary.fatal_error.empty() ? 2 : summary.chains_incomplete ? 1 : 0;
+        }
+      }
+      status = std::max(status, code);
+    }
+    if (sweep && !st->check && !st->slurm) {
+      const RunConfig& first = runs.front().config;
+      const std::string parent = first.name.substr(0, first.name.size() - runs.front().point.size() - 1);
+      std::cout << "kloop: sweep done; `kloop report " << (fs::path(first.runs_dir) / parent).string()
+                << "` shows its runs side by side\n";
+    }
+    return status;
   };
 }
 

@@ -64,8 +64,11 @@ std::string render_table(const Table& t, TextFormat f) {
   if (total_width - 2 > kTerminalColumns && !width.empty()) {
     width[0] = std::max<std::size_t>(12, width[0] - std::min(width[0], total_width - 2 - kTerminalColumns));
   }
+  // Cut in the middle: runs of one sweep differ in their tails.
   auto fit = [&](const std::string& cell, std::size_t w) {
-    return cell.size() <= w ? cell : cell.substr(0, w - 3) + "...";
+    if (cell.size() <= w) return cell;
+    const std::size_t head = (w - 3) / 3;
+    return cell.substr(0, head) + "..." + cell.substr(cell.size() - (w - 3 - head));
   };
   auto row = [&](const std::vector<std::string>& raw) {
     std::vector<std::string> cells = raw;
@@ -454,11 +457,25 @@ std::string comparison_table(const std::vector<RunView>& views, const std::vecto
     if (p > 0) t.header.push_back(p_name(p));
   }
   t.header.push_back("geomean");
+  // The runs of one sweep (NAME/key=value/...): rows without the shared
+  // NAME/, which the list above the table keeps.
+  std::string shared = views.size() > 1 ? views.front().label() : "";
+  for (const auto& v : views) {
+    const std::string l = v.label();
+    std::size_t n = 0;
+    while (n < shared.size() && n < l.size() && shared[n] == l[n]) ++n;
+    shared.resize(n);
+  }
+  shared.resize(shared.rfind('/') == std::string::npos ? 0 : shared.rfind('/') + 1);
+  // On a terminal, labels too long for the table become numbers, which the
+  // list above it explains.
+  bool numbered = false;
+  for (const auto& v : views) numbered = numbered || (!wide && v.label().size() - shared.size() > 26);
   for (std::size_t i = 0; i < views.size(); ++i) {
     const GroupMetrics* g = overall(metrics[i]);
     if (!g) continue;
     const TurnMetrics& tm = final_turn ? g->by_turn.back() : g->by_turn.front();
-    std::vector<std::string> row = {views[i].label(),
+    std::vector<std::string> row = {numbered ? "#" + std::to_string(i + 1) : views[i].label().substr(shared.size()),
                                     views[i].model,
                                     views[i].scaffold,
                                     std::to_string(g->problems),
@@ -476,7 +493,10 @@ std::string comparison_table(const std::vector<RunView>& views, const std::vecto
   }
   std::string runs;
   if (!wide) {
-    for (const auto& v : views) runs += "  " + v.label() + ": " + v.model + "; " + v.scaffold + "\n";
+    for (std::size_t i = 0; i < views.size(); ++i) {
+      runs += "  " + (numbered ? "#" + std::to_string(i + 1) + " " : "") + views[i].label() + ": " + views[i].model +
+              "; " + views[i].scaffold + "\n";
+    }
   }
   return heading(final_turn ? "final turn (iterative), all problems" : "one-shot (turn 1), all problems", 3, f) +
          runs + render_table(t, f);

@@ -159,8 +159,7 @@ json RunConfig::to_json() const {
           {"parallel_chains", parallel_chains}};
 }
 
-RunConfig load_run_config(const std::string& path) {
-  Reader r(path);
+json read_config_json(const std::string& path) {
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -171,6 +170,20 @@ RunConfig load_run_config(const std::string& path) {
   }
   json j = yaml_to_json(root);
   if (!j.is_object()) throw std::invalid_argument(path + ": expected a YAML map at the top level");
+  return j;
+}
+
+RunConfig load_run_config(const std::string& path) {
+  const json j = read_config_json(path);
+  if (j.contains("sweep")) {
+    throw std::invalid_argument(path + ": field 'sweep': this config is a sweep of several runs; kloop run runs them "
+                                "all (load_run_configs), or remove the sweep block for one run");
+  }
+  return run_config_from_json(j, path);
+}
+
+RunConfig run_config_from_json(const json& j, const std::string& path) {
+  Reader r(path);
   r.known(j, "", {"name", "runs_dir", "problems_dir", "problems", "device", "devices", "protocol", "seed", "provider",
                   "scaffold", "prompts", "evaluation", "parallel_chains"});
 

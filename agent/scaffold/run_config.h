@@ -70,5 +70,9 @@ std::vector<std::string> evaluation_devices(const RunConfig& config);
 // Loads and checks a config. Relative paths are taken from the config's
 // folder. Errors name the file, the field and the fix.
 RunConfig load_run_config(const std::string& path);
+// The two halves of load_run_config: the YAML file as JSON (a map), and the
+// checked config from it (`path` for messages and relative paths).
+nlohmann::json read_config_json(const std::string& path);
+RunConfig run_config_from_json(const nlohmann::json& j, const std::string& path);
 
 }  // namespace kloop

@@ -141,8 +141,17 @@ AttemptRecord AttemptRecord::from_json(const json& j) {
 
 RunStore::RunStore(const std::string& runs_dir, const std::string& name)
     : path_((fs::path(runs_dir) / name).string()), name_(name) {
-  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
-    throw std::invalid_argument("run name '" + name + "' must be a plain folder name");
+  // A sweep's runs are named SWEEP/key=value/...: folders below the sweep's.
+  bool plain = !name.empty() && name.front() != '/' && name.back() != '/';
+  for (std::size_t from = 0; plain && from <= name.size();) {
+    const std::size_t slash = std::min(name.find('/', from), name.size());
+    const std::string part = name.substr(from, slash - from);
+    plain = !part.empty() && part != "." && part != "..";
+    from = slash + 1;
+  }
+  if (!plain) {
+    throw std::invalid_argument("run name '" + name + "' must be a plain folder name (or names joined by '/', as a "
+                                "sweep's runs are)");
   }
   fs::create_directories(fs::path(path_) / "attempts");
 }
