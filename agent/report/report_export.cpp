@@ -133,6 +133,8 @@ std::string number(double v) {
 json summary_json(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics) {
   json out = {{"format", "kloop-report-summary/1"}, {"views", json::array()}};
   for (std::size_t i = 0; i < views.size(); ++i) out["views"].push_back(view_json(views[i], metrics[i]));
+  // More than one: the views' timings do not compare with each other.
+  out["gpu_models"] = gpu_models(views);
   return out;
 }
 
@@ -140,7 +142,7 @@ std::string attempts_csv(const std::vector<RunView>& views) {
   std::ostringstream out;
   out << "run,protocol,rescored,model,device,problem,level,sample,turn,verdict,failure_kind,compiled,correct,speedup,"
          "input_tokens,output_tokens,reasoning_tokens,cost_usd,llm_seconds,eval_seconds,finish_reason,timestamp,"
-         "attempt_dir,code_file,message,cached_input_tokens,cache_write_tokens,provider_attempts\n";
+         "attempt_dir,code_file,message,cached_input_tokens,cache_write_tokens,provider_attempts,evaluated_on,gpu\n";
   for (const auto& v : views) {
     for (const auto& a : selected_attempts(v.problems, v.attempts)) {
       const AttemptRecord& r = a.record;
@@ -172,7 +174,9 @@ std::string attempts_csv(const std::vector<RunView>& views) {
                                             r.message,
                                             std::to_string(r.cached_input_tokens),
                                             std::to_string(r.cache_write_tokens),
-                                            std::to_string(r.provider_attempts)};
+                                            std::to_string(r.provider_attempts),
+                                            r.device,
+                                            r.gpu};
       for (std::size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << csv_field(row[i]);
       out << "\n";
     }

@@ -63,6 +63,32 @@ class ReportTest : public ::testing::Test {
   std::string run_;
 };
 
+// Attempts evaluated on several GPUs: each section says where, and results
+// from two GPU models are flagged at the top (their timings do not compare).
+TEST_F(ReportTest, SeveralGpuModelsAreSaid) {
+  RunView h200 = view();
+  for (std::size_t i = 0; i < h200.attempts.size(); ++i) {
+    h200.attempts[i].record.device = i % 2 ? "cuda:1" : "cuda:0";
+    h200.attempts[i].record.gpu = "NVIDIA H200";
+  }
+  const std::string one = render_text_report({h200}, {metrics_of(h200)}, TextFormat::kMarkdown);
+  EXPECT_NE(one.find("evaluated on cuda:0 (NVIDIA H200): 5, cuda:1 (NVIDIA H200): 4"), std::string::npos) << one;
+  EXPECT_EQ(one.find("WARNING"), std::string::npos) << one;
+  RunView h100 = view();
+  for (auto& a : h100.attempts) {
+    a.record.device = "cuda:0";
+    a.record.gpu = "NVIDIA H100 80GB HBM3";
+  }
+  const std::string both = render_text_report({h200, h100}, {metrics_of(h200), metrics_of(h100)}, TextFormat::kMarkdown);
+  EXPECT_NE(both.find("WARNING: these results come from 2 GPU models (NVIDIA H200, NVIDIA H100 80GB HBM3)"),
+            std::string::npos)
+      << both;
+  const nlohmann::json summary = summary_json({h200, h100}, {metrics_of(h200), metrics_of(h100)});
+  EXPECT_EQ(summary["gpu_models"].size(), 2u) << summary["gpu_models"].dump();
+  const std::string csv = attempts_csv({h100});
+  EXPECT_NE(csv.find(",cuda:0,NVIDIA H100 80GB HBM3\n"), std::string::npos) << csv;
+}
+
 TEST_F(ReportTest, SelectionFromConfigIsTheDenominator) {
   const RunView v = view();
   EXPECT_EQ(v.label(), "synth [strict]");
@@ -308,8 +334,8 @@ TEST_F(ReportTest, ProviderSectionCountsWhatTheProviderDid) {
 
   // CSV: the new columns close the row; a refusal did not compile.
   const std::string csv = attempts_csv({v});
-  EXPECT_NE(csv.find(",message,cached_input_tokens,cache_write_tokens,provider_attempts\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",stop,2026-01-01T00:01:01Z,attempts/19_ReLU/sample0/turn1,,,0,600,3\n"), std::string::npos)
+  EXPECT_NE(csv.find(",message,cached_input_tokens,cache_write_tokens,provider_attempts,evaluated_on,gpu\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",stop,2026-01-01T00:01:01Z,attempts/19_ReLU/sample0/turn1,,,0,600,3,cpu,\n"), std::string::npos)
       << csv;
   EXPECT_NE(csv.find("prov,strict,0,replay:synthetic,cpu,23_Softmax,1,0,1,refused,,0,0,"), std::string::npos) << csv;
 }
