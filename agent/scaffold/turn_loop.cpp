@@ -324,6 +324,42 @@ LoopSummary TurnLoop::run() {
   }
   summary.chains = static_cast<int>(chains.size());
 
+  // The references of the problems with work left are built now, beside the
+  // first requests, not when their first candidate comes to be evaluated
+  // (the build cache's lock makes an evaluation that needs one wait for it).
+  std::vector<const ProblemSpec*> to_build;
+  for (const auto& spec : specs) {
+    const bool pending = std::any_of(chains.begin(), chains.end(), [&](const Chain& c) { return c.spec == &spec && !c.done; });
+    if (pending) to_build.push_back(&spec);
+  }
+  std::atomic<std::size_t> next_reference{0};
+  std::atomic<bool> stop_building{false};
+  std::vector<std::thread> reference_builders;
+  const int reference_threads =
+      std::min<int>(static_cast<int>(to_build.size()), std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 4));
+  for (int t = 0; t < reference_threads; ++t) {
+    reference_builders.emplace_back([&] {
+      for (std::size_t i = next_reference++; i < to_build.size() && !stop_building; i = next_reference++) {
+        for (const auto& c : build_configs) {
+          try {
+            Builder(c).build(to_build[i]->reference_path, ModuleRole::kReference,
+                             config_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+          } catch (const std::exception&) {
+            // The evaluation builds it again and says what went wrong.
+          }
+        }
+      }
+    });
+  }
+  struct JoinAll {
+    std::vector<std::thread>& threads;
+    std::atomic<bool>& stop;
+    ~JoinAll() {
+      stop = true;
+      for (auto& t : threads) t.join();
+    }
+  } join_reference_builders{reference_builders, stop_building};
+
   std::mutex progress_mutex;  // whole lines on the progress stream
   std::mutex summary_mutex;
   std::atomic<bool> fatal{false};
