@@ -228,4 +228,35 @@ std::string PromptBuilder::feedback(const Verdict& v) const {
 
 std::string PromptBuilder::no_code() const { return render("feedback_no_code.txt", {}); }
 
+std::string PromptBuilder::evolve(const std::string& task, const std::vector<ShownCandidate>& shown, bool crossover,
+                                  const std::string& instruction) const {
+  // Read when first needed: only an evolve run needs these files.
+  auto optional_file = [&](const std::string& name) {
+    const fs::path p = fs::path(settings_.dir) / name;
+    if (!fs::exists(p)) throw std::runtime_error(p.string() + ": prompt file missing (the evolve scaffold needs it)");
+    return read_file(p.string());
+  };
+  const std::string fence = settings_.cuda ? "cuda" : "cpp";
+  std::string candidates;
+  for (const auto& c : shown) {
+    char speedup[32] = "";
+    if (c.speedup) std::snprintf(speedup, sizeof(speedup), "%.3f", *c.speedup);
+    candidates += render_template(optional_file("evolve_candidate.txt"),
+                                  {{"label", c.label},
+                                   {"verdict", c.verdict},
+                                   {"speedup", speedup},
+                                   {"fence", fence},
+                                   {"code", cap_text(c.code, settings_.max_reference_chars)},
+                                   {"feedback", cap_text(c.feedback, settings_.max_feedback_chars)}},
+                                  (fs::path(settings_.dir) / "evolve_candidate.txt").string()) +
+                  "\n";
+  }
+  const std::string how = crossover ? "evolve_crossover.txt" : "evolve_mutate.txt";
+  const std::string said = !crossover && !instruction.empty()
+                               ? instruction + "\n"
+                               : render_template(optional_file(how), {{"fence", fence}}, (fs::path(settings_.dir) / how).string());
+  return render_template(optional_file("evolve.txt"), {{"task", task}, {"candidates", candidates}, {"instruction", said}},
+                         (fs::path(settings_.dir) / "evolve.txt").string());
+}
+
 }  // namespace kloop

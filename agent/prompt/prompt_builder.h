@@ -3,8 +3,10 @@
 // honouring which feedback kinds a scaffold enables and the length caps.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "agent/prompt/template.h"
 #include "evaluator/problem/spec.h"
@@ -38,6 +40,22 @@ class PromptBuilder {
   std::string task(const ProblemSpec& spec) const;
   std::string feedback(const Verdict& verdict) const;
   std::string no_code() const;
+
+  // The evolutionary scaffold's prompt: the task, then the candidates shown
+  // (each with its verdict, speedup, code and the feedback it got), then
+  // the instruction: combine them (`crossover`), or improve on the one
+  // shown; `instruction`, when not empty, replaces the shipped wording of
+  // the latter (scaffold.mutate_prompt). From evolve*.txt, which only an
+  // evolve run needs.
+  struct ShownCandidate {
+    std::string label;  // "1 (round 2, slot 3)"
+    std::string verdict;
+    std::optional<double> speedup;
+    std::string code;
+    std::string feedback;
+  };
+  std::string evolve(const std::string& task, const std::vector<ShownCandidate>& shown, bool crossover,
+                     const std::string& instruction) const;
   const PromptSettings& settings() const { return settings_; }
 
  private:

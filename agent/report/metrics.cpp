@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -357,6 +358,7 @@ RunMetrics compute_metrics(const std::vector<SelectedProblem>& problems, const s
   RunMetrics m;
   m.ps = options.ps;
   m.bootstrap_resamples = options.bootstrap_resamples;
+  m.bootstrap_seed = options.bootstrap_seed;
   m.confidence = options.confidence;
   const std::vector<Attempt> kept = selected_attempts(problems, attempts, &m);
   m.turns = std::max(1, turns);
@@ -392,6 +394,109 @@ std::optional<double> cache_saving_usd(const CostSummary& c, const TokenPriceTab
   return (static_cast<double>(c.cached_input_tokens) * (prices.input - prices.cached_input.value_or(prices.input)) -
           static_cast<double>(c.cache_write_tokens) * (prices.cache_write.value_or(prices.input) - prices.input)) /
          1e6;
+}
+
+}  // namespace kloop::report
+
+namespace kloop::report {
+namespace {
+
+double spend(const AttemptRecord& r, BudgetAxis axis) {
+  switch (axis) {
+    case BudgetAxis::kCalls:
+      return 1;
+    case BudgetAxis::kOutputTokens:
+      return static_cast<double>(r.output_tokens);
+    case BudgetAxis::kDollars:
+      return r.cost_usd;
+  }
+  return 0;
+}
+
+// Per problem, its attempts in the order they were made.
+std::map<std::string, std::vector<const AttemptRecord*>> in_call_order(const std::vector<Attempt>& attempts) {
+  std::map<std::string, std::vector<const AttemptRecord*>> out;
+  for (const auto& a : attempts) out[a.record.problem].push_back(&a.record);
+  for (auto& [name, list] : out) {
+    std::stable_sort(list.begin(), list.end(), [](const AttemptRecord* a, const AttemptRecord* b) {
+      return a->turn != b->turn ? a->turn < b->turn : a->sample < b->sample;
+    });
+  }
+  return out;
+}
+
+}  // namespace
+
+MetricOptions options_of(const RunMetrics& m) {
+  MetricOptions o;
+  o.ps = m.ps;
+  o.bootstrap_resamples = m.bootstrap_resamples;
+  o.bootstrap_seed = m.bootstrap_seed;
+  o.confidence = m.confidence;
+  return o;
+}
+
+const char* budget_axis_name(BudgetAxis axis) {
+  switch (axis) {
+    case BudgetAxis::kCalls:
+      return "calls";
+    case BudgetAxis::kOutputTokens:
+      return "output_tokens";
+    case BudgetAxis::kDollars:
+      return "dollars";
+  }
+  return "?";
+}
+
+std::vector<BudgetPoint> budget_curve(const std::vector<SelectedProblem>& problems,
+                                      const std::vector<Attempt>& attempts, BudgetAxis axis,
+                                      const std::vector<double>& budgets, const MetricOptions& options) {
+  const std::vector<Attempt> selected = selected_attempts(problems, attempts);
+  const auto ordered = in_call_order(selected);
+  std::vector<int> members(problems.size());
+  for (std::size_t i = 0; i < members.size(); ++i) members[i] = static_cast<int>(i);
+  const Bootstrap boot(static_cast<int>(problems.size()), options);
+  std::vector<BudgetPoint> out;
+  for (double budget : budgets) {
+    // One "chain" per problem: the best of what the budget bought.
+    std::vector<ProblemBest> bests(problems.size());
+    for (std::size_t i = 0; i < problems.size(); ++i) {
+      ChainBest c;
+      auto it = ordered.find(problems[i].name);
+      double spent = 0;
+      if (it != ordered.end()) {
+        for (const AttemptRecord* r : it->second) {
+          spent += spend(*r, axis);
+          if (spent > budget * (1 + 1e-12)) break;
+          c.compiled = c.compiled || compiled_verdict(r->verdict);
+          if (r->verdict != "correct") continue;
+          c.correct = true;
+          if (r->speedup && (!c.speedup || *r->speedup > *c.speedup)) c.speedup = r->speedup;
+        }
+      }
+      bests[i].chains = {c};
+    }
+    out.push_back({budget, turn_metrics(0, bests, members, boot, options)});
+  }
+  return out;
+}
+
+std::vector<double> budget_grid(BudgetAxis axis, const std::vector<std::vector<Attempt>>& runs) {
+  double largest = 0;
+  for (const auto& attempts : runs) {
+    std::map<std::string, double> per_problem;
+    for (const auto& a : attempts) per_problem[a.record.problem] += spend(a.record, axis);
+    for (const auto& [name, total] : per_problem) largest = std::max(largest, total);
+  }
+  std::vector<double> grid;
+  if (largest <= 0) return grid;
+  if (axis == BudgetAxis::kCalls) {
+    for (double b = 1; b < largest; b *= 2) grid.push_back(b);
+    grid.push_back(largest);
+    return grid;
+  }
+  for (int step = 1; step <= 5; ++step) grid.push_back(largest * step / 5);
+  return grid;
 }
 
 }  // namespace kloop::report

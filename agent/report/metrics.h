@@ -71,6 +71,10 @@ struct ProblemBest {
 bool passes(const ChainBest& best, double p);
 bool passes(const ProblemBest& best, double p);
 
+// The options these metrics were computed with (for more of the same kind).
+struct RunMetrics;
+MetricOptions options_of(const RunMetrics& m);
+
 // Metrics of one group of problems over turns <= turn, taking for each
 // problem the best attempt over those turns and over all samples.
 struct TurnMetrics {
@@ -152,6 +156,7 @@ struct ProviderSummary {
 struct RunMetrics {
   std::vector<double> ps;
   int bootstrap_resamples = 0;  // how the intervals were drawn
+  uint64_t bootstrap_seed = 1;
   double confidence = 0.95;
   int turns = 1;
   int samples = 1;
@@ -184,6 +189,31 @@ double pass_at_k(int n, int c, int k);
 // function given as (p, value) points, each value holding from its p until
 // the next point's (fast_p drops at p = a speedup, since ">" is strict).
 std::vector<std::pair<double, double>> fast_p_curve(const std::vector<ProblemBest>& bests, double p_max);
+
+// Equal-budget comparisons: a scaffold's results against what it spent per
+// problem, so that ten chains of three turns and one chain of thirty
+// compare at the same number of calls (or tokens, or dollars).
+enum class BudgetAxis { kCalls, kOutputTokens, kDollars };
+const char* budget_axis_name(BudgetAxis axis);  // "calls", "output_tokens", "dollars"
+
+struct BudgetPoint {
+  double budget = 0;    // per problem
+  TurnMetrics metrics;  // correctness, fast_p, geomean over the problems at this budget
+};
+
+// At each budget, every problem's best over the attempts it made within
+// it: its attempts in the order they were made (turn, then sample), the
+// first ones whose summed spend (a call each; their output tokens; their
+// cost) is at most the budget. The problems are the denominator, with
+// bootstrap intervals over them as in compute_metrics.
+std::vector<BudgetPoint> budget_curve(const std::vector<SelectedProblem>& problems,
+                                      const std::vector<Attempt>& attempts, BudgetAxis axis,
+                                      const std::vector<double>& budgets, const MetricOptions& options);
+
+// Budgets to compare runs at: calls 1, 2, 4, ... and the largest number any
+// run made for a problem; tokens and dollars in five even steps up to the
+// largest per-problem spend of any run (none when nothing was spent).
+std::vector<double> budget_grid(BudgetAxis axis, const std::vector<std::vector<Attempt>>& runs);
 
 // What the provider's prompt cache saved against paying `input` for every
 // input token (cache writes cost more, reads less); nullopt without a

@@ -320,5 +320,65 @@ TEST(MetricsTest, FastPCurveStepsDownAtEachSpeedup) {
   EXPECT_DOUBLE_EQ(at_one, 0.4);
 }
 
+
+// Equal budgets, worked by hand. Two problems, two scaffolds of 4 calls each:
+//   wide (4 chains x 1 turn):  p0: incorrect, correct 1.5x, correct 0.9x, incorrect
+//                              p1: correct 1.2x, then three incorrect
+//   deep (1 chain x 4 turns):  p0: incorrect, incorrect, incorrect, correct 2.0x
+//                              p1: compile_error x3, correct 0.5x
+// Calls are made turn by turn, samples within a turn in order. At a budget
+// of 1 call: wide has p1 correct 1.2x (fast_1 = 1/2), deep nothing; at 2:
+// wide has p0 1.5x and p1 1.2x (fast_1 = 1), deep nothing; at 4: deep has
+// p0 2.0x and p1 0.5x (fast_1 = 1/2, correct 1), wide still 1.
+TEST(BudgetCurveTest, EqualCallBudgetsMatchTheHandComputedValues) {
+  const auto ps = problems(2);
+  std::vector<Attempt> wide = {attempt("p0", "incorrect", std::nullopt, 1, 0), attempt("p0", "correct", 1.5, 1, 1),
+                               attempt("p0", "correct", 0.9, 1, 2),            attempt("p0", "incorrect", std::nullopt, 1, 3),
+                               attempt("p1", "correct", 1.2, 1, 0),            attempt("p1", "incorrect", std::nullopt, 1, 1),
+                               attempt("p1", "incorrect", std::nullopt, 1, 2), attempt("p1", "incorrect", std::nullopt, 1, 3)};
+  std::vector<Attempt> deep = {attempt("p0", "incorrect", std::nullopt, 1), attempt("p0", "incorrect", std::nullopt, 2),
+                               attempt("p0", "incorrect", std::nullopt, 3), attempt("p0", "correct", 2.0, 4),
+                               attempt("p1", "compile_error", std::nullopt, 1), attempt("p1", "compile_error", std::nullopt, 2),
+                               attempt("p1", "compile_error", std::nullopt, 3), attempt("p1", "correct", 0.5, 4)};
+  for (auto* run : {&wide, &deep}) {
+    for (auto& a : *run) {
+      a.record.output_tokens = a.record.turn * 100;  // deep's later turns cost more
+      a.record.cost_usd = 0.01;
+    }
+  }
+  const std::vector<double> grid = budget_grid(BudgetAxis::kCalls, {wide, deep});
+  EXPECT_EQ(grid, (std::vector<double>{1, 2, 4}));
+  MetricOptions o = no_bootstrap();
+  o.ps = {0, 1};
+  const auto w = budget_curve(ps, wide, BudgetAxis::kCalls, grid, o);
+  const auto d = budget_curve(ps, deep, BudgetAxis::kCalls, grid, o);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_DOUBLE_EQ(w[0].metrics.fast_p[1].value, 0.5);
+  EXPECT_DOUBLE_EQ(w[1].metrics.fast_p[1].value, 1.0);
+  EXPECT_DOUBLE_EQ(w[2].metrics.fast_p[1].value, 1.0);
+  EXPECT_NEAR(w[1].metrics.geomean_speedup.value, std::sqrt(1.5 * 1.2), 1e-12);
+  EXPECT_NEAR(w[2].metrics.geomean_speedup.value, std::sqrt(1.5 * 1.2), 1e-12) << "the best of each problem";
+  EXPECT_DOUBLE_EQ(d[0].metrics.correctness.value, 0.0);
+  EXPECT_DOUBLE_EQ(d[0].metrics.compile_rate.value, 0.5);
+  EXPECT_DOUBLE_EQ(d[1].metrics.fast_p[1].value, 0.0);
+  EXPECT_DOUBLE_EQ(d[2].metrics.correctness.value, 1.0);
+  EXPECT_DOUBLE_EQ(d[2].metrics.fast_p[1].value, 0.5);
+  EXPECT_NEAR(d[2].metrics.geomean_speedup.value, 1.0, 1e-12);  // sqrt(2.0 * 0.5)
+
+  // Output tokens: wide spends 100 per call, deep 100, 200, 300, 400.
+  // Budget 1000 buys wide everything (400) and deep everything (1000);
+  // budget 600 buys deep three turns, nothing correct.
+  const auto tokens = budget_curve(ps, deep, BudgetAxis::kOutputTokens, {600, 1000}, o);
+  EXPECT_DOUBLE_EQ(tokens[0].metrics.correctness.value, 0.0);
+  EXPECT_DOUBLE_EQ(tokens[1].metrics.correctness.value, 1.0);
+  EXPECT_EQ(budget_grid(BudgetAxis::kOutputTokens, {wide, deep}).back(), 1000);
+  const auto dollars = budget_curve(ps, wide, BudgetAxis::kDollars, {0.01, 0.02}, o);
+  EXPECT_DOUBLE_EQ(dollars[0].metrics.fast_p[1].value, 0.5);
+  EXPECT_DOUBLE_EQ(dollars[1].metrics.fast_p[1].value, 1.0);
+  // A problem without any attempt is a failure at every budget.
+  const auto three = budget_curve(problems(3), wide, BudgetAxis::kCalls, {4}, o);
+  EXPECT_NEAR(three[0].metrics.fast_p[1].value, 2.0 / 3, 1e-12);
+}
+
 }  // namespace
 }  // namespace kloop::report

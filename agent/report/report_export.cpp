@@ -135,6 +135,29 @@ json summary_json(const std::vector<RunView>& views, const std::vector<RunMetric
   for (std::size_t i = 0; i < views.size(); ++i) out["views"].push_back(view_json(views[i], metrics[i]));
   // More than one: the views' timings do not compare with each other.
   out["gpu_models"] = gpu_models(views);
+  // Each view's results at equal spend per problem, on one grid per axis.
+  if (!views.empty()) {
+    std::vector<std::vector<Attempt>> runs;
+    for (const auto& v : views) runs.push_back(v.attempts);
+    const MetricOptions options = options_of(metrics.front());
+    json curves = json::object();
+    for (BudgetAxis axis : {BudgetAxis::kCalls, BudgetAxis::kOutputTokens, BudgetAxis::kDollars}) {
+      const std::vector<double> grid = budget_grid(axis, runs);
+      json per_view = json::array();
+      for (const auto& v : views) {
+        json points = json::array();
+        for (const auto& p : budget_curve(v.problems, v.attempts, axis, grid, options)) {
+          json t = turn_json(p.metrics, options.ps);
+          t.erase("turn");
+          t["budget"] = p.budget;
+          points.push_back(t);
+        }
+        per_view.push_back({{"label", v.label()}, {"points", points}});
+      }
+      curves[budget_axis_name(axis)] = {{"budgets", grid}, {"views", per_view}};
+    }
+    out["budget_curves"] = curves;
+  }
   return out;
 }
 

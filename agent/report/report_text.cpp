@@ -427,7 +427,9 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
   for (const GroupMetrics* g : shown_groups(m)) {
     out << one_shot_vs_final(*g, m, f) << "\n";
     if (g->by_turn.size() > 2) out << by_turn_table(*g, m, f) << "\n";
-    if (g->samples > 1) out << samples_table(*g, m, f) << "\n";
+    // A search's attempts of a round are not independent samples.
+    const bool search = v.scaffold_kind == "beam" || v.scaffold_kind == "evolve";
+    if (g->samples > 1 && !search) out << samples_table(*g, m, f) << "\n";
   }
   out << problems_table(v, f) << "\n";
   out << failures_table(m.failures, f) << "\n" << cost_table(m.cost, v.prices, f);
@@ -502,6 +504,44 @@ std::string comparison_table(const std::vector<RunView>& views, const std::vecto
          runs + render_table(t, f);
 }
 
+// Runs side by side at equal spend per problem: fast_1 (and correctness)
+// at each budget of calls, output tokens and dollars.
+std::string budget_tables(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics, TextFormat f) {
+  std::vector<std::vector<Attempt>> runs;
+  for (const auto& v : views) runs.push_back(v.attempts);
+  const MetricOptions options = options_of(metrics.front());
+  const auto one = std::find(options.ps.begin(), options.ps.end(), 1.0);
+  std::string out;
+  for (BudgetAxis axis : {BudgetAxis::kCalls, BudgetAxis::kOutputTokens, BudgetAxis::kDollars}) {
+    const std::vector<double> grid = budget_grid(axis, runs);
+    if (grid.empty()) continue;
+    Table t;
+    t.header = {"run [protocol]"};
+    t.text_columns = 1;
+    for (double b : grid) {
+      t.header.push_back(axis == BudgetAxis::kCalls ? fmt("%g", b)
+                         : axis == BudgetAxis::kDollars ? "$" + fmt("%.3g", b)
+                                                        : fmt("%.3g", b));
+    }
+    for (std::size_t i = 0; i < views.size(); ++i) {
+      std::vector<std::string> row = {"#" + std::to_string(i + 1) + " " + views[i].label()};
+      for (const auto& point : budget_curve(views[i].problems, views[i].attempts, axis, grid, options)) {
+        const Estimate& e = one != options.ps.end() ? point.metrics.fast_p[one - options.ps.begin()] : point.metrics.correctness;
+        row.push_back(percent(e, false) + " / " + percent(point.metrics.correctness, false));
+      }
+      t.rows.push_back(row);
+    }
+    const std::string what = axis == BudgetAxis::kCalls           ? "LLM calls"
+                             : axis == BudgetAxis::kOutputTokens ? "output tokens"
+                                                                 : "dollars";
+    out += heading(std::string(one != options.ps.end() ? "fast_1" : "correct") + " / correct at equal " + what +
+                       " per problem",
+                   3, f) +
+           render_table(t, f) + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_text_report(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics,
@@ -520,7 +560,8 @@ std::string render_text_report(const std::vector<RunView>& views, const std::vec
   if (views.size() > 1) {
     out << heading("side by side", 2, format);
     out << comparison_table(views, metrics, false, format) << "\n"
-        << comparison_table(views, metrics, true, format) << "\n";
+        << comparison_table(views, metrics, true, format) << "\n"
+        << budget_tables(views, metrics, format);
   }
   for (std::size_t i = 0; i < views.size(); ++i) out << view_section(views[i], metrics[i], format);
   return format == TextFormat::kTerminal ? wrap_lines(out.str()) : out.str();

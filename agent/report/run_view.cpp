@@ -21,6 +21,16 @@ using json = nlohmann::json;
 std::string scaffold_text(const json& s) {
   const int samples = s.value("samples", 1);
   const int turns = s.value("turns", 1);
+  const std::string kind = s.value("kind", std::string("?"));
+  if (kind == "beam") {
+    return "beam, width " + std::to_string(s.value("width", 0)) + " x expand " + std::to_string(s.value("expand", 0)) +
+           ", depth " + std::to_string(turns) + " (" + std::to_string(samples * turns) + " calls per problem)";
+  }
+  if (kind == "evolve") {
+    return "evolve, population " + std::to_string(samples) + " x " + std::to_string(turns) + " generations, " +
+           (s.value("crossover", true) ? std::to_string(s.value("parents", 2)) + " parents" : std::string("mutation")) +
+           " (" + std::to_string(samples * turns) + " calls per problem)";
+  }
   return s.value("kind", std::string("?")) + ", " + std::to_string(samples) + (samples == 1 ? " sample" : " samples") +
          " x " + std::to_string(turns) + (turns == 1 ? " turn" : " turns");
 }
@@ -214,6 +224,7 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   v.prices.cache_write = price("cache_write");
   const json scaffold = config.value("scaffold", json::object());
   v.scaffold = scaffold_text(scaffold);
+  v.scaffold_kind = scaffold.value("kind", std::string());
   v.turns = scaffold.value("turns", 1);
   v.samples = scaffold.value("samples", 1);
   v.device = config.value("device", std::string("?"));

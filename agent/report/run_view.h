@@ -25,6 +25,7 @@ struct RunView {
   bool rescored = false;     // results of `kloop rescore`, not of the run itself
   std::string model;         // "openai:gpt-5"
   std::string scaffold;      // "iterative, 1 sample x 3 turns"
+  std::string scaffold_kind;  // one_shot, best_of_k, iterative, beam, evolve
   std::string device;
   int turns = 1;
   int samples = 1;

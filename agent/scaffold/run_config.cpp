@@ -153,6 +153,13 @@ json RunConfig::to_json() const {
             {"feedback", feedback},
             {"context", scaffold.context},
             {"keep_best", scaffold.keep_best},
+            {"width", scaffold.width},
+            {"expand", scaffold.expand},
+            {"population", scaffold.population},
+            {"parents", scaffold.parents},
+            {"crossover", scaffold.crossover},
+            {"mutate_prompt", scaffold.mutate_prompt},
+            {"select", scaffold.select},
             {"early_stop_speedup", scaffold.early_stop_speedup ? json(*scaffold.early_stop_speedup) : json(nullptr)}}},
           {"prompts", {{"dir", prompts.dir}, {"max_feedback_chars", prompts.max_feedback_chars}}},
           {"evaluation", evaluation},
@@ -270,16 +277,76 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
   if (!c.provider.transcript.empty()) c.provider.transcript = r.resolve_path(c.provider.transcript);
 
   const json sc = j.value("scaffold", json::object());
-  r.known(sc, "scaffold", {"kind", "samples", "turns", "feedback", "context", "keep_best", "early_stop_speedup"});
+  r.known(sc, "scaffold", {"kind", "samples", "turns", "feedback", "context", "keep_best", "early_stop_speedup", "width",
+                           "expand", "depth", "population", "generations", "parents", "crossover", "mutate_prompt",
+                           "select"});
   c.scaffold.kind = r.get<std::string>(sc, "kind", "scaffold.kind", "iterative");
-  c.scaffold.samples = r.get<int>(sc, "samples", "scaffold.samples", 1);
-  c.scaffold.turns = r.get<int>(sc, "turns", "scaffold.turns", c.scaffold.kind == "iterative" ? 3 : 1);
-  if (c.scaffold.kind == "one_shot") {
+  const bool search = c.scaffold.kind == "beam" || c.scaffold.kind == "evolve";
+  // Each field belongs to its scaffolds: one given to another is a mistake.
+  auto only_for = [&](const std::string& field, const std::set<std::string>& kinds) {
+    if (sc.contains(field) && !kinds.count(c.scaffold.kind)) {
+      std::string list;
+      for (const auto& k : kinds) list += (list.empty() ? "" : " or ") + k;
+      r.fail("scaffold." + field, "belongs to the " + list + " scaffold, not " + c.scaffold.kind);
+    }
+  };
+  only_for("width", {"beam"});
+  only_for("expand", {"beam"});
+  only_for("depth", {"beam"});
+  only_for("population", {"evolve"});
+  only_for("generations", {"evolve"});
+  only_for("parents", {"evolve"});
+  only_for("crossover", {"evolve"});
+  only_for("mutate_prompt", {"evolve"});
+  only_for("select", {"beam", "evolve"});
+  if (search) {
+    for (const char* f : {"samples", "turns", "keep_best", "early_stop_speedup"}) {
+      if (sc.contains(f)) {
+        r.fail(std::string("scaffold.") + f, "a " + c.scaffold.kind + " search has no " + f +
+                                                 (c.scaffold.kind == "beam" ? "; use width, expand and depth"
+                                                                            : "; use population and generations"));
+      }
+    }
+  }
+  auto positive = [&](const char* field, int fallback) {
+    const int v = r.get<int>(sc, field, std::string("scaffold.") + field, fallback);
+    if (v < 1) r.fail(std::string("scaffold.") + field, "expected at least 1, got " + std::to_string(v));
+    return v;
+  };
+  c.scaffold.samples = search ? 1 : r.get<int>(sc, "samples", "scaffold.samples", 1);
+  c.scaffold.turns = search ? 1 : r.get<int>(sc, "turns", "scaffold.turns", c.scaffold.kind == "iterative" ? 3 : 1);
+  if (c.scaffold.kind == "beam") {
+    c.scaffold.width = positive("width", 2);
+    c.scaffold.expand = positive("expand", 2);
+    c.scaffold.samples = c.scaffold.width * c.scaffold.expand;
+    c.scaffold.turns = positive("depth", 3);
+  } else if (c.scaffold.kind == "evolve") {
+    c.scaffold.population = positive("population", 4);
+    c.scaffold.parents = positive("parents", 2);
+    c.scaffold.crossover = r.get<bool>(sc, "crossover", "scaffold.crossover", true);
+    c.scaffold.mutate_prompt = r.get<std::string>(sc, "mutate_prompt", "scaffold.mutate_prompt", "");
+    if (!c.scaffold.crossover) c.scaffold.parents = 1;
+    if (sc.contains("parents") && !c.scaffold.crossover && r.get<int>(sc, "parents", "scaffold.parents", 1) != 1) {
+      r.fail("scaffold.parents", "without crossover a child has one parent; leave parents out or set crossover: true");
+    }
+    c.scaffold.samples = c.scaffold.population;
+    c.scaffold.turns = positive("generations", 3);
+  }
+  if (search) {
+    c.scaffold.select = r.get<std::string>(sc, "select", "scaffold.select", "correct_then_speedup");
+    if (c.scaffold.select != "correct_then_speedup" && c.scaffold.select != "speedup") {
+      r.fail("scaffold.select", "expected correct_then_speedup or speedup, got '" + c.scaffold.select + "'");
+    }
+  }
+  if (search) {
+    // nothing more: samples and turns come from the search's own fields
+  } else if (c.scaffold.kind == "one_shot") {
     if (c.scaffold.samples != 1 || c.scaffold.turns != 1) r.fail("scaffold", "one_shot means samples: 1 and turns: 1");
   } else if (c.scaffold.kind == "best_of_k") {
     if (c.scaffold.turns != 1) r.fail("scaffold.turns", "best_of_k takes one turn per sample; use iterative for more");
   } else if (c.scaffold.kind != "iterative") {
-    r.fail("scaffold.kind", "unknown scaffold '" + c.scaffold.kind + "'; expected one_shot, best_of_k or iterative");
+    r.fail("scaffold.kind",
+           "unknown scaffold '" + c.scaffold.kind + "'; expected one_shot, best_of_k, iterative, beam or evolve");
   }
   if (c.scaffold.samples < 1) r.fail("scaffold.samples", "expected at least 1");
   if (c.scaffold.turns < 1) r.fail("scaffold.turns", "expected at least 1");

@@ -16,10 +16,33 @@ namespace kloop {
 
 // How attempts are chained (the KernelBench paper's one-shot, best-of-k and
 // iterative refinement, with its feedback ablations).
+//
+// The search scaffolds go in rounds, every attempt of a round made from
+// what the earlier rounds found; `samples` is then the attempts per round
+// (a round's slots) and `turns` the rounds, so that a run of any scaffold
+// has samples x turns attempts per problem, recorded as (sample, turn):
+//   beam    round 1: width x expand fresh attempts; each later round keeps
+//           the `width` best attempts so far and asks for `expand`
+//           refinements of each, with that attempt's own history of
+//           answers and feedback (its ancestors').
+//   evolve  generation 1: `population` fresh attempts; each later one
+//           `population` children, each prompted with `parents` of the best
+//           attempts so far (verdicts, timings, code) and asked to combine
+//           them (`crossover`) or to improve on one.
+// `select` ranks attempts: correct_then_speedup (correct ones by speedup,
+// then those that ran, then those that compiled) or speedup (only correct
+// ones are kept; missing beam members or parents become fresh attempts).
 struct ScaffoldConfig {
-  std::string kind = "iterative";  // one_shot | best_of_k | iterative
-  int samples = 1;                 // independent chains per problem (k)
-  int turns = 1;                   // attempts per chain (T)
+  std::string kind = "iterative";  // one_shot | best_of_k | iterative | beam | evolve
+  int samples = 1;                 // independent chains per problem (k); a search's attempts per round
+  int turns = 1;                   // attempts per chain (T); a search's rounds
+  int width = 2;                   // beam: attempts kept per round
+  int expand = 2;                  // beam: refinements asked of each
+  int population = 4;              // evolve: attempts per generation
+  int parents = 2;                 // evolve: candidates shown per prompt
+  bool crossover = true;           // evolve: ask to combine the parents (false: improve on one)
+  std::string mutate_prompt;       // evolve: the instruction when improving on one ("" = prompts/evolve_mutate.txt)
+  std::string select = "correct_then_speedup";
   std::set<FeedbackKind> feedback = {FeedbackKind::kCompiler, FeedbackKind::kCorrectness, FeedbackKind::kTiming,
                                      FeedbackKind::kProfiler};
   std::string context = "full";  // full: whole history; last: the task plus the last (or best) attempt

@@ -16,6 +16,7 @@
 #include "agent/extract/code_extract.h"
 #include "agent/prompt/prompt_builder.h"
 #include "agent/scaffold/redaction.h"
+#include "agent/scaffold/search.h"
 #include "agent/scaffold/status_line.h"
 #include "evaluator/build/content_hash.h"
 #include "evaluator/build/environment.h"
@@ -130,7 +131,11 @@ TurnLoop::TurnLoop(RunConfig config, LlmProvider& provider, std::ostream& progre
 // run instead.
 const std::vector<std::string> kIdentityFields = {"model_identity",   "protocol",          "device",
                                                   "seed",             "scaffold.kind",     "scaffold.feedback",
-                                                  "scaffold.context", "scaffold.keep_best", "prompts_digest"};
+                                                  "scaffold.context", "scaffold.keep_best", "prompts_digest",
+                                                  // a search's shape (more rounds extend it; these change it)
+                                                  "scaffold.width", "scaffold.expand", "scaffold.population",
+                                                  "scaffold.parents", "scaffold.crossover", "scaffold.mutate_prompt",
+                                                  "scaffold.select"};
 
 std::vector<ProblemSpec> TurnLoop::select_problems(std::vector<std::string>* excluded) const {
   ProblemRegistry registry(config_.problems_dir);
@@ -246,6 +251,10 @@ LoopSummary TurnLoop::run() {
   const std::string system = redactor.redact(prompts.system());
   std::map<std::string, std::string> tasks;
   for (const auto& s : specs) tasks[s.name] = prompts.task(s);
+  // The evolve prompt's files render now, not after the first generation.
+  if (config_.scaffold.kind == "evolve") {
+    (void)prompts.evolve("", {{"1", "correct", 1.0, "", ""}}, config_.scaffold.crossover, config_.scaffold.mutate_prompt);
+  }
 
   // The devices and the worker are checked here, before the run folder or
   // any request exists. One evaluator (and its workers) per device.
@@ -323,13 +332,33 @@ LoopSummary TurnLoop::run() {
     }
   }
   summary.chains = static_cast<int>(chains.size());
+  // A search's attempts so far, per problem (its rounds are planned from them).
+  const bool search = config_.scaffold.kind == "beam" || config_.scaffold.kind == "evolve";
+  std::vector<std::vector<SearchNode>> search_nodes(specs.size());
+  if (search) {
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      for (int sample = 0; sample < config_.scaffold.samples; ++sample) {
+        for (const auto& r : done[{specs[i].name, sample}]) {
+          if (r.turn > config_.scaffold.turns) continue;
+          const fs::path dir = fs::path(store.path()) / r.attempt_dir;
+          std::string code = read_or_empty(dir / ("candidate" + std::string(config_.device == "cpu" ? ".cpp" : ".cu")));
+          search_nodes[i].push_back({{r.sample, r.turn}, r.verdict, r.speedup, read_or_empty(dir / "response.txt"),
+                                     std::move(code), read_or_empty(dir / "feedback.txt"), r.parents});
+        }
+      }
+    }
+  }
 
   // The references of the problems with work left are built now, beside the
   // first requests, not when their first candidate comes to be evaluated
   // (the build cache's lock makes an evaluation that needs one wait for it).
   std::vector<const ProblemSpec*> to_build;
-  for (const auto& spec : specs) {
-    const bool pending = std::any_of(chains.begin(), chains.end(), [&](const Chain& c) { return c.spec == &spec && !c.done; });
+  const std::size_t per_problem = static_cast<std::size_t>(config_.scaffold.samples * config_.scaffold.turns);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const ProblemSpec& spec = specs[i];
+    const bool pending = search ? search_nodes[i].size() < per_problem
+                                : std::any_of(chains.begin(), chains.end(),
+                                              [&](const Chain& c) { return c.spec == &spec && !c.done; });
     if (pending) to_build.push_back(&spec);
   }
   std::atomic<std::size_t> next_reference{0};
@@ -364,9 +393,18 @@ LoopSummary TurnLoop::run() {
   std::mutex summary_mutex;
   std::atomic<bool> fatal{false};
   std::atomic<std::size_t> next{0};
+  // Enough chains that while `concurrency` wait for the model, every
+  // device still has one to evaluate.
+  int workers = config_.parallel_chains > 0 ? config_.parallel_chains
+                                            : std::max(1, config_.provider.concurrency) + static_cast<int>(devices.size()) - 1;
+  const int search_width = workers;  // a search's attempts of one round at once
   const std::string ext = config_.device == "cpu" ? ".cpp" : ".cu";
   int total_attempts = 0;
-  for (const auto& c : chains) total_attempts += c.done ? 0 : config_.scaffold.turns - static_cast<int>(c.history.size());
+  if (search) {
+    for (const auto& nodes : search_nodes) total_attempts += static_cast<int>(per_problem - std::min(per_problem, nodes.size()));
+  } else {
+    for (const auto& c : chains) total_attempts += c.done ? 0 : config_.scaffold.turns - static_cast<int>(c.history.size());
+  }
   std::atomic<int> attempt_counter{0};
   StatusLine status(total_attempts);
   // A phase of one attempt, on the status line while it lasts.
@@ -377,32 +415,45 @@ LoopSummary TurnLoop::run() {
     ~Phase() { line.end(name); }
   };
 
-  auto run_chain = [&](Chain& chain) {
-    const ProblemSpec& spec = *chain.spec;
+  // One attempt: the request, the answer, its build and its verdict, all
+  // stored, the record appended last. nullopt when it could not be made
+  // (the provider failed, or kloop did; the summary says why and a rerun
+  // makes it again).
+  struct Made {
+    AttemptRecord rec;
+    std::string response;
+    std::string feedback;
+    std::string code;
+  };
+  auto make_attempt = [&](const ProblemSpec& spec, int sample, int turn, std::vector<ChatMessage> messages,
+                          const std::vector<AttemptRef>& parents, const std::string& step,
+                          bool last_turn) -> std::optional<Made> {
     // The evaluators' own configurations (the devices' architectures, the
     // sandbox), so the build that counts finds this one in the cache.
     std::vector<std::unique_ptr<Builder>> prebuilders;
     for (const auto& c : build_configs) prebuilders.push_back(std::make_unique<Builder>(c));
-    for (int turn = static_cast<int>(chain.history.size()) + 1; turn <= config_.scaffold.turns && !chain.done; ++turn) {
-      if (fatal) return;
-      const std::string dir = store.attempt_dir(spec.name, chain.sample, turn);
+    {
+      if (fatal) return std::nullopt;
+      const std::string dir = store.attempt_dir(spec.name, sample, turn);
       AttemptRecord rec;
       rec.run = config_.name;
       rec.problem = spec.name;
       rec.level = spec.level;
-      rec.sample = chain.sample;
+      rec.sample = sample;
       rec.turn = turn;
+      rec.parents = parents;
+      rec.step = step;
       rec.protocol = config_.protocol;
       rec.device = config_.device == "cuda" ? devices.front() : config_.device;
       rec.model = config_.provider.model;
-      rec.attempt_dir = store.relative_attempt_dir(spec.name, chain.sample, turn);
+      rec.attempt_dir = store.relative_attempt_dir(spec.name, sample, turn);
 
       GenerationRequest req;
       req.system = system;
-      req.messages = conversation(tasks.at(spec.name), chain.history, config_.scaffold);
+      req.messages = std::move(messages);
       // Again at sending: a resumed turn's feedback comes from the run folder.
       for (auto& m : req.messages) m.content = redactor.redact(std::move(m.content));
-      req.key = {spec.name, chain.sample, turn};
+      req.key = {spec.name, sample, turn};
       json prompt_json = {{"system", req.system}, {"messages", json::array()}};
       for (const auto& m : req.messages) prompt_json["messages"].push_back({{"role", m.role}, {"content", m.content}});
       RunStore::write_text(dir + "/prompt.json", prompt_json.dump(2) + "\n");
@@ -429,20 +480,20 @@ LoopSummary TurnLoop::run() {
         fatal = true;
         std::lock_guard<std::mutex> lock(summary_mutex);
         summary.fatal_error = e.what();
-        return;
+        return std::nullopt;
       } catch (const ProviderFailure& e) {
         write_calls(dir, e.calls());
         std::lock_guard<std::mutex> lock(summary_mutex);
-        summary.errors.push_back(spec.name + " sample " + std::to_string(chain.sample) + " turn " +
+        summary.errors.push_back(spec.name + " sample " + std::to_string(sample) + " turn " +
                                  std::to_string(turn) + ": " + e.what());
         ++summary.chains_incomplete;
-        return;
+        return std::nullopt;
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(summary_mutex);
-        summary.errors.push_back(spec.name + " sample " + std::to_string(chain.sample) + " turn " +
+        summary.errors.push_back(spec.name + " sample " + std::to_string(sample) + " turn " +
                                  std::to_string(turn) + ": " + e.what());
         ++summary.chains_incomplete;
-        return;
+        return std::nullopt;
       }
       if (outcome != "context_overflow") {
         write_calls(dir, gen.calls);
@@ -504,22 +555,20 @@ LoopSummary TurnLoop::run() {
           feedback = redactor.redact(prompts.feedback(v));
         } catch (const std::exception& e) {  // kloop-side: the reference, the spec, the machine
           std::lock_guard<std::mutex> lock(summary_mutex);
-          summary.errors.push_back(spec.name + " sample " + std::to_string(chain.sample) + " turn " +
+          summary.errors.push_back(spec.name + " sample " + std::to_string(sample) + " turn " +
                                    std::to_string(turn) + ": " + e.what());
           ++summary.chains_incomplete;
-          return;
+          return std::nullopt;
         }
       }
       rec.eval_seconds = std::chrono::duration<double>(Clock::now() - eval_start).count();
       RunStore::write_text(dir + "/feedback.txt", feedback);
       const bool early = config_.scaffold.early_stop_speedup && rec.verdict == "correct" && rec.speedup &&
                          *rec.speedup >= *config_.scaffold.early_stop_speedup;
-      rec.chain_done = early || !outcome.empty() || turn == config_.scaffold.turns;
+      rec.chain_done = early || !outcome.empty() || last_turn;
       rec.stop_reason = !outcome.empty() ? outcome : early ? "early_stop" : (rec.chain_done ? "turns" : "");
       rec.timestamp = utc_timestamp();
       store.append(rec);
-      chain.history.push_back({turn, gen.text, feedback, rec.verdict, rec.speedup});
-      chain.done = rec.chain_done;
       {
         std::lock_guard<std::mutex> lock(summary_mutex);
         ++summary.attempts_run;
@@ -528,49 +577,107 @@ LoopSummary TurnLoop::run() {
       }
       char line[512];
       std::snprintf(line, sizeof(line), "[%d/%d] %s sample %d turn %d: %s%s (llm %.1fs, compile %.1fs, eval %.1fs)%s\n",
-                    ++attempt_counter, total_attempts, spec.name.c_str(), chain.sample, turn, rec.verdict.c_str(),
+                    ++attempt_counter, total_attempts, spec.name.c_str(), sample, turn, rec.verdict.c_str(),
                     rec.speedup ? (" " + std::to_string(*rec.speedup).substr(0, 5) + "x").c_str() : "",
                     rec.llm_seconds, rec.compile_seconds, rec.eval_seconds - rec.compile_seconds,
                     early ? " - early stop" : "");
       status.done(rec.cost_usd);
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      status.print(progress_, line);
+      {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        status.print(progress_, line);
+      }
+      return Made{rec, gen.text, feedback, code.code};
     }
   };
 
-  // Enough chains that while `concurrency` wait for the model, every
-  // device still has one to evaluate.
-  int workers = config_.parallel_chains > 0 ? config_.parallel_chains
-                                            : std::max(1, config_.provider.concurrency) + static_cast<int>(devices.size()) - 1;
-  workers = std::max(1, std::min<int>(workers, static_cast<int>(chains.size())));
-  std::vector<std::thread> pool;
-  for (int w = 0; w < workers; ++w) {
-    pool.emplace_back([&] {
-      for (std::size_t i = next++; i < chains.size(); i = next++) {
-        if (!chains[i].done) run_chain(chains[i]);
+  auto run_chain = [&](Chain& chain) {
+    for (int turn = static_cast<int>(chain.history.size()) + 1; turn <= config_.scaffold.turns && !chain.done; ++turn) {
+      std::vector<AttemptRef> parents;
+      if (!chain.history.empty()) parents.push_back({chain.sample, chain.history.back().turn});
+      std::optional<Made> made =
+          make_attempt(*chain.spec, chain.sample, turn, conversation(tasks.at(chain.spec->name), chain.history, config_.scaffold),
+                       parents, turn == 1 ? "fresh" : "refine", turn == config_.scaffold.turns);
+      if (!made) return;
+      chain.history.push_back({turn, made->response, made->feedback, made->rec.verdict, made->rec.speedup});
+      chain.done = made->rec.chain_done;
+    }
+  };
+
+  // A beam or evolve search of one problem, round by round; a round's
+  // attempts run side by side, and the next round is planned from all of
+  // them (search.h). Rounds the store holds are not made again.
+  auto run_search = [&](const ProblemSpec& spec, std::vector<SearchNode> nodes) {
+    for (int round = 1; round <= config_.scaffold.turns && !fatal; ++round) {
+      std::vector<PlannedAttempt> plan = plan_round(config_.scaffold, round, nodes, tasks.at(spec.name), prompts);
+      std::vector<PlannedAttempt> missing;
+      for (auto& p : plan) {
+        const bool have = std::any_of(nodes.begin(), nodes.end(), [&](const SearchNode& n) { return n.at == p.at; });
+        if (!have) missing.push_back(std::move(p));
       }
-    });
+      std::mutex nodes_mutex;
+      std::atomic<bool> failed{false};
+      std::atomic<std::size_t> next_slot{0};
+      std::vector<std::thread> slots;
+      const std::size_t width = std::min<std::size_t>(missing.size(), static_cast<std::size_t>(std::max(1, search_width)));
+      for (std::size_t t = 0; t < width; ++t) {
+        slots.emplace_back([&] {
+          for (std::size_t i = next_slot++; i < missing.size(); i = next_slot++) {
+            PlannedAttempt& p = missing[i];
+            std::optional<Made> made = make_attempt(spec, p.at.sample, p.at.turn, std::move(p.messages), p.parents, p.step,
+                                                    round == config_.scaffold.turns);
+            if (!made) {
+              failed = true;
+              continue;
+            }
+            std::lock_guard<std::mutex> lock(nodes_mutex);
+            nodes.push_back({p.at, made->rec.verdict, made->rec.speedup, made->response, made->code, made->feedback,
+                             p.parents});
+          }
+        });
+      }
+      for (auto& t : slots) t.join();
+      // The next round needs every attempt of this one.
+      if (failed) return;
+    }
+  };
+
+  std::vector<std::thread> pool;
+  if (search) {
+    // Problems side by side, and within a problem a round's attempts.
+    const int problem_workers = std::max(1, std::min<int>(workers, static_cast<int>(specs.size())));
+    for (int w = 0; w < problem_workers; ++w) {
+      pool.emplace_back([&] {
+        for (std::size_t i = next++; i < specs.size(); i = next++) run_search(specs[i], std::move(search_nodes[i]));
+      });
+    }
+  } else {
+    workers = std::max(1, std::min<int>(workers, static_cast<int>(chains.size())));
+    for (int w = 0; w < workers; ++w) {
+      pool.emplace_back([&] {
+        for (std::size_t i = next++; i < chains.size(); i = next++) {
+          if (!chains[i].done) run_chain(chains[i]);
+        }
+      });
+    }
   }
   for (auto& t : pool) t.join();
   summary.queues = queues.figures();
   summary.seconds = queues.seconds();
 
-  // Best so far, per turn, over all samples (what fast_p at turn t reports).
+  // Best so far, per turn, over all samples (what fast_p at turn t
+  // reports), from the store: what this driver and earlier ones made.
+  std::map<std::string, std::vector<AttemptRecord>> by_problem;
+  for (auto& r : store.load_results()) by_problem[r.problem].push_back(std::move(r));
   for (int t = 1; t <= config_.scaffold.turns; ++t) {
     TurnSummary ts;
     ts.turn = t;
     for (const auto& spec : specs) {
       bool correct = false;
       double best = 0;
-      for (int s = 0; s < config_.scaffold.samples; ++s) {
-        for (const auto& c : chains) {
-          if (c.spec != &spec || c.sample != s) continue;
-          for (const auto& h : c.history) {
-            if (h.turn > t || h.verdict != "correct") continue;
-            correct = true;
-            if (h.speedup) best = std::max(best, *h.speedup);
-          }
-        }
+      for (const auto& r : by_problem[spec.name]) {
+        if (r.turn > t || r.sample >= config_.scaffold.samples || r.verdict != "correct") continue;
+        correct = true;
+        if (r.speedup) best = std::max(best, *r.speedup);
       }
       ts.correct += correct ? 1 : 0;
       ts.fast_1 += (correct && best > 1.0) ? 1 : 0;

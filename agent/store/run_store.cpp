@@ -102,6 +102,13 @@ json AttemptRecord::to_json() const {
             {"stop_reason", stop_reason},
             {"attempt_dir", attempt_dir},
             {"timestamp", timestamp}};
+  // Only when there are: records of runs made before stay as they were.
+  if (!parents.empty()) {
+    json p = json::array();
+    for (const auto& a : parents) p.push_back({a.sample, a.turn});
+    j["parents"] = p;
+  }
+  if (!step.empty()) j["step"] = step;
   return j;
 }
 
@@ -136,6 +143,14 @@ AttemptRecord AttemptRecord::from_json(const json& j) {
   r.stop_reason = j.value("stop_reason", "");
   r.attempt_dir = j.value("attempt_dir", "");
   r.timestamp = j.value("timestamp", "");
+  if (j.contains("parents") && j["parents"].is_array()) {
+    for (const auto& p : j["parents"]) {
+      if (p.is_array() && p.size() == 2 && p[0].is_number_integer() && p[1].is_number_integer()) {
+        r.parents.push_back({p[0].get<int>(), p[1].get<int>()});
+      }
+    }
+  }
+  r.step = j.value("step", "");
   return r;
 }
 

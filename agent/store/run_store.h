@@ -23,6 +23,14 @@
 
 namespace kloop {
 
+// An attempt of a problem, by where it is recorded.
+struct AttemptRef {
+  int sample = 0;
+  int turn = 1;
+  bool operator==(const AttemptRef& o) const { return sample == o.sample && turn == o.turn; }
+  bool operator<(const AttemptRef& o) const { return turn != o.turn ? turn < o.turn : sample < o.sample; }
+};
+
 // One line of results.jsonl.
 struct AttemptRecord {
   std::string run;
@@ -52,6 +60,12 @@ struct AttemptRecord {
   std::string finish_reason;
   bool chain_done = false;  // no further turn follows in this chain
   std::string stop_reason;  // "turns", "early_stop" when chain_done
+  // What the attempt was made from: the earlier attempts of its problem its
+  // prompt showed (a chain's previous turn; a beam member; an evolve child's
+  // parents), and how ("fresh", "refine", "mutate", "crossover"). A run's
+  // search tree is rebuilt from these.
+  std::vector<AttemptRef> parents;
+  std::string step;
   std::string attempt_dir;  // relative to the run folder
   std::string timestamp;    // UTC, ISO 8601
 

@@ -138,6 +138,14 @@ TEST_F(SweepTest, TheShippedComparisonsExpand) {
   EXPECT_EQ(scaffolds[1].point, "scaffold=best_of_5");
   EXPECT_EQ(scaffolds[1].config.scaffold.samples, 5);
   EXPECT_EQ(scaffolds[2].config.scaffold.turns, 5);
+  // Equal budgets: 16 calls per problem for each scaffold.
+  const auto searches = load("search-equal-budget.yaml");
+  ASSERT_EQ(searches.size(), 3u);
+  for (const auto& r : searches) {
+    EXPECT_EQ(r.config.scaffold.samples * r.config.scaffold.turns, 16) << r.point;
+  }
+  EXPECT_EQ(searches[1].config.scaffold.kind, "beam");
+  EXPECT_EQ(searches[2].config.scaffold.kind, "evolve");
 }
 
 // The replay provider and a command provider as the two points of one
