@@ -82,6 +82,7 @@ json view_json(const RunView& v, const RunMetrics& m) {
           {"results_file", v.results_file},
           {"model", v.model},
           {"scaffold", v.scaffold},
+          {"scaffold_kind", v.scaffold_kind},
           {"device", v.device},
           {"turns", m.turns},
           {"samples", m.samples},

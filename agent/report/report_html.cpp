@@ -70,7 +70,13 @@ json grid_json(const RunView& v, const std::vector<Attempt>& attempts, int turns
                                              {"code", link(v, a.code_file, page_dir)},
                                              {"feedback", link(v, a.feedback_file, page_dir)},
                                              {"verdict_file", link(v, a.verdict_file, page_dir)},
-                                             {"profile", a.profile_digest}};
+                                             {"profile", a.profile_digest},
+                                             {"step", r.step}};
+    if (!r.parents.empty()) {
+      json parents = json::array();
+      for (const auto& p : r.parents) parents.push_back({p.sample, p.turn});
+      grid[it->second]["cells"][r.turn - 1]["parents"] = parents;
+    }
   }
   return grid;
 }

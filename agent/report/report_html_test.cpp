@@ -165,7 +165,9 @@ TEST_F(ReportHtmlTest, DrawsEverySeriesInHeadlessChromium) {
   for (const char* series :
        {"v0:fast_p-vs-p:turn 1", "v0:fast_p-vs-p:turn 3", "v0:fast_p-by-turn:fast_0", "v0:fast_p-by-turn:fast_1",
         "v0:speedups:one-shot", "v0:speedups:final", "v0:grid", "v0:provider", "v1:fast_p-vs-p:turn 1",
-        "compare:fast_p-vs-p:synth [kernelbench]", "compare:correct-by-turn:synth [strict]"}) {
+        "compare:fast_p-vs-p:synth [kernelbench]", "compare:correct-by-turn:synth [strict]",
+        "compare:budget-calls:synth [strict]", "compare:budget-calls:synth [kernelbench]",
+        "compare:budget-output_tokens:synth [strict]", "compare:budget-dollars:synth [kernelbench]"}) {
     EXPECT_NE(body.find(series), std::string::npos) << "missing series " << series << " in " << body;
   }
   // A curve is a real path, not an empty element.
@@ -187,6 +189,43 @@ TEST_F(ReportHtmlTest, DrawsEverySeriesInHeadlessChromium) {
   EXPECT_EQ(read(shot).substr(1, 3), "PNG");
   EXPECT_GT(fs::file_size(shot), 20000u);  // a drawn page, not a blank one
   std::cout << "screenshot: " << shot.string() << "\n";
+}
+
+// A search's page draws its tree: a node per attempt coloured by verdict,
+// a line from each parent.
+TEST_F(ReportHtmlTest, ASearchRunDrawsItsTree) {
+  const std::string binary = find_chromium();
+  if (binary.empty()) GTEST_SKIP() << "no chromium on the PATH (scripts/setup installs it; or set KLOOP_CHROMIUM)";
+  ProblemRegistry registry(ProblemRegistry::default_root());
+  RunView v = load_run_view(run_, "strict", &registry);
+  v.scaffold_kind = "beam";
+  int linked = 0;
+  for (auto& a : v.attempts) {
+    if (a.record.problem == "19_ReLU" && a.record.turn > 1) {
+      a.record.parents = {{0, a.record.turn - 1}};
+      a.record.step = "refine";
+      ++linked;
+    }
+  }
+  ASSERT_EQ(linked, 2);
+  MetricOptions o;
+  o.bootstrap_resamples = 0;
+  const RunMetrics m = compute_metrics(v.problems, v.attempts, v.turns, v.samples, o);
+  const fs::path page = runs_ / "tree.html";
+  RunStore::write_text(page.string(), render_html_report({v}, {m}, runs_.string()));
+  const std::string dom = chromium(binary, page, "--dump-dom");
+  EXPECT_EQ(start_tag(dom, "html").find("data-errors"), std::string::npos) << start_tag(dom, "html");
+  EXPECT_NE(start_tag(dom, "body").find("v0:tree"), std::string::npos) << start_tag(dom, "body");
+  const std::size_t tree = dom.find("data-series=\"v0:tree:19_ReLU\"");
+  ASSERT_NE(tree, std::string::npos) << dom.substr(0, 3000);
+  const std::string svg = dom.substr(tree, dom.find("</svg>", tree) - tree);
+  std::size_t lines = 0, nodes = 0;
+  for (std::size_t at = svg.find("<line"); at != std::string::npos; at = svg.find("<line", at + 1)) ++lines;
+  for (std::size_t at = svg.find("class=\"node "); at != std::string::npos; at = svg.find("class=\"node ", at + 1)) ++nodes;
+  EXPECT_EQ(lines, 2u) << svg;
+  EXPECT_EQ(nodes, 3u) << svg;
+  EXPECT_NE(svg.find("node v-integrity_violation"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("1.60x"), std::string::npos) << svg;
 }
 
 TEST_F(ReportHtmlTest, ScriptErrorsShowInTheDom) {
