@@ -1311,6 +1311,39 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   }
 }
 
+ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::string& dir) {
+  const bool cpu = options_.device == "cpu";
+  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  if (!rb.ok) {
+    throw EvaluationError("the reference of " + spec.name + " does not build:\n" +
+                          summarize_diagnostics(rb.diagnostics, 10) + (rb.diagnostics.empty() ? rb.log : ""));
+  }
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  const DimValues dims = spec.resolve_dims(cpu || options_.small_dims);
+  const json c = generate_case(spec, dims, 0, options_.seed, options_.seed, 1.0, 1, false);
+  WorkerSession ref(options_.worker_path, "reference", work);
+  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
+  if (reply && reply->value("ok", false)) {
+    reply = ref.call({{"op", "generate"}, {"dir", work.shared()}, {"cases", json::array({c})}}, options_.run_timeout);
+  }
+  if (!reply || !reply->value("ok", false)) {
+    throw EvaluationError("the reference of " + spec.name + " failed (" +
+                          (reply ? reply->value("message", "?") : ref.failure()) + ")\n" + ref.log_tail());
+  }
+  ref.finish();
+  fs::create_directories(dir);
+  ReferenceCase out;
+  out.weights_file = (fs::path(dir) / "weights.kt").string();
+  out.inputs_file = (fs::path(dir) / "inputs.kt").string();
+  out.expected_file = (fs::path(dir) / "expected.kt").string();
+  fs::copy_file(work.shared() + "/case0.weights.kt", out.weights_file, fs::copy_options::overwrite_existing);
+  fs::copy_file(work.shared() + "/case0.call0.inputs.kt", out.inputs_file, fs::copy_options::overwrite_existing);
+  fs::copy_file(work.shared() + "/case0.call0.expected.kt", out.expected_file, fs::copy_options::overwrite_existing);
+  out.args = c.at("args");
+  out.dims = json(dims);
+  return out;
+}
+
 ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   ReferenceReport r;
   r.problem = spec.name;

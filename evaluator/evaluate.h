@@ -115,12 +115,28 @@ struct BaselineReport {
   double seconds = 0;  // wall time of the whole measurement
 };
 
+// One case of a reference written out for another program to run: its
+// weights (by state_dict name), the inputs of its call and the expected
+// outputs, in kloop's tensor files, and its constructor arguments.
+struct ReferenceCase {
+  std::string weights_file;
+  std::string inputs_file;
+  std::string expected_file;
+  nlohmann::json args;  // [{name, type, value}] at the case's dims
+  nlohmann::json dims;
+};
+
 class Evaluator {
  public:
   Evaluator(Builder& builder, EvalOptions options);
   Verdict evaluate(const ProblemSpec& spec, const std::string& candidate_path);
   // Builds and runs the reference at the run's dims (cpu dims on CPU).
   ReferenceReport check_reference(const ProblemSpec& spec);
+  // Draws case 0 (the run's seed, the spec's cpu dims on CPU or with
+  // small_dims, else its full dims), runs the reference on it and writes
+  // the case's files into `dir`. Throws EvaluationError when the reference
+  // does not build or run.
+  ReferenceCase reference_case(const ProblemSpec& spec, const std::string& dir);
   // Runs the reference over several seeds, with weights and inputs varied
   // separately, and flags degenerate outputs under the protocol's tolerance.
   AuditReport audit_reference(const ProblemSpec& spec);

@@ -1,13 +1,20 @@
 // kloop problems list|show: browse the task suites.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
+#include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "agent/cli/commands.h"
 #include "agent/scaffold/status_line.h"
+#include "agent/store/run_store.h"
 #include "evaluator/evaluate.h"
+#include "evaluator/parity.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::cli {
@@ -161,6 +168,107 @@ int check(const GlobalOptions& g, const std::vector<std::string>& names, const s
   return bad ? 1 : 0;
 }
 
+struct ParityArgs {
+  std::vector<std::string> names;
+  std::string suite;
+  int level = 0;
+  std::string upstream;
+  std::string device = "cpu";
+  std::string dims = "small";
+  std::string python;
+  std::string json_file;
+  std::string resume;
+  std::string markdown;
+};
+
+// The port of each selected task against its upstream Python file: one row
+// per task, optionally kept in a JSON table that --resume continues.
+int parity(const GlobalOptions& g, const ParityArgs& a) {
+  ProblemRegistry reg(g.problems_dir);
+  const std::vector<ProblemEntry> entries = reg.select(a.names, a.suite, a.level > 0 ? std::optional<int>(a.level) : std::nullopt);
+  if (!std::filesystem::is_directory(a.upstream)) {
+    throw std::invalid_argument("--upstream " + a.upstream + ": not a folder; give a KernelBench checkout (the folder "
+                                "holding KernelBench/level1/...)");
+  }
+  if (a.dims != "small" && a.dims != "full") throw std::invalid_argument("--dims: small or full, not " + a.dims);
+  ParityOptions po;
+  po.upstream_root = std::filesystem::absolute(a.upstream).lexically_normal().string();
+  po.python = find_python_with_torch(a.python);
+  Builder builder(BuilderConfig::from_environment());
+  EvalOptions opts;
+  opts.measure_time = false;
+  opts.device = a.device;
+  opts.small_dims = a.dims == "small";
+  Evaluator evaluator(builder, opts);
+  nlohmann::json table = nlohmann::json::array();
+  std::set<std::string> done;
+  if (!a.resume.empty() && std::filesystem::exists(a.resume)) {
+    std::ifstream in(a.resume);
+    try {
+      in >> table;
+    } catch (const nlohmann::json::exception&) {
+      throw std::invalid_argument("--resume " + a.resume + ": not a parity table (kloop problems parity --json writes one)");
+    }
+    for (const auto& row : table) done.insert(row.value("problem", ""));
+  }
+  std::vector<std::string> sources;
+  for (const auto& e : entries) {
+    if (!done.count(e.name)) sources.push_back(reg.load(e).reference_path);
+  }
+  std::fprintf(stderr, "kloop: building %zu reference(s)...\n", sources.size());
+  build_many(builder.config(), sources, ModuleRole::kReference, a.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda,
+             0, build_progress_on_stderr("references"));
+  std::map<std::string, int> counts;
+  std::printf("%-50s %-12s %-8s %-11s %-11s %s\n", "problem", "parity", "bitwise", "max_abs", "max_rel", "details");
+  for (const auto& e : entries) {
+    if (done.count(e.name)) continue;
+    const ProblemSpec spec = reg.load(e);
+    const ParityResult r = check_parity(evaluator, spec, po);
+    ++counts[r.status];
+    std::string details;
+    for (const auto& d : r.details) details += (details.empty() ? "" : "; ") + d;
+    std::printf("%-50s %-12s %-8s %-11.3g %-11.3g %s\n", r.problem.c_str(), r.status.c_str(), r.bitwise ? "yes" : "no",
+                r.max_abs_error, r.max_rel_error, details.substr(0, 400).c_str());
+    std::fflush(stdout);
+    table.push_back({{"problem", r.problem},
+                     {"level", spec.level},
+                     {"upstream_file", r.upstream_file},
+                     {"status", r.status},
+                     {"bitwise", r.bitwise},
+                     {"max_abs_error", r.max_abs_error},
+                     {"max_rel_error", r.max_rel_error},
+                     {"details", r.details},
+                     {"deviations", r.deviations},
+                     {"device", a.device},
+                     {"dims", a.dims}});
+    if (!a.json_file.empty()) RunStore::write_text(a.json_file, table.dump(2) + "\n");
+  }
+  if (!a.markdown.empty()) {
+    std::ostringstream md;
+    md << "| problem | parity | bitwise | max abs error | max rel error | deviations from upstream |\n|---|---|---|--:|--:|---|\n";
+    for (const auto& row : table) {
+      std::string dev;
+      for (const auto& d : row.value("deviations", nlohmann::json::array())) dev += (dev.empty() ? "" : "; ") + d.get<std::string>();
+      for (auto& ch : dev) ch = ch == '|' ? '/' : ch;
+      char nums[64];
+      std::snprintf(nums, sizeof(nums), "%.3g | %.3g", row.value("max_abs_error", 0.0), row.value("max_rel_error", 0.0));
+      md << "| " << row.value("problem", "") << " | " << row.value("status", "") << " | "
+         << (row.value("bitwise", false) ? "yes" : "no") << " | " << nums << " | " << dev << " |\n";
+    }
+    RunStore::write_text(a.markdown, md.str());
+  }
+  int bad = 0;
+  std::string summary;
+  for (const auto& [status, n] : counts) {
+    summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + status;
+    if (status != "match") bad += n;
+  }
+  std::printf("%zu task(s) compared with %s: %s%s\n", entries.size() - done.size(), a.upstream.c_str(),
+              summary.empty() ? "none" : summary.c_str(),
+              done.empty() ? "" : (" (" + std::to_string(done.size()) + " kept from " + a.resume + ")").c_str());
+  return bad ? 1 : 0;
+}
+
 }  // namespace
 
 Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
@@ -187,8 +295,24 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
   auto check_device = std::make_shared<std::string>("cpu");
   check_cmd->add_option("--device", *check_device, "cpu or cuda[:N] (runs at the small cpu dims either way)")
       ->capture_default_str();
-  return [&global, list_cmd, show_cmd, check_cmd, suite, level, json_list, name, json_show, check_names, check_suite,
-          check_level, check_device]() {
+  auto* parity_cmd = app.add_subcommand(
+      "parity", "run each task's upstream Python file on kloop's weights and inputs and compare with kloop's port");
+  auto pa = std::make_shared<ParityArgs>();
+  parity_cmd->add_option("names", pa->names, "problems to compare (default: all selected)");
+  parity_cmd->add_option("--upstream", pa->upstream, "a KernelBench checkout (holds KernelBench/level1/...)")->required();
+  parity_cmd->add_option("--suite", pa->suite, "only this suite");
+  parity_cmd->add_option("--level", pa->level, "only this level");
+  parity_cmd->add_option("--device", pa->device, "cpu or cuda[:N]")->capture_default_str();
+  parity_cmd->add_option("--dims", pa->dims, "small (the spec's cpu dims) or full (upstream's sizes; GPU)")
+      ->capture_default_str();
+  parity_cmd->add_option("--python", pa->python,
+                         "python3 with torch (default: $KLOOP_PYTHON, else python3 or /usr/bin/python3, whichever imports torch)");
+  parity_cmd->add_option("--json", pa->json_file, "write the table here as it grows (one row per task)");
+  parity_cmd->add_option("--resume", pa->resume, "keep the rows of this earlier --json table and compare only the rest");
+  parity_cmd->add_option("--markdown", pa->markdown, "write the table as Markdown here");
+  return [&global, list_cmd, show_cmd, check_cmd, parity_cmd, pa, suite, level, json_list, name, json_show, check_names,
+          check_suite, check_level, check_device]() {
+    if (parity_cmd->parsed()) return parity(global, *pa);
     if (check_cmd->parsed()) {
       return check(global, *check_names, *check_suite,
                    *check_level > 0 ? std::optional<int>(*check_level) : std::nullopt, *check_device);

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "agent/store/run_store.h"
+#include "evaluator/build/content_hash.h"
 #include "evaluator/isolation/subprocess.h"
 
 namespace kloop {
@@ -29,11 +30,13 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
+// The file's text; "" when it cannot be read.
 std::string read_all(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return read_file(p.string());
+  } catch (const std::runtime_error&) {
+    return "";
+  }
 }
 
 class SlurmRunTest : public ::testing::Test {

@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "evaluator/build/content_hash.h"
 #include "evaluator/isolation/subprocess.h"
 
 namespace kloop {
@@ -18,13 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class SweepTest : public ::testing::Test {
  protected:
@@ -119,7 +113,7 @@ TEST_F(SweepTest, BadSweepsNameTheFieldAndThePoint) {
 TEST_F(SweepTest, TheShippedComparisonsExpand) {
   // On a machine without CUDA the shipped configs' device is swapped for cpu.
   auto load = [&](const std::string& name) {
-    std::string text = read_all(fs::path(KLOOP_TEST_PROBLEMS) / "../configs" / name);
+    std::string text = read_file((fs::path(KLOOP_TEST_PROBLEMS) / "../configs" / name).string());
     text = std::regex_replace(text, std::regex("\ndevice: cuda\n"), "\ndevice: cpu\n");
     fs::create_directories(dir_ / "configs");
     const fs::path p = dir_ / "configs" / name;
@@ -175,8 +169,8 @@ TEST_F(SweepTest, KloopRunRunsEveryPointAndReportShowsThemSideBySide) {
   ASSERT_EQ(run.status.code, 0) << run.output;
   EXPECT_NE(run.output.find("sweep of 2 run(s)"), std::string::npos) << run.output;
   EXPECT_TRUE(fs::exists(dir_ / "runs/pair/sweep.json"));
-  const std::string replayed = read_all(dir_ / "runs/pair/provider=replayed/results.jsonl");
-  const std::string scripted = read_all(dir_ / "runs/pair/provider=scripted/results.jsonl");
+  const std::string replayed = read_file((dir_ / "runs/pair/provider=replayed/results.jsonl").string());
+  const std::string scripted = read_file((dir_ / "runs/pair/provider=scripted/results.jsonl").string());
   EXPECT_NE(replayed.find("\"no_code\""), std::string::npos) << replayed;
   EXPECT_NE(scripted.find("\"correct\""), std::string::npos) << scripted;
   EXPECT_NE(scripted.find("\"run\":\"pair/provider=scripted\""), std::string::npos) << scripted;

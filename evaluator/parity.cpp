@@ -1,0 +1,154 @@
+#include "evaluator/parity.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "evaluator/build/environment.h"
+#include "evaluator/check/compare.h"
+#include "evaluator/isolation/subprocess.h"
+#include "evaluator/protocol.h"
+#include "evaluator/runtime/host_tensor.h"
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+bool imports_torch(const std::string& python) {
+  const CommandResult r = run_command({python, "-c", "import torch"}, "", std::chrono::seconds(120));
+  return r.status.exited && r.status.code == 0;
+}
+
+// The harness's one JSON line (the last line of its output that parses).
+json harness_reply(const std::string& output) {
+  std::istringstream lines(output);
+  std::string line;
+  json reply;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line.front() != '{') continue;
+    try {
+      reply = json::parse(line);
+    } catch (const json::exception&) {
+    }
+  }
+  return reply;
+}
+
+}  // namespace
+
+std::string find_python_with_torch(const std::string& configured) {
+  std::string chosen = configured;
+  if (chosen.empty()) {
+    if (const char* env = std::getenv("KLOOP_PYTHON"); env && *env) chosen = env;
+  }
+  if (!chosen.empty()) {
+    if (!imports_torch(chosen)) {
+      throw std::runtime_error(chosen + " cannot import torch; give a python3 that can (--python, KLOOP_PYTHON)");
+    }
+    return chosen;
+  }
+  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
+    if (imports_torch(candidate)) return candidate;
+  }
+  throw std::runtime_error("no python3 here imports torch (tried python3 on the PATH and /usr/bin/python3); install "
+                           "PyTorch (Debian: apt-get install python3-torch) or give one with --python");
+}
+
+ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const ParityOptions& options) {
+  ParityResult r;
+  r.problem = spec.name;
+  r.deviations = spec.deviations;
+  const auto file = spec.provenance.find("file");
+  if (file == spec.provenance.end()) {
+    r.status = "missing";
+    r.details.push_back("the spec names no upstream file (provenance.file)");
+    return r;
+  }
+  const fs::path upstream = fs::path(options.upstream_root) / file->second;
+  r.upstream_file = upstream.string();
+  if (!fs::is_regular_file(upstream)) {
+    r.status = "missing";
+    r.details.push_back(upstream.string() + ": not found in the checkout");
+    return r;
+  }
+  const fs::path dir = fs::temp_directory_path() / ("kloop-parity-" + std::to_string(getpid()) + "-" + spec.name);
+  fs::remove_all(dir);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } cleanup{dir};
+  ReferenceCase c;
+  try {
+    c = evaluator.reference_case(spec, dir.string());
+  } catch (const std::exception& e) {
+    r.status = "error";
+    r.details.push_back(std::string("kloop's reference: ") + e.what());
+    return r;
+  }
+  const std::string args_file = (dir / "args.json").string();
+  std::ofstream(args_file) << c.args.dump();
+  const std::string out_file = (dir / "upstream.kt").string();
+  const std::string device = evaluator.options().device;
+  const CommandResult run = run_command(
+      {options.python.empty() ? find_python_with_torch("") : options.python, data_dir() + "/evaluator/problem/upstream_parity.py",
+       "--task", upstream.string(), "--args", args_file, "--weights", c.weights_file, "--inputs", c.inputs_file, "--out",
+       out_file, "--device", device == "cpu" ? "cpu" : device},
+      dir.string(), options.timeout);
+  const json reply = harness_reply(run.output);
+  if (run.timed_out || !reply.is_object()) {
+    r.status = "error";
+    r.details.push_back("upstream: " + std::string(run.timed_out ? "timed out" : "no answer") + ": " +
+                        run.output.substr(run.output.size() > 2000 ? run.output.size() - 2000 : 0));
+    return r;
+  }
+  if (!reply.value("ok", false)) {
+    r.status = reply.value("kind", std::string("error"));
+    if (r.status != "key_mismatch" && r.status != "arg_mismatch") r.status = "error";
+    if (reply.contains("error")) r.details.push_back("upstream: " + reply["error"].get<std::string>());
+    for (const char* k : {"upstream_only", "kloop_only", "shapes"}) {
+      if (reply.contains(k) && !reply[k].empty()) {
+        r.details.push_back(std::string(k) == "shapes" ? "shapes differ: " + reply[k].dump()
+                                                       : std::string("state_dict keys ") + k + ": " + reply[k].dump());
+      }
+    }
+    return r;
+  }
+  const std::vector<HostTensor> expected = read_tensor_file(c.expected_file);
+  const std::vector<HostTensor> actual = read_tensor_file(out_file);
+  if (expected.size() != actual.size()) {
+    r.status = "mismatch";
+    r.details.push_back("upstream returns " + std::to_string(actual.size()) + " output(s), kloop " +
+                        std::to_string(expected.size()));
+    return r;
+  }
+  const Tolerance tol = protocol_by_name("strict").tolerance;
+  bool passed = true;
+  r.bitwise = true;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const TensorComparison cmp = compare_tensors(expected[i], actual[i], tol);
+    r.bitwise = r.bitwise && tensors_identical(expected[i], actual[i]);
+    r.max_abs_error = std::max(r.max_abs_error, cmp.max_abs_error);
+    r.max_rel_error = std::max(r.max_rel_error, cmp.max_rel_error);
+    if (!cmp.passed) {
+      passed = false;
+      r.details.push_back("output " + std::to_string(i) + ": " +
+                          (cmp.problem.empty() ? std::to_string(cmp.mismatches) + " of " + std::to_string(cmp.numel) +
+                                                     " values outside atol " + std::to_string(cmp.atol_used) +
+                                                     " + rtol " + std::to_string(tol.rtol)
+                                               : cmp.problem));
+    }
+  }
+  r.status = passed ? "match" : "mismatch";
+  return r;
+}
+
+}  // namespace kloop

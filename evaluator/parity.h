@@ -1,0 +1,46 @@
+// Port parity: does kloop's C++ port of a task compute what the upstream
+// Python task file computes? Each upstream file (a KernelBench checkout's
+// KernelBench/levelN/NAME.py, as the spec's provenance names it) runs in a
+// python3 subprocess with torch (evaluator/problem/upstream_parity.py) on
+// kloop's own weights (loaded by state_dict name) and inputs, and its
+// outputs are judged against kloop's reference by kloop's comparison under
+// the strict protocol's tolerance. Upstream code runs as the user who
+// pointed at the checkout, outside the candidate sandbox: it is the user's
+// trusted source, as a reference is.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "evaluator/evaluate.h"
+
+namespace kloop {
+
+struct ParityOptions {
+  std::string upstream_root;  // a KernelBench checkout (the folder holding KernelBench/level1/...)
+  std::string python;         // with torch; "" = find_python_with_torch("")
+  std::chrono::seconds timeout{600};
+};
+
+struct ParityResult {
+  std::string problem;
+  std::string upstream_file;
+  // match (within the strict tolerance), mismatch, key_mismatch (state_dict
+  // names or shapes differ), arg_mismatch (a constructor parameter kloop's
+  // spec lacks), missing (no upstream file), error (either side failed)
+  std::string status;
+  bool bitwise = false;  // every output identical bit for bit
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  std::vector<std::string> details;     // what differs, in words
+  std::vector<std::string> deviations;  // the spec's own account of how the port differs
+};
+
+ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const ParityOptions& options);
+
+// `configured` when given (--python, $KLOOP_PYTHON), else the first of
+// python3 on the PATH and /usr/bin/python3 that imports torch; throws
+// std::runtime_error naming what was tried and the fix.
+std::string find_python_with_torch(const std::string& configured);
+
+}  // namespace kloop

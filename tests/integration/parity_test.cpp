@@ -1,0 +1,102 @@
+// kloop problems parity against upstream-format task files written for the
+// test (tests/fixtures/upstream): ports that compute what their upstream
+// file computes match (bit for bit here, weights loaded by state_dict
+// name), a wrong upstream file is a mismatch, a module with another
+// parameter a key mismatch, a missing file is said. Needs a python3 with
+// torch (Debian's python3-torch); without one the tests skip, unless
+// KLOOP_REQUIRE_PYTHON_TORCH=1 (CI), where they fail.
+#include "evaluator/parity.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "evaluator/build/content_hash.h"
+#include "evaluator/isolation/subprocess.h"
+#include "evaluator/problem/registry.h"
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class ParityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      python_ = find_python_with_torch("");
+    } catch (const std::exception& e) {
+      const char* require = std::getenv("KLOOP_REQUIRE_PYTHON_TORCH");
+      if (require && std::string(require) == "1") FAIL() << e.what();
+      GTEST_SKIP() << e.what();
+    }
+  }
+  ParityResult parity(const std::string& name) {
+    ProblemRegistry registry(KLOOP_TEST_PROBLEMS);
+    Builder builder(BuilderConfig::from_environment());
+    EvalOptions o;
+    o.worker_path = KLOOP_TEST_WORKER;
+    o.measure_time = false;
+    Evaluator evaluator(builder, o);
+    ParityOptions po;
+    po.upstream_root = std::string(KLOOP_TEST_FIXTURES) + "/upstream";
+    po.python = python_;
+    return check_parity(evaluator, registry.load(name), po);
+  }
+  std::string python_;
+};
+
+TEST_F(ParityTest, PortsThatComputeTheUpstreamTaskMatch) {
+  for (const char* name : {"19_ReLU", "23_Softmax", "12_Gemm_Multiply_LeakyReLU"}) {
+    const ParityResult r = parity(name);
+    EXPECT_EQ(r.status, "match") << name << ": " << (r.details.empty() ? "" : r.details.front());
+    EXPECT_TRUE(r.bitwise) << name << ": same weights, same inputs, same LibTorch: max abs " << r.max_abs_error;
+  }
+}
+
+TEST_F(ParityTest, WrongUpstreamResultsAndOtherParametersAreFound) {
+  const ParityResult wrong = parity("21_Sigmoid");
+  EXPECT_EQ(wrong.status, "mismatch");
+  EXPECT_GT(wrong.max_abs_error, 0.1);
+  ASSERT_FALSE(wrong.details.empty());
+  EXPECT_NE(wrong.details.front().find("outside atol"), std::string::npos) << wrong.details.front();
+  const ParityResult keys = parity("33_BatchNorm");
+  EXPECT_EQ(keys.status, "key_mismatch");
+  ASSERT_FALSE(keys.details.empty());
+  EXPECT_NE(keys.details.front().find("upstream_only: [\"extra_scale\"]"), std::string::npos) << keys.details.front();
+  const ParityResult missing = parity("20_LeakyReLU");
+  EXPECT_EQ(missing.status, "missing");
+  EXPECT_FALSE(missing.deviations.empty()) << "the spec's deviations travel with every row";
+}
+
+// The command: a table that --resume continues without comparing again.
+TEST_F(ParityTest, TheCommandWritesATableThatResumes) {
+  const fs::path dir = fs::temp_directory_path() / ("kloop-parity-cli-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string table = (dir / "parity.json").string();
+  const std::string upstream = std::string(KLOOP_TEST_FIXTURES) + "/upstream";
+  CommandResult first = run_command({KLOOP_TEST_BINARY, "problems", "parity", "--upstream", upstream, "19_ReLU",
+                                     "21_Sigmoid", "--json", table, "--python", python_},
+                                    dir.string(), 600s);
+  EXPECT_EQ(first.status.code, 1) << "a mismatch: exit 1\n" << first.output;
+  EXPECT_NE(first.output.find("1 match, 1 mismatch"), std::string::npos) << first.output;
+  CommandResult second = run_command({KLOOP_TEST_BINARY, "problems", "parity", "--upstream", upstream, "19_ReLU",
+                                      "21_Sigmoid", "23_Softmax", "--resume", table, "--json", table, "--markdown",
+                                      (dir / "parity.md").string(), "--python", python_},
+                                     dir.string(), 600s);
+  EXPECT_EQ(second.status.code, 0) << second.output;
+  EXPECT_NE(second.output.find("1 task(s) compared"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("2 kept from"), std::string::npos) << second.output;
+  const std::string md = read_file((dir / "parity.md").string());
+  for (const char* row : {"| 19_ReLU | match | yes |", "| 21_Sigmoid | mismatch | no |", "| 23_Softmax | match | yes |"}) {
+    EXPECT_NE(md.find(row), std::string::npos) << md;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kloop
