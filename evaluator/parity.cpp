@@ -96,12 +96,14 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
   }
   const std::string args_file = (dir / "args.json").string();
   std::ofstream(args_file) << c.args.dump();
+  const std::string dims_file = (dir / "dims.json").string();
+  std::ofstream(dims_file) << c.dims.dump();
   const std::string out_file = (dir / "upstream.kt").string();
   const std::string device = evaluator.options().device;
   const CommandResult run = run_command(
       {options.python.empty() ? find_python_with_torch("") : options.python, data_dir() + "/evaluator/problem/upstream_parity.py",
        "--task", upstream.string(), "--args", args_file, "--weights", c.weights_file, "--inputs", c.inputs_file, "--out",
-       out_file, "--device", device == "cpu" ? "cpu" : device},
+       out_file, "--dims", dims_file, "--device", device == "cpu" ? "cpu" : device},
       dir.string(), options.timeout);
   const json reply = harness_reply(run.output);
   if (run.timed_out || !reply.is_object()) {

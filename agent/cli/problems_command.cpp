@@ -4,6 +4,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -244,16 +246,29 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
     if (!a.json_file.empty()) RunStore::write_text(a.json_file, table.dump(2) + "\n");
   }
   if (!a.markdown.empty()) {
+    // By level, then by the task's number.
+    std::vector<nlohmann::json> rows(table.begin(), table.end());
+    auto number = [](const std::string& name) { return std::atoi(name.c_str()); };
+    std::stable_sort(rows.begin(), rows.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
+      const int lx = x.value("level", 0), ly = y.value("level", 0);
+      if (lx != ly) return lx < ly;
+      return number(x.value("problem", "")) < number(y.value("problem", ""));
+    });
     std::ostringstream md;
-    md << "| problem | parity | bitwise | max abs error | max rel error | deviations from upstream |\n|---|---|---|--:|--:|---|\n";
-    for (const auto& row : table) {
+    md << "| level | problem | parity | bitwise | max abs error | max rel error | what differs | deviations from upstream "
+          "(the spec's) |\n|--:|---|---|---|--:|--:|---|---|\n";
+    for (const auto& row : rows) {
       std::string dev;
       for (const auto& d : row.value("deviations", nlohmann::json::array())) dev += (dev.empty() ? "" : "; ") + d.get<std::string>();
       for (auto& ch : dev) ch = ch == '|' ? '/' : ch;
       char nums[64];
       std::snprintf(nums, sizeof(nums), "%.3g | %.3g", row.value("max_abs_error", 0.0), row.value("max_rel_error", 0.0));
-      md << "| " << row.value("problem", "") << " | " << row.value("status", "") << " | "
-         << (row.value("bitwise", false) ? "yes" : "no") << " | " << nums << " | " << dev << " |\n";
+      md << "| " << row.value("level", 0) << " | " << row.value("problem", "") << " | " << row.value("status", "") << " | "
+         << (row.value("bitwise", false) ? "yes" : "no") << " | " << nums << " | ";
+      std::string what;
+      for (const auto& d : row.value("details", nlohmann::json::array())) what += (what.empty() ? "" : "; ") + d.get<std::string>();
+      for (auto& ch : what) ch = ch == '|' ? '/' : ch == '\n' ? ' ' : ch;
+      md << what.substr(0, 300) << " | " << dev << " |\n";
     }
     RunStore::write_text(a.markdown, md.str());
   }

@@ -397,7 +397,10 @@ std::vector<std::string> evaluation_devices(const RunConfig& c) {
     return std::vector<std::string>(static_cast<std::size_t>(n), "cpu");
   }
   if (c.device != "cuda") return {c.device};
-  const int visible = visible_cuda_devices();
+  const int counted = visible_cuda_devices();
+  // Unknown (no nvidia-smi): as many as asked for, else one; the
+  // evaluator then says whether a device is there.
+  const int visible = counted >= 0 ? counted : c.devices.is_number_integer() ? c.devices.get<int>() : c.devices.is_array() ? 1 << 20 : 1;
   auto too_few = [&](const std::string& asked) {
     return std::invalid_argument(where + asked + ", but this process sees " + std::to_string(visible) +
                                  " GPU(s) (" + visible_cuda_devices_source() +

@@ -70,7 +70,7 @@ std::optional<std::vector<std::string>> cuda_visible_entries() {
 int visible_cuda_devices() {
   if (auto entries = cuda_visible_entries()) return static_cast<int>(entries->size());
   CommandResult r = run_command({"nvidia-smi", "-L"}, "", std::chrono::seconds(30));
-  if (!r.status.exited || r.status.code != 0) return 0;
+  if (!r.status.exited || r.status.code != 0) return -1;  // cannot tell
   int n = 0;
   std::istringstream lines(r.output);
   std::string line;

@@ -17,7 +17,7 @@ nlohmann::json build_environment();
 nlohmann::json machine_environment(const std::string& device);
 // How many GPUs a CUDA program started from here sees: the entries of
 // CUDA_VISIBLE_DEVICES when it is set (as Slurm sets it for a job), else
-// the GPUs nvidia-smi lists (0 when it cannot be run).
+// the GPUs nvidia-smi lists (-1 when it cannot be run: unknown).
 int visible_cuda_devices();
 // Where that number came from, for messages ("CUDA_VISIBLE_DEVICES=2,3").
 std::string visible_cuda_devices_source();

@@ -5,7 +5,7 @@
 and torch:
 
     upstream_parity.py --task UPSTREAM.py --args ARGS.json --weights W.kt
-                       --inputs I.kt --out O.kt [--device cpu|cuda]
+                       --inputs I.kt --out O.kt [--dims DIMS.json] [--device cpu|cuda]
 
 The task file defines `Model` (a torch.nn.Module), `get_inputs` and
 `get_init_inputs`. The model is built from kloop's constructor arguments by
@@ -65,7 +65,7 @@ def write_tensors(path, tensors):
         f.write(struct.pack("<II", VERSION, len(tensors)))
         for name, t in tensors:
             t = t.detach().to("cpu").contiguous()
-            raw = t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
+            raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
             encoded = name.encode()
             f.write(struct.pack("<I", len(encoded)))
             f.write(encoded)
@@ -84,11 +84,19 @@ def main():
     for flag in ("--task", "--args", "--weights", "--inputs", "--out"):
         ap.add_argument(flag, required=True)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dims", help="kloop's dims (JSON): module-level globals of the same names take these values")
     a = ap.parse_args()
     torch.manual_seed(0)
     spec = importlib.util.spec_from_file_location("upstream_task", a.task)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    # The task's module-level sizes (batch_size, ...) at kloop's dims, for
+    # modules that read them (a hidden state drawn at the batch size).
+    if a.dims:
+        with open(a.dims) as f:
+            for name, value in json.load(f).items():
+                if hasattr(module, name) and isinstance(getattr(module, name), int):
+                    setattr(module, name, value)
 
     with open(a.args) as f:
         kloop_args = {x["name"]: x["value"] for x in json.load(f)}
@@ -118,7 +126,9 @@ def main():
         say(ok=False, kind="key_mismatch", upstream_only=upstream_only, kloop_only=kloop_only, shapes=shapes)
         return 0
     model.load_state_dict({k: weights[k].to(state[k].dtype) for k in state})
-    model = model.to(a.device).eval()
+    # In the mode a new module has (training), as KernelBench runs it and as
+    # kloop's references run: batch norm on the batch's statistics.
+    model = model.to(a.device)
 
     inputs = [t.to(a.device) for _, t in read_tensors(a.inputs)]
     with torch.no_grad():

@@ -92,7 +92,7 @@ TEST_F(ParityTest, TheCommandWritesATableThatResumes) {
   EXPECT_NE(second.output.find("1 task(s) compared"), std::string::npos) << second.output;
   EXPECT_NE(second.output.find("2 kept from"), std::string::npos) << second.output;
   const std::string md = read_file((dir / "parity.md").string());
-  for (const char* row : {"| 19_ReLU | match | yes |", "| 21_Sigmoid | mismatch | no |", "| 23_Softmax | match | yes |"}) {
+  for (const char* row : {"| 1 | 19_ReLU | match | yes |", "| 1 | 21_Sigmoid | mismatch | no |", "| 1 | 23_Softmax | match | yes |"}) {
     EXPECT_NE(md.find(row), std::string::npos) << md;
   }
   fs::remove_all(dir);
