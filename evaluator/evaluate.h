@@ -1,5 +1,5 @@
 // Evaluator: one candidate against one problem's reference, under a
-// protocol, in isolated worker processes (DESIGN.md §5). The reference
+// protocol, in isolated worker processes (README: Isolation). The reference
 // worker draws weights and inputs and computes expected outputs and the
 // baseline; the candidate worker sees only weights and inputs; the driver
 // compares. Whatever the candidate does, the result is a Verdict.

@@ -1,4 +1,4 @@
-// Protocol: a named preset of correctness and timing rules (DESIGN.md §6).
+// Protocol: a named preset of correctness and timing rules (README: Protocols).
 // Stored with every verdict so a run can be rescored under another one.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Metrics on synthetic records: the worked example of DESIGN.md §1, strict
+// Metrics on synthetic records: a worked fast_p example (10 tasks), strict
 // ">", missing problems, duplicates, best so far over turns and samples,
 // pass@k, levels, intervals, the failure taxonomy and cost.
 #include "agent/report/metrics.h"

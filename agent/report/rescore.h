@@ -1,5 +1,5 @@
 // Rescoring: the stored candidates of a run evaluated again under another
-// protocol, without any LLM call (DESIGN.md §6). Records go to
+// protocol, without any LLM call (README: Protocols). Records go to
 // runs/NAME/rescore-<protocol>.jsonl in the format of results.jsonl, and
 // verdicts to runs/NAME/rescore-<protocol>/attempts/...; results.jsonl and
 // the attempt folders stay as they are. A killed rescore resumes.

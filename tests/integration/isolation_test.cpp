@@ -1,4 +1,4 @@
-// The candidate sandbox under attack (issue 15, DESIGN.md §5): each fixture
+// The candidate sandbox under attack (README: Isolation): each fixture
 // in tests/fixtures/attacks tries one class of escape from inside the
 // candidate's worker and throws "blocked: ..." when the sandbox stopped it,
 // "ESCAPED: ..." when it got through. Every attack must end in its verdict

@@ -1,7 +1,8 @@
 // kloop run --slurm against a real Slurm cluster (scripts/start-slurm: one
 // node, CPU only; .ci/run starts it): a run submitted as a job array of its
 // shards reports the same as the run made locally; an array task killed
-// mid-way and resubmitted with the same command loses and repeats nothing.
+// mid-way and resubmitted with the same command loses and repeats nothing
+// (one test: the local run it compares with is made once).
 //
 // Without a cluster (no sinfo answering) the tests skip, unless
 // KLOOP_REQUIRE_SLURM=1 (CI), where they fail.
@@ -152,15 +153,18 @@ class SlurmRunTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(SlurmRunTest, AJobArrayOfShardsReportsWhatTheLocalRunReports) {
+// One local run serves both comparisons: the array's and the resubmitted one's.
+TEST_F(SlurmRunTest, AJobArrayReportsWhatTheLocalRunReportsAndAKilledTaskResubmittedLosesNothing) {
   const CommandResult local = kloop({"run", "exp.yaml", "--name", "local"});
   ASSERT_EQ(local.status.code, 0) << local.output;
+  const auto rows = report_rows("local");
+  ASSERT_EQ(rows.size(), 9u);
 
+  // 1. The run as a job array of 3 shards, waited for.
   const CommandResult dry = kloop({"run", "exp.yaml", "--name", "sharded", "--slurm", "--shards", "3", "--dry-run"});
   ASSERT_EQ(dry.status.code, 0) << dry.output;
   const std::string script = read_all(dir_ / "runs/sharded/slurm/kloop.sbatch");
   EXPECT_NE(script.find("#SBATCH --array=0-2"), std::string::npos) << script;
-
   const CommandResult sharded = kloop({"run", "exp.yaml", "--name", "sharded", "--slurm", "--shards", "3", "--wait"});
   ASSERT_EQ(sharded.status.code, 0) << sharded.output;
   EXPECT_NE(sharded.output.find("every shard has finished"), std::string::npos) << sharded.output;
@@ -170,31 +174,22 @@ TEST_F(SlurmRunTest, AJobArrayOfShardsReportsWhatTheLocalRunReports) {
               std::string::npos);
   }
   EXPECT_FALSE(fs::exists(dir_ / "runs/sharded/results.jsonl")) << "no driver of the whole run wrote";
-  const auto rows = report_rows("local");
-  ASSERT_EQ(rows.size(), 9u);
   EXPECT_EQ(report_rows("sharded"), rows);
   EXPECT_EQ(record_lines("sharded").size(), 9u);
-
-  // Submitting again finds nothing to do.
   const CommandResult again = kloop({"run", "exp.yaml", "--name", "sharded", "--slurm", "--shards", "3"});
   EXPECT_EQ(again.status.code, 0) << again.output;
   EXPECT_NE(again.output.find("nothing submitted"), std::string::npos) << again.output;
-}
 
-TEST_F(SlurmRunTest, AKilledArrayTaskResubmittedLosesAndRepeatsNothing) {
-  const CommandResult local = kloop({"run", "exp.yaml", "--name", "local"});
-  ASSERT_EQ(local.status.code, 0) << local.output;
-
-  // Slow answers (the submission's environment travels with the job), so
-  // that a shard is mid-way when its task is cancelled.
-  setenv("KLOOP_TEST_ANSWER_DELAY", "2", 1);
+  // 2. Slow answers (the submission's environment travels with the job), so
+  // that a shard is mid-way when its task is cancelled; then the same
+  // command again.
+  setenv("KLOOP_TEST_ANSWER_DELAY", "1", 1);
   const CommandResult sub = kloop({"run", "exp.yaml", "--name", "killed", "--slurm", "--shards", "3"});
   unsetenv("KLOOP_TEST_ANSWER_DELAY");
   ASSERT_EQ(sub.status.code, 0) << sub.output;
   const std::size_t at = sub.output.find("as job ");
   ASSERT_NE(at, std::string::npos) << sub.output;
   const std::string job = sub.output.substr(at + 7, sub.output.find_first_not_of("0123456789", at + 7) - at - 7);
-
   const fs::path shard1 = dir_ / "runs/killed/results.shard-1.jsonl";
   ASSERT_TRUE(wait_until([&] { return fs::exists(shard1) && !read_all(shard1).empty(); }, 300s))
       << "shard 1 made no attempt";
@@ -207,16 +202,14 @@ TEST_F(SlurmRunTest, AKilledArrayTaskResubmittedLosesAndRepeatsNothing) {
       },
       600s))
       << "the job did not end";
-  const std::size_t kept = record_lines("killed").size();
-  EXPECT_LT(kept, 9u) << "shard 1 finished before it was cancelled";
-
+  EXPECT_LT(record_lines("killed").size(), 9u) << "shard 1 finished before it was cancelled";
   const CommandResult resubmit = kloop({"run", "exp.yaml", "--name", "killed", "--slurm", "--shards", "3", "--wait"});
   ASSERT_EQ(resubmit.status.code, 0) << resubmit.output;
   EXPECT_NE(resubmit.output.find("shard(s) 1 of 3"), std::string::npos) << "only the killed shard: " << resubmit.output;
   const auto lines = record_lines("killed");
   EXPECT_EQ(lines.size(), 9u) << "nothing lost, nothing repeated";
   EXPECT_EQ(std::set<std::string>(lines.begin(), lines.end()).size(), lines.size()) << "a repeated attempt";
-  EXPECT_EQ(report_rows("killed"), report_rows("local"));
+  EXPECT_EQ(report_rows("killed"), rows);
   EXPECT_NE(read_all(dir_ / "runs/killed/slurm/submissions.jsonl").find(job), std::string::npos);
 }
 
