@@ -1311,26 +1311,40 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   }
 }
 
+namespace {
+
+// Runs the reference worker's `generate` on `cases` into work's shared
+// folder: "" when it did, else what went wrong (its message and log).
+std::string generate_reference_cases(const BuildResult& rb, const ProblemSpec& spec, const json& cases, WorkDir& work,
+                                     const EvalOptions& options) {
+  WorkerSession ref(options.worker_path, "reference", work);
+  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options), options.load_timeout);
+  if (reply && reply->value("ok", false)) {
+    reply = ref.call({{"op", "generate"}, {"dir", work.shared()}, {"cases", cases}}, options.run_timeout);
+  }
+  if (!reply || !reply->value("ok", false)) {
+    return (reply ? reply->value("message", "failed") : ref.failure()) + "\n" + ref.log_tail();
+  }
+  ref.finish();
+  return "";
+}
+
+std::string build_failure_text(const BuildResult& rb) {
+  return "does not build:\n" + summarize_diagnostics(rb.diagnostics, 10) + (rb.diagnostics.empty() ? rb.log : "");
+}
+
+}  // namespace
+
 ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::string& dir) {
   const bool cpu = options_.device == "cpu";
   BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
-  if (!rb.ok) {
-    throw EvaluationError("the reference of " + spec.name + " does not build:\n" +
-                          summarize_diagnostics(rb.diagnostics, 10) + (rb.diagnostics.empty() ? rb.log : ""));
-  }
+  if (!rb.ok) throw EvaluationError("the reference of " + spec.name + " " + build_failure_text(rb));
   WorkDir work(options_.work_root, options_.keep_work_dir);
   const DimValues dims = spec.resolve_dims(cpu || options_.small_dims);
   const json c = generate_case(spec, dims, 0, options_.seed, options_.seed, 1.0, 1, false);
-  WorkerSession ref(options_.worker_path, "reference", work);
-  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
-  if (reply && reply->value("ok", false)) {
-    reply = ref.call({{"op", "generate"}, {"dir", work.shared()}, {"cases", json::array({c})}}, options_.run_timeout);
+  if (const std::string failed = generate_reference_cases(rb, spec, json::array({c}), work, options_); !failed.empty()) {
+    throw EvaluationError("the reference of " + spec.name + " failed: " + failed);
   }
-  if (!reply || !reply->value("ok", false)) {
-    throw EvaluationError("the reference of " + spec.name + " failed (" +
-                          (reply ? reply->value("message", "?") : ref.failure()) + ")\n" + ref.log_tail());
-  }
-  ref.finish();
   fs::create_directories(dir);
   ReferenceCase out;
   out.weights_file = (fs::path(dir) / "weights.kt").string();
@@ -1352,7 +1366,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
   r.build_seconds = rb.seconds;
   if (!rb.ok) {
-    r.error = "does not build:\n" + summarize_diagnostics(rb.diagnostics, 10) + (rb.diagnostics.empty() ? rb.log : "");
+    r.error = build_failure_text(rb);
     return r;
   }
   const auto start = Clock::now();
@@ -1373,17 +1387,9 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
     variant_names.push_back(v.name);
     cases.push_back(make_case(static_cast<int>(cases.size()), options_.seed, spec.resolve_dims(small, &v)));
   }
-  WorkerSession ref(options_.worker_path, "reference", work);
-  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
-  if (reply && reply->value("ok", false)) {
-    reply = ref.call({{"op", "generate"}, {"dir", work.shared()}, {"cases", cases}}, options_.run_timeout);
-  }
+  r.error = generate_reference_cases(rb, spec, cases, work, options_);
   r.run_seconds = since(start);
-  if (!reply || !reply->value("ok", false)) {
-    r.error = (reply ? reply->value("message", "failed") : ref.failure()) + "\n" + ref.log_tail();
-    return r;
-  }
-  ref.finish();
+  if (!r.error.empty()) return r;
   std::vector<std::vector<HostTensor>> out;
   for (int id = 0; id < 3; ++id) {
     out.push_back(read_tensor_file(work.shared() + "/case" + std::to_string(id) + ".call0.expected.kt"));
