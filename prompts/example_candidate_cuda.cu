@@ -1,6 +1,4 @@
-#include <ATen/ops/empty_like.h>
-#include <kloop/kernel_api.h>
-#include <c10/cuda/CUDAStream.h>
+#include <kloop/light_api.h>
 
 __global__ void add_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out,
                            int64_t n) {
@@ -11,14 +9,14 @@ __global__ void add_kernel(const float* __restrict__ a, const float* __restrict_
 struct ModelNew {
   explicit ModelNew(const kloop::ModuleInit&) {}
 
-  at::Tensor forward(const at::Tensor& a, const at::Tensor& b) {
-    at::Tensor x = a.contiguous(), y = b.contiguous();
-    at::Tensor out = at::empty_like(x);
+  kloop::Tensor forward(const kloop::Tensor& a, const kloop::Tensor& b) {
+    kloop::Tensor x = a.contiguous(), y = b.contiguous();
+    kloop::Tensor out = kloop::empty_like(x);
     const int64_t n = x.numel();
     const int threads = 256;
     const int64_t blocks = (n + threads - 1) / threads;
-    add_kernel<<<blocks, threads, 0, c10::cuda::getCurrentCUDAStream()>>>(
-        x.data_ptr<float>(), y.data_ptr<float>(), out.data_ptr<float>(), n);
+    add_kernel<<<blocks, threads, 0, kloop::current_stream()>>>(x.data_ptr<float>(), y.data_ptr<float>(),
+                                                                out.data_ptr<float>(), n);
     return out;
   }
 };

@@ -183,6 +183,10 @@ Builder::Builder(BuilderConfig config) : config_(std::move(config)) {
     if (!fs::exists(path)) throw std::runtime_error("kernel API header " + path + " is missing (KLOOP_KERNEL_API_DIR)");
     api_headers_ += read_file(path);
   }
+  // The light API's headers (a test's minimal API folder may lack them).
+  for (const char* h : {"/kloop/light_api.h", "/kloop/light_abi.h"}) {
+    if (fs::exists(api + h)) api_headers_ += read_file(api + h);
+  }
 }
 
 std::string Builder::compiler_identity(const std::string& compiler) {

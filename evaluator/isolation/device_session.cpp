@@ -124,6 +124,13 @@ DeviceSession::~DeviceSession() {
 #endif
 }
 
+void* DeviceSession::stream() const {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) return gpu_->stream;
+#endif
+  return nullptr;
+}
+
 void DeviceSession::synchronize() {
 #ifdef KLOOP_WITH_CUDA
   if (cuda_) {

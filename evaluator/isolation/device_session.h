@@ -21,6 +21,8 @@ class DeviceSession {
   DeviceSession& operator=(const DeviceSession&) = delete;
 
   bool cuda() const { return cuda_; }
+  // The session's stream (a cudaStream_t, current for the whole process), or null on CPU.
+  void* stream() const;
   // Waits for all work on the device; throws std::runtime_error with the
   // CUDA error string when a kernel failed (illegal address, ...).
   void synchronize();

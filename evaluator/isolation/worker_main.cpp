@@ -35,6 +35,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -44,6 +45,7 @@
 #include "evaluator/check/tensor_compare.h"
 #include "evaluator/isolation/channel.h"
 #include "evaluator/isolation/device_session.h"
+#include "evaluator/isolation/light_module.h"
 #include "evaluator/isolation/tensor_bridge.h"
 #include "evaluator/isolation/tensor_exchange.h"
 #include "evaluator/runtime/generator.h"
@@ -261,22 +263,38 @@ class Worker {
     const std::string prefix = "kloop_" + role_ + "_";
     auto version_fn = reinterpret_cast<int (*)()>(dlsym(handle_, (prefix + "api_version").c_str()));
     auto arity_fn = reinterpret_cast<int (*)()>(dlsym(handle_, (prefix + "forward_arity").c_str()));
-    create_ = reinterpret_cast<ModuleRunner* (*)(const ModuleInit&)>(dlsym(handle_, (prefix + "create").c_str()));
+    const int version = version_fn ? version_fn() : 0;
+    create_ = nullptr;
+    if (version == kKernelApiVersion) {
+      auto create = reinterpret_cast<ModuleRunner* (*)(const ModuleInit&)>(dlsym(handle_, (prefix + "create").c_str()));
+      if (create) create_ = [create](const ModuleInit& init) { return std::unique_ptr<ModuleRunner>(create(init)); };
+    } else if (version == KLOOP_LIGHT_API_VERSION && role_ == "candidate") {
+      LightEntryPoints light;
+      light.create = reinterpret_cast<kloop_light_create_fn>(dlsym(handle_, (prefix + "light_create").c_str()));
+      light.forward = reinterpret_cast<kloop_light_forward_fn>(dlsym(handle_, (prefix + "light_forward").c_str()));
+      light.destroy = reinterpret_cast<kloop_light_destroy_fn>(dlsym(handle_, (prefix + "light_destroy").c_str()));
+      if (light.create && light.forward && light.destroy) {
+        create_ = [this, light](const ModuleInit& init) {
+          return make_light_module(light, init, device_, session_->stream());
+        };
+      }
+    } else if (version_fn && arity_fn) {
+      throw WorkerError{"load_error", "the module was built for kernel API version " + std::to_string(version) +
+                                          ", this kloop speaks version " + std::to_string(kKernelApiVersion) +
+                                          (role_ == "candidate" ? " (<kloop/kernel_api.h>) and " +
+                                                                      std::to_string(KLOOP_LIGHT_API_VERSION) +
+                                                                      " (<kloop/light_api.h>)"
+                                                                : std::string())};
+    }
     if (!version_fn || !arity_fn || !create_) {
       create_ = nullptr;
       std::string other = role_ == "candidate" ? "reference" : "candidate";
-      bool wrong_role = dlsym(handle_, ("kloop_" + other + "_create").c_str()) != nullptr;
+      bool wrong_role = dlsym(handle_, ("kloop_" + other + "_api_version").c_str()) != nullptr;
       std::string macro = role_ == "candidate" ? "KLOOP_REGISTER_CANDIDATE(ModelNew)" : "KLOOP_REGISTER_REFERENCE(Model)";
       throw WorkerError{"load_error",
                         wrong_role ? "the module registers a " + other + ", not a " + role_ + "; use " + macro
                                    : "the module registers no " + role_ + " (symbol " + prefix +
                                          "create is missing); end the file with " + macro};
-    }
-    int version = version_fn();
-    if (version != kKernelApiVersion) {
-      create_ = nullptr;
-      throw WorkerError{"load_error", "the module was built for kernel API version " + std::to_string(version) +
-                                          ", this kloop speaks version " + std::to_string(kKernelApiVersion)};
     }
     arity_ = arity_fn();
     int expected = cmd.value("arity", -1);
@@ -293,7 +311,7 @@ class Worker {
                                           const std::string& label) {
     set_phase("constructing the module for " + label);
     InitFromData init(params, args, device_);
-    return std::unique_ptr<ModuleRunner>(create_(init));
+    return create_(init);
   }
 
   static std::string file(const json& cmd, const std::string& name) {
@@ -1203,7 +1221,8 @@ class Worker {
   ExchangeExport exchange_;
   ExchangeExport input_export_;  // reference: the current call's inputs, for the candidate
   void* handle_ = nullptr;
-  ModuleRunner* (*create_)(const ModuleInit&) = nullptr;
+  // Makes a module of the loaded library (either kernel API version).
+  std::function<std::unique_ptr<ModuleRunner>(const ModuleInit&)> create_;
   std::string role_;
   std::string device_ = "cpu";
   int arity_ = 0;

@@ -55,6 +55,22 @@ TEST_F(GpuEvalTest, CorrectKernelIsTimedAgainstBothBaselines) {
   EXPECT_GE(v.reference_kernels_per_call, 1.0);
 }
 
+// The light kernel API on the GPU: kloop tensors, kloop::current_stream(),
+// no ATen in the candidate (its compile time is printed, not asserted).
+TEST_F(GpuEvalTest, LightApiCandidatesRunOnTheGpu) {
+  Verdict relu = eval("relu_light.cu");
+  ASSERT_EQ(relu.verdict, VerdictClass::kCorrect) << relu.message << relu.build.log;
+  EXPECT_EQ(relu.exchange, "cuda_ipc");
+  ASSERT_TRUE(relu.activity.contains("kernels_per_call")) << relu.activity.dump();
+  EXPECT_DOUBLE_EQ(relu.activity["kernels_per_call"].get<double>(), 1.0);
+  EXPECT_EQ(relu.activity["other_stream_kernels"].get<int>(), 0);
+  Verdict matmul = eval("matmul_light.cu", "1_Square_matrix_multiplication_");
+  EXPECT_EQ(matmul.verdict, VerdictClass::kCorrect) << matmul.message << matmul.build.log;
+  EXPECT_TRUE(matmul.vendor_libraries.empty());
+  std::cout << "light API compile: relu " << relu.build.compile_seconds << " s, matmul " << matmul.build.compile_seconds
+            << " s\n";
+}
+
 TEST_F(GpuEvalTest, CalibrationGivesTheSpeedOfLightAndTheProfileDigests) {
   Evaluator ev(builder_, options_);
   Calibration c = ev.calibrate();

@@ -139,6 +139,24 @@ TEST(InstallTest, AnInstalledKloopUsesItsOwnData) {
   std::filesystem::remove_all(prefix);
 }
 
+// The light API's ModuleInit: weights by their state_dict names and a
+// constructor argument, on a problem with both (and its hidden variants).
+TEST(LightApiTest, BatchNormWithWeightsAndArgumentsIsCorrect) {
+  const std::string cmd = std::string(KLOOP_TEST_BINARY) +
+                          " eval --problem 33_BatchNorm --device cpu --json --protocol strict --candidate " +
+                          KLOOP_TEST_FIXTURES + "/light/batchnorm_training.cpp --timeout 60 --threads 2 --no-timing 2>&1";
+  int status = 0;
+  const std::string out = run(cmd, &status);
+  json v;
+  try {
+    v = json::parse(out);
+  } catch (const json::exception&) {
+    FAIL() << "not JSON:\n" << out;
+  }
+  EXPECT_EQ(v.value("verdict", ""), "correct") << v.value("message", "") << "\n" << out.substr(0, 3000);
+  EXPECT_EQ(v["tests_passed"], v["tests_run"]);
+}
+
 void PrintTo(const FixtureCase& c, std::ostream* os) { *os << c.fixture << " under " << c.protocol; }
 
 class EvalFixtureTest : public ::testing::TestWithParam<FixtureCase> {};
@@ -192,7 +210,17 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"../attacks/attack_forged_reply.cpp", "kernelbench", "integrity_violation", "protocol_violation"},
         FixtureCase{"../attacks/attack_oversized_header.cpp", "strict", "integrity_violation", "protocol_violation"},
         FixtureCase{"../attacks/attack_malformed_reply.cpp", "strict", "integrity_violation", "protocol_violation"},
-        FixtureCase{"../attacks/attack_forged_aliasing.cpp", "strict", "integrity_violation", "protocol_violation"}),
+        FixtureCase{"../attacks/attack_forged_aliasing.cpp", "strict", "integrity_violation", "protocol_violation"},
+        // The light kernel API (tests/fixtures/light): kloop tensors instead of ATen.
+        FixtureCase{"../light/relu_correct.cpp", "strict", "correct", "test calls passed"},
+        FixtureCase{"../light/relu_transposed_view.cpp", "strict", "correct", "test calls passed"},
+        FixtureCase{"../light/relu_returns_input.cpp", "strict", "integrity_violation", "output_aliases_input"},
+        FixtureCase{"../light/relu_own_memory.cpp", "strict", "runtime_error", "allocate outputs with kloop::empty"},
+        FixtureCase{"../light/relu_forged_view.cpp", "strict", "runtime_error", "reaches outside the memory"},
+        FixtureCase{"../light/relu_throws.cpp", "strict", "runtime_error", "light kernel refused the shape"},
+        FixtureCase{"../light/relu_missing_weight.cpp", "strict", "runtime_error", "no weight named 'fc.weight'"},
+        FixtureCase{"../light/relu_wrong_arity.cpp", "strict", "load_error", "forward takes 2 tensor argument(s)"},
+        FixtureCase{"../light/relu_both_headers.cpp", "strict", "compile_error", "include either"}),
     [](const ::testing::TestParamInfo<FixtureCase>& info) {
       std::string f = info.param.fixture.substr(info.param.fixture.rfind('/') + 1);
       return f.substr(0, f.find('.')) + "_" + info.param.protocol;

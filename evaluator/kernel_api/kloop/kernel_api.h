@@ -18,6 +18,10 @@
 // the classes crossing them change.
 #pragma once
 
+#ifdef KLOOP_LIGHT_API_INCLUDED
+#error "kloop: include either <kloop/kernel_api.h> (ATen tensors) or <kloop/light_api.h> (kloop tensors), not both"
+#endif
+
 #include <ATen/core/Tensor.h>
 
 #include <cstddef>
