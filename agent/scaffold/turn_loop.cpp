@@ -526,18 +526,23 @@ LoopSummary TurnLoop::run() {
         RunStore::write_text(source, code.code);
         try {
           // Compile outside the device lock so builds overlap evaluations.
+          const BuildTarget target = config_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda;
           {
             const Phase compiling(status, "compile");
             for (auto& prebuilder : prebuilders) {
-              rec.compile_seconds +=
-                  prebuilder->build(source, ModuleRole::kCandidate, config_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda)
-                      .seconds;
+              rec.compile_seconds += prebuilder->build(source, ModuleRole::kCandidate, target).seconds;
+              // The reference too (built at run start; this waits for that
+              // build when it is still running), so no evaluation holds a
+              // device while a build finishes.
+              prebuilder->build(spec.reference_path, ModuleRole::kReference, target);
             }
           }
           Verdict v;
           {
             const Phase evaluating(status, "eval");
+            const auto wait_start = Clock::now();
             const DeviceQueues::Lease lease = queues.acquire();
+            rec.queue_seconds = std::chrono::duration<double>(Clock::now() - wait_start).count();
             rec.queue = lease.index();
             rec.device = devices[static_cast<std::size_t>(lease.index())];
             v = evaluators[static_cast<std::size_t>(lease.index())]->evaluate(spec, source);
@@ -576,10 +581,14 @@ LoopSummary TurnLoop::run() {
         summary.tokens += rec.input_tokens + rec.output_tokens;
       }
       char line[512];
-      std::snprintf(line, sizeof(line), "[%d/%d] %s sample %d turn %d: %s%s (llm %.1fs, compile %.1fs, eval %.1fs)%s\n",
+      const std::string queue_wait = devices.size() > 1 || rec.queue_seconds >= 0.05
+                                         ? ", queue " + std::to_string(rec.queue_seconds).substr(0, 4) + "s"
+                                         : "";
+      std::snprintf(line, sizeof(line), "[%d/%d] %s sample %d turn %d: %s%s (llm %.1fs, compile %.1fs%s, eval %.1fs)%s\n",
                     ++attempt_counter, total_attempts, spec.name.c_str(), sample, turn, rec.verdict.c_str(),
                     rec.speedup ? (" " + std::to_string(*rec.speedup).substr(0, 5) + "x").c_str() : "",
-                    rec.llm_seconds, rec.compile_seconds, rec.eval_seconds - rec.compile_seconds,
+                    rec.llm_seconds, rec.compile_seconds, queue_wait.c_str(),
+                    rec.eval_seconds - rec.compile_seconds - rec.queue_seconds,
                     early ? " - early stop" : "");
       status.done(rec.cost_usd);
       {

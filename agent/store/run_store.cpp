@@ -96,6 +96,7 @@ json AttemptRecord::to_json() const {
             {"llm_seconds", llm_seconds},
             {"eval_seconds", eval_seconds},
             {"compile_seconds", compile_seconds},
+            {"queue_seconds", queue_seconds},
             {"build_cached", build_cached},
             {"finish_reason", finish_reason},
             {"chain_done", chain_done},
@@ -137,6 +138,7 @@ AttemptRecord AttemptRecord::from_json(const json& j) {
   r.llm_seconds = j.value("llm_seconds", 0.0);
   r.eval_seconds = j.value("eval_seconds", 0.0);
   r.compile_seconds = j.value("compile_seconds", 0.0);
+  r.queue_seconds = j.value("queue_seconds", 0.0);
   r.build_cached = j.value("build_cached", false);
   r.finish_reason = j.value("finish_reason", "");
   r.chain_done = j.value("chain_done", false);

@@ -56,6 +56,7 @@ struct AttemptRecord {
   double llm_seconds = 0;
   double eval_seconds = 0;     // compiling and evaluating the candidate
   double compile_seconds = 0;  // of which compiling (the turn's one build; ~0 when cached)
+  double queue_seconds = 0;    // of which waiting for a free device (the evaluation queue)
   bool build_cached = false;   // the evaluation found that build in the cache (it always should)
   std::string finish_reason;
   bool chain_done = false;  // no further turn follows in this chain

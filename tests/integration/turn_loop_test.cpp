@@ -450,6 +450,10 @@ TEST_F(TurnLoopTest, SeveralCpuQueuesShareTheEvaluations) {
   for (const auto& x : r) {
     EXPECT_EQ(x["device"], "cpu");
     EXPECT_TRUE(x["queue"] == 0 || x["queue"] == 1) << x.dump();
+    // The wait for a free queue is recorded apart, inside the attempt's eval time.
+    ASSERT_TRUE(x.contains("queue_seconds")) << x.dump();
+    EXPECT_GE(x["queue_seconds"].get<double>(), 0.0);
+    EXPECT_LE(x["compile_seconds"].get<double>() + x["queue_seconds"].get<double>(), x["eval_seconds"].get<double>());
     EXPECT_EQ(x["verdict"], x["sample"].get<int>() % 2 ? "integrity_violation" : "correct") << x.dump();
   }
   EXPECT_NE(format_summary(s).find("queue 1 (cpu)"), std::string::npos) << format_summary(s);
