@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
     kloop::DrawSpec d;
     d.kind = "randn";
     auto t = kloop::generate_tensor("x", kloop::DType::kFloat32, {mib * (1 << 18)}, d, 1);
-    std::string path = shm + "/kloop-bench-" + std::to_string(getpid()) + ".kt";
+    std::string path = shm + "/kloop-bench-" + std::to_string(getpid()) + ".safetensors";
     std::vector<double> w, rd;
     for (int r = 0; r < 3; ++r) {
       auto t0 = Clock::now();

@@ -982,8 +982,8 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       }
       const std::string via = claimed["transport"];
       if (via == "file") {
-        return {{"transport", "file"}, {"outputs", {{"path", stem + ".outputs.kt"}}},
-                {"inputs", {{"path", stem + ".inputs.kt"}}}};
+        return {{"transport", "file"}, {"outputs", {{"path", stem + ".outputs.safetensors"}}},
+                {"inputs", {{"path", stem + ".inputs.safetensors"}}}};
       }
       if (via != "cuda_ipc") throw ProtocolViolation("unknown transport '" + via.substr(0, 40) + "'");
       if (!claimed.contains("bytes") || !claimed["bytes"].is_number_unsigned() || !claimed.contains("tensors") ||
@@ -1347,12 +1347,12 @@ ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::stri
   }
   fs::create_directories(dir);
   ReferenceCase out;
-  out.weights_file = (fs::path(dir) / "weights.kt").string();
-  out.inputs_file = (fs::path(dir) / "inputs.kt").string();
-  out.expected_file = (fs::path(dir) / "expected.kt").string();
-  fs::copy_file(work.shared() + "/case0.weights.kt", out.weights_file, fs::copy_options::overwrite_existing);
-  fs::copy_file(work.shared() + "/case0.call0.inputs.kt", out.inputs_file, fs::copy_options::overwrite_existing);
-  fs::copy_file(work.shared() + "/case0.call0.expected.kt", out.expected_file, fs::copy_options::overwrite_existing);
+  out.weights_file = (fs::path(dir) / "weights.safetensors").string();
+  out.inputs_file = (fs::path(dir) / "inputs.safetensors").string();
+  out.expected_file = (fs::path(dir) / "expected.safetensors").string();
+  fs::copy_file(work.shared() + "/case0.weights.safetensors", out.weights_file, fs::copy_options::overwrite_existing);
+  fs::copy_file(work.shared() + "/case0.call0.inputs.safetensors", out.inputs_file, fs::copy_options::overwrite_existing);
+  fs::copy_file(work.shared() + "/case0.call0.expected.safetensors", out.expected_file, fs::copy_options::overwrite_existing);
   out.args = c.at("args");
   out.dims = json(dims);
   return out;
@@ -1392,7 +1392,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   if (!r.error.empty()) return r;
   std::vector<std::vector<HostTensor>> out;
   for (int id = 0; id < 3; ++id) {
-    out.push_back(read_tensor_file(work.shared() + "/case" + std::to_string(id) + ".call0.expected.kt"));
+    out.push_back(read_tensor_file(work.shared() + "/case" + std::to_string(id) + ".call0.expected.safetensors"));
   }
   r.outputs = static_cast<int>(out[0].size());
   r.finite = all_finite(out[0]);
@@ -1406,7 +1406,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
     r.seed_sensitive = r.seed_sensitive || !tensors_identical(out[0][i], out[2][i]);
   }
   for (std::size_t i = 0; i < variant_names.size(); ++i) {
-    auto vo = read_tensor_file(work.shared() + "/case" + std::to_string(3 + i) + ".call0.expected.kt");
+    auto vo = read_tensor_file(work.shared() + "/case" + std::to_string(3 + i) + ".call0.expected.safetensors");
     const bool finite = all_finite(vo);
     if (static_cast<int>(vo.size()) != spec.outputs || !finite) {
       r.error += "variant '" + variant_names[i] + "': " + std::to_string(vo.size()) + " output(s)" +

@@ -98,7 +98,7 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
   std::ofstream(args_file) << c.args.dump();
   const std::string dims_file = (dir / "dims.json").string();
   std::ofstream(dims_file) << c.dims.dump();
-  const std::string out_file = (dir / "upstream.kt").string();
+  const std::string out_file = (dir / "upstream.safetensors").string();
   const std::string device = evaluator.options().device;
   const CommandResult run = run_command(
       {options.python.empty() ? find_python_with_torch("") : options.python, data_dir() + "/evaluator/problem/upstream_parity.py",

@@ -143,8 +143,8 @@ TEST(TensorExchangeTest, FileTransportCarriesOutputsAndInputsBothWays) {
   EXPECT_TRUE(tensors_identical(got.outputs()[0], out.t().contiguous()));
   EXPECT_TRUE(tensors_identical(got.inputs()[0], in0));
   EXPECT_TRUE(tensors_identical(got.inputs()[1], in1));
-  std::filesystem::remove(stem + ".outputs.kt");
-  std::filesystem::remove(stem + ".inputs.kt");
+  std::filesystem::remove(stem + ".outputs.safetensors");
+  std::filesystem::remove(stem + ".inputs.safetensors");
 }
 
 TEST(TensorExchangeTest, UnknownTransportIsAnError) {

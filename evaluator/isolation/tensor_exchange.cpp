@@ -101,10 +101,10 @@ json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::
     std::vector<HostTensor> out_host, in_host;
     for (std::size_t i = 0; i < outputs.size(); ++i) out_host.push_back(tensor_to_host(outputs[i], "output" + std::to_string(i)));
     for (std::size_t k = 0; k < inputs.size(); ++k) in_host.push_back(tensor_to_host(inputs[k], "input" + std::to_string(k)));
-    write_tensor_file(stem + ".outputs.kt", out_host);
-    write_tensor_file(stem + ".inputs.kt", in_host);
-    return {{"transport", "file"}, {"outputs", file_entry(stem + ".outputs.kt")},
-            {"inputs", file_entry(stem + ".inputs.kt")}};
+    write_tensor_file(stem + ".outputs.safetensors", out_host);
+    write_tensor_file(stem + ".inputs.safetensors", in_host);
+    return {{"transport", "file"}, {"outputs", file_entry(stem + ".outputs.safetensors")},
+            {"inputs", file_entry(stem + ".inputs.safetensors")}};
   }
   if (transport != "cuda_ipc") throw std::invalid_argument("unknown tensor transport '" + transport + "'");
   for (const auto* list : {&outputs, &inputs}) {

@@ -43,8 +43,8 @@ class ExchangeExport {
   ExchangeExport(const ExchangeExport&) = delete;
   ExchangeExport& operator=(const ExchangeExport&) = delete;
 
-  // `stem` names the files of the file transport (STEM.outputs.kt,
-  // STEM.inputs.kt). Returns the description the other side imports.
+  // `stem` names the files of the file transport (STEM.outputs.safetensors,
+  // STEM.inputs.safetensors). Returns the description the other side imports.
   nlohmann::json publish(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
                          const std::string& transport, const std::string& stem);
   void release();

@@ -445,14 +445,14 @@ class Worker {
       const int id = c.at("id");
       const std::string label = "case " + std::to_string(id);
       auto module = construct({}, c.at("args"), label);
-      write_tensor_file(file(cmd, "case" + std::to_string(id) + ".weights.kt"), draw_weights(*module, c));
+      write_tensor_file(file(cmd, "case" + std::to_string(id) + ".weights.safetensors"), draw_weights(*module, c));
 
       const int calls = c.value("calls", 1);
       json outputs = json::array();
       for (int call = 0; call < calls; ++call) {
         auto [inputs, args] = draw_inputs(c, call);
         const std::string stem = "case" + std::to_string(id) + ".call" + std::to_string(call);
-        write_tensor_file(file(cmd, stem + ".inputs.kt"), inputs);
+        write_tensor_file(file(cmd, stem + ".inputs.safetensors"), inputs);
         set_phase("reference forward, " + label + " call " + std::to_string(call));
         auto out = module->forward(args);
         synchronize();
@@ -462,7 +462,7 @@ class Worker {
           expected.push_back(tensor_to_host(out[i], "output" + std::to_string(i)));
           shapes.push_back(expected.back().shape);
         }
-        write_tensor_file(file(cmd, stem + ".expected.kt"), expected);
+        write_tensor_file(file(cmd, stem + ".expected.safetensors"), expected);
         outputs.push_back(shapes);
       }
       cases.push_back({{"id", id}, {"output_shapes", outputs}, {"parameters", module->parameters().size()}});
@@ -554,7 +554,7 @@ class Worker {
   }
 
   // Reference: the case's module with weights drawn from kloop's generator,
-  // written for the candidate (case<ID>.weights.kt).
+  // written for the candidate (case<ID>.weights.safetensors).
   json prepare(const json& cmd) {
     if (role_ != "reference") throw WorkerError{"runtime_error", "prepare is for references"};
     at::AutoGradMode no_grad(false);
@@ -562,7 +562,7 @@ class Worker {
     const int id = c.at("id");
     module_ = construct({}, c.at("args"), "case " + std::to_string(id));
     set_phase("drawing weights for case " + std::to_string(id));
-    write_tensor_file(file(cmd, "case" + std::to_string(id) + ".weights.kt"), draw_weights(*module_, c));
+    write_tensor_file(file(cmd, "case" + std::to_string(id) + ".weights.safetensors"), draw_weights(*module_, c));
     module_case_ = id;
     pristine_.clear();
     expected_.clear();
@@ -786,7 +786,7 @@ class Worker {
     if (!module_ || module_case_ != id) {
       module_.reset();
       set_phase("reading weights for case " + std::to_string(id));
-      auto weights = read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt"));
+      auto weights = read_weights(file(cmd, "case" + std::to_string(id) + ".weights.safetensors"));
       module_ = construct(weights, c.at("args"), "case " + std::to_string(id));
       module_case_ = id;
     }
@@ -914,7 +914,7 @@ class Worker {
     const int id = c.at("id");
     timing_label_ = "case " + std::to_string(id);
     release_call_state();
-    auto weights = read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt"));
+    auto weights = read_weights(file(cmd, "case" + std::to_string(id) + ".weights.safetensors"));
     timing_module_ = construct(weights, c.at("args"), timing_label_);
     set_phase("timed calls, " + timing_label_);
     // Fresh inputs (warmup_first_call): one set, redrawn for every call;
@@ -1062,7 +1062,7 @@ class Worker {
     const std::string label = "case " + std::to_string(id);
     if (!session_->cuda()) return {{"trace_unavailable", "profiling needs a CUDA device"}};
     release_call_state();
-    auto module = construct(read_weights(file(cmd, "case" + std::to_string(id) + ".weights.kt")), c.at("args"), label);
+    auto module = construct(read_weights(file(cmd, "case" + std::to_string(id) + ".weights.safetensors")), c.at("args"), label);
     // first_call: every profiled forward on a call's inputs of its own, all
     // drawn before the trace starts (a drawing kernel inside it would read
     // as the module's work) while they fit in kProfileBytes; else call 0's.

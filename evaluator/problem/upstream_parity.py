@@ -4,15 +4,15 @@
 `kloop problems parity` calls it once per task, with the machine's python3
 and torch:
 
-    upstream_parity.py --task UPSTREAM.py --args ARGS.json --weights W.kt
-                       --inputs I.kt --out O.kt [--dims DIMS.json] [--device cpu|cuda]
+    upstream_parity.py --task UPSTREAM.py --args ARGS.json --weights W.safetensors
+                       --inputs I.safetensors --out O.safetensors [--dims DIMS.json] [--device cpu|cuda]
 
 The task file defines `Model` (a torch.nn.Module), `get_inputs` and
 `get_init_inputs`. The model is built from kloop's constructor arguments by
 parameter name (a parameter kloop does not list keeps its default), its
 state_dict is replaced by kloop's weights (same names and shapes, or the
 task is a key mismatch), and forward runs on kloop's inputs. The outputs go
-to O.kt in kloop's tensor file format; one JSON line on stdout says what
+to O.safetensors (kloop's tensor files are safetensors); one JSON line on stdout says what
 happened.
 """
 import argparse
@@ -24,54 +24,49 @@ import sys
 
 import torch
 
-MAGIC = b"KLOOPTNS"
-VERSION = 1
-# evaluator/runtime/dtype.h, in its order.
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
-          torch.int8, torch.uint8, torch.bool]
+# kloop's tensor files are safetensors (evaluator/runtime/host_tensor.h);
+# read and written here with the standard library, so the safetensors
+# package is not needed. kloop's dtypes, in the order of dtype.h.
+DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF16": torch.bfloat16,
+          "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+          "BOOL": torch.bool}
 
 
 def read_tensors(path):
+    """The tensors of a safetensors file, in the header's order."""
     with open(path, "rb") as f:
         data = f.read()
-    if data[:8] != MAGIC:
-        raise ValueError(path + ": not a kloop tensor file")
-    version, count = struct.unpack_from("<II", data, 8)
-    if version != VERSION:
-        raise ValueError(path + ": tensor file version %d, expected %d" % (version, VERSION))
-    at = 16
+    (header_len,) = struct.unpack_from("<Q", data, 0)
+    header = json.loads(data[8:8 + header_len].decode("utf-8"))  # keeps the file's key order
+    base = 8 + header_len
     out = []
-    for _ in range(count):
-        (name_len,) = struct.unpack_from("<I", data, at)
-        at += 4
-        name = data[at:at + name_len].decode()
-        at += name_len
-        dtype, ndim = struct.unpack_from("<II", data, at)
-        at += 8
-        shape = list(struct.unpack_from("<%dq" % ndim, data, at))
-        at += 8 * ndim
-        (nbytes,) = struct.unpack_from("<Q", data, at)
-        at += 8
-        raw = bytearray(data[at:at + nbytes])
-        at += nbytes
-        t = torch.frombuffer(raw, dtype=DTYPES[dtype]) if nbytes else torch.empty(0, dtype=DTYPES[dtype])
-        out.append((name, t.reshape(shape).clone()))
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = e["data_offsets"]
+        dtype = DTYPES[e["dtype"]]
+        raw = bytearray(data[base + begin:base + end])
+        t = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
+        out.append((name, t.reshape(e["shape"]).clone()))
     return out
 
 
 def write_tensors(path, tensors):
+    """A safetensors file of (name, tensor) pairs, in their order."""
+    names = {v: k for k, v in DTYPES.items()}
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors:
+        t = t.detach().to("cpu").contiguous()
+        raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * ((8 - len(text) % 8) % 8)
     with open(path, "wb") as f:
-        f.write(MAGIC)
-        f.write(struct.pack("<II", VERSION, len(tensors)))
-        for name, t in tensors:
-            t = t.detach().to("cpu").contiguous()
-            raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
-            encoded = name.encode()
-            f.write(struct.pack("<I", len(encoded)))
-            f.write(encoded)
-            f.write(struct.pack("<II", DTYPES.index(t.dtype), t.dim()))
-            f.write(struct.pack("<%dq" % t.dim(), *t.shape))
-            f.write(struct.pack("<Q", len(raw)))
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for raw in blobs:
             f.write(raw)
 
 

@@ -4,6 +4,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
 
 #include "evaluator/check/compare.h"
 
@@ -155,7 +159,7 @@ TEST(GeneratorTest, DrawingIntoMemoryGivesTheSameValues) {
 }
 
 TEST(HostTensorTest, FileRoundTrip) {
-  auto path = (std::filesystem::temp_directory_path() / "kloop-roundtrip.kt").string();
+  auto path = (std::filesystem::temp_directory_path() / "kloop-roundtrip.safetensors").string();
   std::vector<HostTensor> ts = {generate_tensor("a", DType::kFloat32, {3, 4}, spec("randn"), 1),
                                 generate_tensor("b", DType::kInt64, {5}, spec("randint", {{"low", 0}, {"high", 9}}), 1),
                                 generate_tensor("scalar", DType::kFloat64, {}, spec("ones"), 1)};
@@ -169,6 +173,92 @@ TEST(HostTensorTest, FileRoundTrip) {
   EXPECT_EQ(back[2].numel(), 1);
   std::filesystem::remove(path);
   EXPECT_THROW(read_tensor_file(path), std::runtime_error);
+}
+
+// A file as safetensors lays it out: header length, JSON header, data.
+std::string safetensors_file(const std::string& header, const std::string& data, uint64_t length = UINT64_MAX) {
+  if (length == UINT64_MAX) length = header.size();
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(length >> (8 * i));
+  return out + header + data;
+}
+
+std::string write_raw(const std::string& bytes) {
+  const auto path = (std::filesystem::temp_directory_path() / "kloop-raw.safetensors").string();
+  std::filesystem::remove(path);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// The bytes are safetensors' own layout (what safetensors.torch.load_file
+// reads): an 8-byte little-endian length, a JSON header padded with spaces
+// to 8 bytes, data offsets relative to the data, tensors in order; a
+// zero-size tensor and a nameless one keep their places.
+TEST(HostTensorTest, FilesAreSafetensors) {
+  const auto path = (std::filesystem::temp_directory_path() / "kloop-layout.safetensors").string();
+  HostTensor a{"x", DType::kFloat32, {2}, {}}, empty{"e", DType::kInt64, {0, 3}, {}}, nameless{"", DType::kUInt8, {1}, {7}};
+  const float values[2] = {1.5f, -2.0f};
+  a.bytes.assign(reinterpret_cast<const unsigned char*>(values), reinterpret_cast<const unsigned char*>(values) + 8);
+  write_tensor_file(path, {a, empty, nameless});
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint64_t length = 0;
+  for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(bytes[i]);
+  ASSERT_EQ((8 + length) % 8, 0u) << "the data starts 8-byte aligned";
+  ASSERT_EQ(bytes.size(), 8 + length + 9);
+  const auto header = nlohmann::ordered_json::parse(bytes.substr(8, length));
+  EXPECT_EQ(header["x"], nlohmann::ordered_json::parse(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})"));
+  EXPECT_EQ(header["e"]["data_offsets"], nlohmann::ordered_json::parse("[8,8]"));
+  EXPECT_EQ(header["#2"]["dtype"], "U8");
+  EXPECT_EQ(header["__metadata__"]["format"], "pt");
+  EXPECT_EQ(bytes.substr(8 + length, 8), std::string(reinterpret_cast<const char*>(values), 8));
+  const auto back = read_tensor_file(path);
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[0].name, "x");
+  EXPECT_EQ(back[1].name, "e");
+  EXPECT_EQ(back[1].shape, (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(back[2].name, "#2");
+  EXPECT_EQ(back[2].bytes, std::vector<unsigned char>{7});
+  // Written by another tool: keys in another order than their data, no padding, no metadata.
+  const auto other = read_tensor_file(write_raw(safetensors_file(
+      R"({"b":{"dtype":"I32","shape":[1],"data_offsets":[4,8]},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+      std::string(8, '\1'))));
+  ASSERT_EQ(other.size(), 2u);
+  EXPECT_EQ(other[0].name, "b");
+  EXPECT_EQ(other[0].dtype, DType::kInt32);
+  std::filesystem::remove(path);
+}
+
+// The judge reads files a candidate may have written: every lie in a header
+// is refused before anything is allocated from it.
+TEST(HostTensorTest, ForgedSafetensorsAreRefused) {
+  const std::string f32 = R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  const std::string data(8, '\0');
+  EXPECT_NO_THROW(read_tensor_file(write_raw(safetensors_file(f32, data))));
+  struct Case {
+    std::string what, file;
+  };
+  const std::vector<Case> cases = {
+      {"header longer than the file", safetensors_file(f32, data, uint64_t{1} << 60)},
+      {"header not JSON", safetensors_file("{not json", data)},
+      {"header not an object", safetensors_file("[1,2]", data)},
+      {"unknown dtype", safetensors_file(R"({"t":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", data)},
+      {"shape does not fit the offsets", safetensors_file(R"({"t":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", data)},
+      {"negative size", safetensors_file(R"({"t":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data)},
+      {"an exabyte shape", safetensors_file(
+           R"({"t":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", data)},
+      {"offsets past the data", safetensors_file(R"({"t":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", data)},
+      {"offsets reversed", safetensors_file(R"({"t":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", data)},
+      {"overlapping tensors", safetensors_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                               R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data)},
+      {"a gap", safetensors_file(R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data)},
+      {"trailing data", safetensors_file(f32, data + "extra!!!")},
+      {"a missing field", safetensors_file(R"({"t":{"dtype":"F32","data_offsets":[0,8]}})", data)},
+      {"a file of 3 bytes", "abc"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_THROW(read_tensor_file(write_raw(c.file)), std::runtime_error) << c.what;
+  }
 }
 
 }  // namespace

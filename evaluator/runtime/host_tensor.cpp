@@ -1,38 +1,38 @@
-// The tensor file format shared by the driver and its workers.
+// The tensor file format shared by the driver and its workers: safetensors.
 #include "evaluator/runtime/host_tensor.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 namespace kloop {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'L', 'O', 'O', 'P', 'T', 'N', 'S'};
-constexpr uint32_t kVersion = 1;
+// safetensors' names for kloop's dtypes, in the order of DType.
+constexpr const char* kDTypeNames[] = {"F32", "F64", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL"};
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // as safetensors itself allows
 
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
 using File = std::unique_ptr<std::FILE, FileCloser>;
 
-template <typename T>
-void put(std::FILE* f, const T& v, const std::string& path) {
-  if (std::fwrite(&v, sizeof(T), 1, f) != 1) throw std::runtime_error(path + ": write failed");
-}
 void put_bytes(std::FILE* f, const void* p, std::size_t n, const std::string& path) {
   if (n && std::fwrite(p, 1, n, f) != n) throw std::runtime_error(path + ": write failed");
 }
-template <typename T>
-T get(std::FILE* f, const std::string& path) {
-  T v;
-  if (std::fread(&v, sizeof(T), 1, f) != 1) throw std::runtime_error(path + ": truncated tensor file");
+
+uint64_t little_endian_u64(const unsigned char* b) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | b[i];
   return v;
 }
 
@@ -53,6 +53,29 @@ std::string shape_string(const std::vector<int64_t>& dims) {
 std::string HostTensor::shape_string() const { return kloop::shape_string(shape); }
 
 void write_tensor_file(const std::string& path, const std::vector<HostTensor>& tensors) {
+  // The header: one entry per tensor in order, its data right after the
+  // previous one's; names must be unique (an empty one is written "#i").
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  uint64_t offset = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const HostTensor& t = tensors[i];
+    const std::string key = t.name.empty() ? "#" + std::to_string(i) : t.name;
+    if (key == "__metadata__" || header.contains(key)) {
+      throw std::runtime_error(path + ": tensor name '" + key + "' is reserved or used twice");
+    }
+    if (t.bytes.size() != static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype)) {
+      throw std::runtime_error(path + ": tensor '" + key + "' holds " + std::to_string(t.bytes.size()) +
+                               " bytes for shape " + t.shape_string());
+    }
+    header[key] = {{"dtype", kDTypeNames[static_cast<int>(t.dtype)]},
+                   {"shape", t.shape},
+                   {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  header["__metadata__"] = {{"format", "pt"}, {"writer", "kloop"}};
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
+
   // A fresh file, never through a link someone planted at the path (a
   // trusted writer must not truncate a file the link points at).
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -64,24 +87,18 @@ void write_tensor_file(const std::string& path, const std::vector<HostTensor>& t
     if (fd >= 0) close(fd);
     throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
   }
-  put_bytes(f.get(), kMagic, sizeof(kMagic), path);
-  put(f.get(), kVersion, path);
-  put(f.get(), static_cast<uint32_t>(tensors.size()), path);
-  for (const auto& t : tensors) {
-    put(f.get(), static_cast<uint32_t>(t.name.size()), path);
-    put_bytes(f.get(), t.name.data(), t.name.size(), path);
-    put(f.get(), static_cast<uint32_t>(t.dtype), path);
-    put(f.get(), static_cast<uint32_t>(t.shape.size()), path);
-    for (int64_t d : t.shape) put(f.get(), d, path);
-    put(f.get(), static_cast<uint64_t>(t.bytes.size()), path);
-    put_bytes(f.get(), t.bytes.data(), t.bytes.size(), path);
-  }
+  unsigned char length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
+  put_bytes(f.get(), length, 8, path);
+  put_bytes(f.get(), text.data(), text.size(), path);
+  for (const auto& t : tensors) put_bytes(f.get(), t.bytes.data(), t.bytes.size(), path);
   if (std::fflush(f.get()) != 0) throw std::runtime_error(path + ": write failed");
 }
 
 // The reader is also the judge's: the file may come from a candidate, so
 // nothing in it is believed before it is checked against the file's size
-// (no allocation larger than the file, no link, no FIFO to hang on).
+// (no allocation larger than the file, no link, no FIFO to hang on), and
+// the entries must tile the data exactly, as safetensors requires.
 std::vector<HostTensor> read_tensor_file(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
@@ -95,54 +112,81 @@ std::vector<HostTensor> read_tensor_file(const std::string& path) {
     close(fd);
     throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
   }
-  uint64_t left = static_cast<uint64_t>(st.st_size);
-  auto need = [&](uint64_t n) {
-    if (n > left) throw std::runtime_error(path + ": truncated or corrupt tensor file (a field claims more bytes than remain)");
-    left -= n;
-  };
-  char magic[8];
-  need(8);
-  if (std::fread(magic, 1, 8, f.get()) != 8 || std::memcmp(magic, kMagic, 8) != 0) {
-    throw std::runtime_error(path + ": not a kloop tensor file");
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  auto corrupt = [&](const std::string& why) { return std::runtime_error(path + ": not a valid tensor file (" + why + ")"); };
+  unsigned char length[8];
+  if (size < 8 || std::fread(length, 1, 8, f.get()) != 8) throw corrupt("shorter than its header length");
+  const uint64_t header_bytes = little_endian_u64(length);
+  if (header_bytes > size - 8 || header_bytes > kMaxHeaderBytes) throw corrupt("the header claims more bytes than the file has");
+  std::string text(header_bytes, '\0');
+  if (header_bytes && std::fread(text.data(), 1, header_bytes, f.get()) != header_bytes) throw corrupt("truncated header");
+  const uint64_t data_bytes = size - 8 - header_bytes;
+  nlohmann::ordered_json header;
+  try {
+    header = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw corrupt("its header is not JSON");
   }
-  need(8);
-  if (get<uint32_t>(f.get(), path) != kVersion) throw std::runtime_error(path + ": unknown tensor file version");
-  uint32_t count = get<uint32_t>(f.get(), path);
-  if (count > left / 20) throw std::runtime_error(path + ": corrupt tensor count");  // 20: the smallest entry
-  std::vector<HostTensor> out(count);
-  for (auto& t : out) {
-    need(4);
-    uint32_t name_len = get<uint32_t>(f.get(), path);
-    if (name_len > 4096) throw std::runtime_error(path + ": corrupt tensor name");
-    need(name_len);
-    t.name.resize(name_len);
-    if (name_len && std::fread(t.name.data(), 1, name_len, f.get()) != name_len) {
-      throw std::runtime_error(path + ": truncated tensor file");
+  if (!header.is_object()) throw corrupt("its header is not a JSON object");
+
+  struct Entry {
+    uint64_t begin, end;
+  };
+  std::vector<HostTensor> out;
+  std::vector<Entry> spans;
+  for (const auto& [key, e] : header.items()) {
+    if (key == "__metadata__") continue;
+    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets")) {
+      throw corrupt("entry '" + key + "' lacks dtype, shape or data_offsets");
     }
-    need(8);
-    uint32_t dtype = get<uint32_t>(f.get(), path);
-    if (dtype > static_cast<uint32_t>(DType::kBool)) throw std::runtime_error(path + ": corrupt dtype");
-    t.dtype = static_cast<DType>(dtype);
-    uint32_t ndim = get<uint32_t>(f.get(), path);
-    if (ndim > 64) throw std::runtime_error(path + ": corrupt rank");
-    need(8ull * ndim + 8);
-    t.shape.resize(ndim);
+    HostTensor t;
+    t.name = key;
+    const auto& d = e["dtype"];
+    const auto* known = d.is_string() ? std::find(std::begin(kDTypeNames), std::end(kDTypeNames), d.get<std::string>())
+                                      : std::end(kDTypeNames);
+    if (known == std::end(kDTypeNames)) throw corrupt("entry '" + key + "' has an unknown dtype");
+    t.dtype = static_cast<DType>(known - std::begin(kDTypeNames));
+    const auto& shape = e["shape"];
+    const auto& offsets = e["data_offsets"];
+    if (!shape.is_array() || shape.size() > 64) throw corrupt("entry '" + key + "' has a bad shape");
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
+      throw corrupt("entry '" + key + "' has bad data_offsets");
+    }
+    const uint64_t element = dtype_size(t.dtype);
     uint64_t numel = 1;
-    for (auto& d : t.shape) {
-      d = get<int64_t>(f.get(), path);
-      if (d < 0 || (d > 0 && numel > left / static_cast<uint64_t>(d))) {
-        throw std::runtime_error(path + ": corrupt shape for '" + t.name + "'");
-      }
-      numel *= static_cast<uint64_t>(d);
+    for (const auto& dim : shape) {
+      if (!dim.is_number_unsigned()) throw corrupt("entry '" + key + "' has a bad shape");
+      const uint64_t n = dim.get<uint64_t>();
+      if (n > 0 && numel > data_bytes / element / n) throw corrupt("entry '" + key + "' is larger than the file");
+      numel *= n;
+      t.shape.push_back(static_cast<int64_t>(n));
     }
-    uint64_t nbytes = get<uint64_t>(f.get(), path);
-    if (nbytes != numel * dtype_size(t.dtype)) {
-      throw std::runtime_error(path + ": size of '" + t.name + "' does not match its shape");
+    const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
+    if (begin > end || end > data_bytes || end - begin != numel * element) {
+      throw corrupt("entry '" + key + "' has data_offsets that do not fit its shape or the file");
     }
-    need(nbytes);
-    t.bytes.resize(nbytes);
-    if (nbytes && std::fread(t.bytes.data(), 1, nbytes, f.get()) != nbytes) {
-      throw std::runtime_error(path + ": truncated tensor file");
+    spans.push_back({begin, end});
+    out.push_back(std::move(t));
+  }
+  // The entries tile the data: sorted by offset, each starts where the last ended.
+  std::vector<std::size_t> order(spans.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return spans[a].begin != spans[b].begin ? spans[a].begin < spans[b].begin : spans[a].end < spans[b].end;
+  });
+  uint64_t at = 0;
+  for (std::size_t i : order) {
+    if (spans[i].begin != at) throw corrupt("its tensors overlap or leave gaps");
+    at = spans[i].end;
+  }
+  if (at != data_bytes) throw corrupt("its data is longer or shorter than its tensors");
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const uint64_t n = spans[i].end - spans[i].begin;
+    out[i].bytes.resize(n);
+    if (n == 0) continue;
+    if (std::fseek(f.get(), static_cast<long>(8 + header_bytes + spans[i].begin), SEEK_SET) != 0 ||
+        std::fread(out[i].bytes.data(), 1, n, f.get()) != n) {
+      throw corrupt("truncated data");
     }
   }
   return out;

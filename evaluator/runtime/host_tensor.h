@@ -25,8 +25,12 @@ struct HostTensor {
 // "[16, 4096]": a shape, or an index into one.
 std::string shape_string(const std::vector<int64_t>& dims);
 
-// Files are "KLOOPTNS", a version, then per tensor: name, dtype, shape and
-// raw little-endian data. Throws std::runtime_error naming the file.
+// Files are safetensors (https://huggingface.co/docs/safetensors): an
+// 8-byte little-endian header length, a JSON header naming each tensor's
+// dtype, shape and data offsets, then the raw little-endian data, so
+// `safetensors.torch.load_file` opens a kept work folder's files. Tensors
+// keep their order (the header's); a tensor without a name is written
+// "#i". Throws std::runtime_error naming the file.
 void write_tensor_file(const std::string& path, const std::vector<HostTensor>& tensors);
 std::vector<HostTensor> read_tensor_file(const std::string& path);
 
