@@ -10,11 +10,12 @@
 //                          [--max-timing-seconds S] [--dir DIR] [--keep]
 //   kloop_throughput_bench --write-candidates DIR   (only writes the .cu files)
 //
-// Prints each evaluation (verdict, compile, phases), then the run's wall
-// time, evaluations per GPU-hour, the evaluation queue's busy fraction (the
-// share of the run during which an evaluation held the GPU), the sampled
-// kernel utilisation, and the median phase breakdown of first and later
-// turns. Builds and baselines come from kloop's cache (KLOOP_CACHE_DIR): the
+// Runs one `kloop run` per turn (each extends the same run folder) and
+// prints, as each ends: its evaluations (verdict, compile, queue wait,
+// phases), its wall time, evaluations per GPU-hour, the evaluation queue's
+// busy fraction (the share of the run during which an evaluation held the
+// GPU), the sampled kernel utilisation and the median phase breakdown.
+// Turn 1 makes the builds and baselines; later turns find them cached. Builds and baselines come from kloop's cache (KLOOP_CACHE_DIR): the
 // first turn finds them there or makes them, later turns find them.
 #include <signal.h>
 #include <sys/wait.h>
@@ -395,73 +396,81 @@ int main(int argc, char** argv) {
             << "\n";
   std::cout.flush();
 
-  UtilisationSampler sampler(device, dir / "utilisation.csv");
-  auto provider = kloop::make_provider(config.provider);
-  kloop::TurnLoop loop(config, *provider, std::cerr);
-  const kloop::LoopSummary summary = loop.run();
-  const auto [utilisation, utilisation_samples] = sampler.stop();
-  for (const auto& e : summary.errors) std::cerr << "kloop_throughput_bench: " << e << "\n";
-
-  // Every record with its verdict's phases.
-  std::cout << "| problem | turn | verdict | compile s | cached | queue s | eval s | reference s | candidate s | compare s | "
-               "speedup |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
-  std::map<bool, std::map<std::string, std::vector<double>>> phases;  // later turn? -> phase -> values
+  // One `kloop run` per turn over the same run folder (a longer run extends
+  // the stored one), each printed as soon as it ends: turn 1 pays for the
+  // builds and baselines, later turns show the steady state, and a run cut
+  // short still leaves the figures of the turns it finished.
   int evaluations = 0, correct = 0;
-  for (const auto& entry : fs::directory_iterator(summary.run_path)) {
-    const std::string file = entry.path().filename().string();
-    if (file.rfind("results", 0) != 0 || entry.path().extension() != ".jsonl") continue;
-    std::ifstream in(entry.path());
-    for (std::string line; std::getline(in, line);) {
-      json r;
-      try {
-        r = json::parse(line);
-      } catch (const json::exception&) {
-        continue;
+  for (int turn = 1; turn <= turns; ++turn) {
+    kloop::RunConfig phase = config;
+    phase.scaffold.turns = turn;
+    UtilisationSampler sampler(device, dir / ("utilisation-" + std::to_string(turn) + ".csv"));
+    auto provider = kloop::make_provider(phase.provider);
+    kloop::TurnLoop loop(phase, *provider, std::cerr);
+    const kloop::LoopSummary summary = loop.run();
+    const auto [utilisation, utilisation_samples] = sampler.stop();
+    for (const auto& e : summary.errors) std::cerr << "kloop_throughput_bench: " << e << "\n";
+
+    std::cout << "\n## turn " << turn << (turn == 1 ? " (builds and baselines made here)" : " (builds and baselines cached)")
+              << "\n| problem | verdict | compile s | cached | queue s | eval s | reference s | candidate s | compare s | "
+                 "speedup |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    std::map<std::string, std::vector<double>> p;  // phase -> values
+    int n = 0;
+    for (const auto& entry : fs::directory_iterator(summary.run_path)) {
+      const std::string file = entry.path().filename().string();
+      if (file.rfind("results", 0) != 0 || entry.path().extension() != ".jsonl") continue;
+      std::ifstream in(entry.path());
+      for (std::string line; std::getline(in, line);) {
+        json r;
+        try {
+          r = json::parse(line);
+        } catch (const json::exception&) {
+          continue;
+        }
+        if (static_cast<int>(num(r, "turn")) != turn) continue;
+        ++n;
+        const std::string verdict = r.value("verdict", "");
+        correct += verdict == "correct" ? 1 : 0;
+        json v;
+        std::ifstream vin(fs::path(summary.run_path) / r.value("attempt_dir", "") / "verdict.json");
+        if (vin) v = json::parse(vin, nullptr, false);
+        const json ph = v.is_object() ? v.value("phases", json::object()) : json::object();
+        // eval_seconds covers the compile and the wait for the GPU too.
+        const double eval = num(r, "eval_seconds") - num(r, "compile_seconds") - num(r, "queue_seconds");
+        p["compile"].push_back(num(r, "compile_seconds"));
+        p["queue"].push_back(num(r, "queue_seconds"));
+        p["eval"].push_back(eval);
+        for (const char* k : {"reference", "candidate", "compare", "build_reference"}) p[k].push_back(num(ph, k));
+        char row[512];
+        std::snprintf(row, sizeof row, "| %s | %s | %.2f | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3g |\n",
+                      r.value("problem", "").c_str(), verdict.c_str(), num(r, "compile_seconds"),
+                      r.value("build_cached", false) ? "yes" : "no", num(r, "queue_seconds"), eval, num(ph, "reference"),
+                      num(ph, "candidate"), num(ph, "compare"), num(r, "speedup"));
+        std::cout << row;
+        if (verdict != "correct") std::cout << "  " << r.value("message", "").substr(0, 300) << "\n";
       }
-      ++evaluations;
-      const std::string verdict = r.value("verdict", "");
-      correct += verdict == "correct" ? 1 : 0;
-      json v;
-      std::ifstream vin(fs::path(summary.run_path) / r.value("attempt_dir", "") / "verdict.json");
-      if (vin) v = json::parse(vin, nullptr, false);
-      const json ph = v.is_object() ? v.value("phases", json::object()) : json::object();
-      const bool later = num(r, "turn") > 1;
-      auto& p = phases[later];
-      // eval_seconds covers the compile and the wait for the GPU too.
-      const double eval = num(r, "eval_seconds") - num(r, "compile_seconds") - num(r, "queue_seconds");
-      p["compile"].push_back(num(r, "compile_seconds"));
-      p["queue"].push_back(num(r, "queue_seconds"));
-      p["eval"].push_back(eval);
-      for (const char* k : {"reference", "candidate", "compare", "build_reference"}) p[k].push_back(num(ph, k));
-      char row[512];
-      std::snprintf(row, sizeof row, "| %s | %d | %s | %.2f | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3g |\n",
-                    r.value("problem", "").c_str(), static_cast<int>(num(r, "turn")), verdict.c_str(), num(r, "compile_seconds"),
-                    r.value("build_cached", false) ? "yes" : "no", num(r, "queue_seconds"), eval,
-                    num(ph, "reference"), num(ph, "candidate"), num(ph, "compare"),
-                    num(r, "speedup"));
-      std::cout << row;
-      if (verdict != "correct") std::cout << "  " << r.value("message", "").substr(0, 300) << "\n";
     }
-  }
-  double busy = 0;
-  for (const auto& q : summary.queues) busy += q.busy_seconds;
-  const double queues = std::max<std::size_t>(1, summary.queues.size());
-  std::printf("\n%d evaluation(s), %d correct, in %.1f s: %.0f evaluations per GPU-hour\n", evaluations, correct,
-              summary.seconds, summary.seconds > 0 ? 3600.0 * evaluations / summary.seconds / queues : 0.0);
-  std::printf("evaluation queue busy %.1f s of %.1f s (%.0f%%)", busy, summary.seconds * queues,
-              summary.seconds > 0 ? 100 * busy / (summary.seconds * queues) : 0.0);
-  if (utilisation_samples > 0) {
-    std::printf("; GPU kernel utilisation (nvidia-smi, %d samples) %.0f%%\n", utilisation_samples, utilisation);
-  } else {
-    std::printf("; GPU utilisation not sampled (no nvidia-smi)\n");
-  }
-  for (const auto& [later, p] : phases) {
+    evaluations += n;
+    double busy = 0;
+    for (const auto& q : summary.queues) busy += q.busy_seconds;
+    const double queues = std::max<std::size_t>(1, summary.queues.size());
+    std::printf("turn %d: %d evaluation(s) in %.1f s: %.0f evaluations per GPU-hour; evaluation queue busy %.1f s of %.1f s "
+                "(%.0f%%)",
+                turn, n, summary.seconds, summary.seconds > 0 ? 3600.0 * n / summary.seconds / queues : 0.0, busy,
+                summary.seconds * queues, summary.seconds > 0 ? 100 * busy / (summary.seconds * queues) : 0.0);
+    if (utilisation_samples > 0) {
+      std::printf("; GPU kernel utilisation (nvidia-smi, %d samples) %.0f%%\n", utilisation_samples, utilisation);
+    } else {
+      std::printf("; GPU utilisation not sampled (no nvidia-smi)\n");
+    }
     auto m = [&](const char* k) { return p.count(k) ? median(p.at(k)) : 0.0; };
-    std::printf("median per evaluation, %s (%zu): compile %.2f s, queue %.2f s, eval %.2f s (reference build %.2f s, "
+    std::printf("turn %d median per evaluation: compile %.2f s, queue %.2f s, eval %.2f s (reference build %.2f s, "
                 "reference %.2f s, candidate %.2f s, compare %.2f s)\n",
-                later ? "later turns" : "first turns", p.at("eval").size(), m("compile"), m("queue"), m("eval"),
-                m("build_reference"), m("reference"), m("candidate"), m("compare"));
+                turn, m("compile"), m("queue"), m("eval"), m("build_reference"), m("reference"), m("candidate"),
+                m("compare"));
+    std::cout.flush();
   }
+  std::printf("\n%d evaluation(s), %d correct\n", evaluations, correct);
   if (!keep && dir_flag.empty()) fs::remove_all(dir);
   return correct == evaluations && evaluations > 0 ? 0 : 1;
 }

@@ -136,7 +136,10 @@ class Tensor {
   }
 
   Tensor(const Tensor& o) : t_(o.t_) { retain(); }
-  Tensor(Tensor&& o) noexcept : t_(o.t_) { o.t_.owner = nullptr; }
+  Tensor(Tensor&& o) noexcept : t_(o.t_) {
+    o.t_.owner = nullptr;
+    o.t_.data = nullptr;
+  }
   Tensor& operator=(const Tensor& o) {
     if (this != &o) {
       Tensor copy(o);
