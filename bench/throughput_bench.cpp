@@ -463,6 +463,11 @@ int main(int argc, char** argv) {
     } else {
       std::printf("; GPU utilisation not sampled (no nvidia-smi)\n");
     }
+    for (std::size_t q = 0; q < summary.queues.size(); ++q) {  // one per GPU
+      const auto& f = summary.queues[q];
+      std::printf("  queue %zu (%s): %d evaluation(s), busy %.1f s (%.0f%%)\n", q, f.device.c_str(), f.evaluations,
+                  f.busy_seconds, summary.seconds > 0 ? 100 * f.busy_seconds / summary.seconds : 0.0);
+    }
     auto m = [&](const char* k) { return p.count(k) ? median(p.at(k)) : 0.0; };
     std::printf("turn %d median per evaluation: compile %.2f s, queue %.2f s, eval %.2f s (reference build %.2f s, "
                 "reference %.2f s, candidate %.2f s, compare %.2f s)\n",
