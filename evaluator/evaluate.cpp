@@ -336,7 +336,8 @@ struct CandidateTiming {
   TimingSummary summary;
   TimingSummary wall;
   int throttled_discarded = 0;
-  long long persisting_l2_limit = 0;
+  long long persisting_l2_limit = 0;         // largest seen before or after a timed sample
+  long long persisting_l2_window_bytes = 0;  // largest access-policy window seen on kloop's stream
   json post_exchange;  // what time_post published
   json check;          // the figures of the plausibility check
   int checked_calls = 0;  // timed calls whose output was checked against the reference
@@ -481,7 +482,10 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
       wall.push_back(w);
     }
     if (const json& l2 = r.value("persisting_l2_limit", json(0)); l2.is_number() && l2.get<double>() != 0) {
-      out.persisting_l2_limit = l2.get<long long>();
+      out.persisting_l2_limit = std::max(out.persisting_l2_limit, l2.get<long long>());
+    }
+    if (const json& w = r.value("persisting_l2_window_bytes", json(0)); w.is_number() && w.get<double>() != 0) {
+      out.persisting_l2_window_bytes = std::max(out.persisting_l2_window_bytes, w.get<long long>());
     }
     if (keep_one) {
       ++out.checked_calls;
@@ -692,6 +696,7 @@ void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, Wo
                 {"gpu_us_per_call", a.gpu_us_per_call},
                 {"span_us_per_call", a.span_us_per_call},
                 {"other_stream_kernels", a.other_stream_kernels},
+                {"joined_stream_kernels", a.joined_stream_kernels},
                 {"late_kernels", a.late_kernels}};
   v.vendor_libraries = a.libraries;
   if (!reference_profile.is_null()) {
@@ -710,9 +715,12 @@ void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, Wo
   }
   if (a.other_stream_kernels > 0) {
     v.integrity.push_back({"side_stream_work", std::to_string(a.other_stream_kernels) +
-                                                   " kernel(s) ran on a stream other than the current one (" +
+                                                   " kernel(s) on a stream other than the current one (" +
                                                    join(a.other_stream_names) +
-                                                   "); launch on at::cuda::getCurrentCUDAStream()"});
+                                                   ") were still running when the current stream reached the end of "
+                                                   "the call: launch on the current stream, or join the other "
+                                                   "stream to it (cudaEventRecord there, cudaStreamWaitEvent on "
+                                                   "the current stream) before forward returns"});
   }
   if (a.late_kernels > 0) {
     v.integrity.push_back({"work_after_sync", std::to_string(a.late_kernels) + " kernel(s) (" + join(a.late_names) +
@@ -1104,6 +1112,8 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
           } else {
             for (const auto& cmp : j.at("outputs")) o.outputs.push_back(comparison_from_json(cmp));
           }
+            }
+          }
           for (const auto& k : j.value("mutated_inputs", json::array())) {
             v.integrity.push_back({"input_mutation", "forward modified its input " + std::to_string(k.get<int>()) + " (" +
                                                          spec.inputs[k.get<std::size_t>()].name + ") on " + t.label() +
@@ -1258,8 +1268,12 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
           audit_candidate_activity(spec, tests[0].dims, cand, work, cases[0], reference_profile, device_info,
                                    rules, protocol, options_, builder_.config().cache_dir, v);
         }
-        if (timed.persisting_l2_limit != 0) {
-          v.integrity.push_back({"persisting_l2", "the module set a persisting-L2 carve-out, which survives the flush"});
+        if (timed.persisting_l2_limit != 0 || timed.persisting_l2_window_bytes != 0) {
+          v.integrity.push_back(
+              {"persisting_l2", "the module set a persisting-L2 carve-out (limit " +
+                                    std::to_string(timed.persisting_l2_limit) + " bytes, access-policy window " +
+                                    std::to_string(timed.persisting_l2_window_bytes) +
+                                    " bytes on the current stream), which would let its data survive the flush"});
         }
         if (protocol.integrity_checks && !v.integrity.empty()) {
           cand.finish();

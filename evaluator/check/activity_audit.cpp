@@ -34,22 +34,48 @@ ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::ve
   opens.erase(opens.begin());
   const uint32_t kloop_stream = opens.front()->stream_id;
   a.calls = static_cast<int>(opens.size());
+  // The call whose flush most recently started at or before `ns`.
+  auto call_of = [&](uint64_t ns) {
+    std::size_t call = 0;
+    while (call + 1 < opens.size() && opens[call + 1]->start_ns <= ns) ++call;
+    return call;
+  };
+  std::vector<uint64_t> ends(opens.size(), 0);
+  for (const auto& m : trace.memory) {
+    if (m.kind != "memset" || m.bytes != kCallEndMarkerBytes || m.stream_id != kloop_stream ||
+        m.start_ns < opens[0]->start_ns) {
+      continue;
+    }
+    const std::size_t call = call_of(m.start_ns);
+    ends[call] = std::max(ends[call], m.start_ns);
+  }
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    if (ends[i] == 0) {
+      a.unavailable = "the trace lacks kloop's end-of-call marker (a " + std::to_string(kCallEndMarkerBytes) +
+                      "-byte memset on kloop's stream) for call " + std::to_string(i + 1) + " of " +
+                      std::to_string(opens.size());
+      a.calls = 0;
+      return a;
+    }
+  }
   std::set<std::string> libraries, other, late;
   std::vector<uint64_t> first(opens.size(), UINT64_MAX), last(opens.size(), 0);
   int kernels = 0;
   double busy_us = 0;
   for (const auto& k : trace.kernels) {
-    // The call whose memset most recently started before this kernel.
-    std::size_t call = 0;
-    while (call + 1 < opens.size() && opens[call + 1]->start_ns <= k.start_ns) ++call;
     if (k.start_ns < opens[0]->start_ns) continue;  // before the audit's first call
+    const std::size_t call = call_of(k.start_ns);
     ++kernels;
     busy_us += k.duration_us();
     first[call] = std::min(first[call], k.start_ns);
     last[call] = std::max(last[call], k.end_ns);
     if (k.stream_id != kloop_stream && k.stream_id != legacy_stream) {
-      ++a.other_stream_kernels;
-      other.insert(k.name);
+      if (k.end_ns <= ends[call]) {
+        ++a.joined_stream_kernels;
+      } else {
+        ++a.other_stream_kernels;
+        other.insert(k.name);
+      }
     }
     if (k.end_ns > stream_done_ns[call]) {
       ++a.late_kernels;

@@ -16,10 +16,11 @@ namespace kloop {
 
 struct ActivityAudit {
   int calls = 0;
+  int joined_stream_kernels = 0;  // on another stream, ended before kloop's stream reached the call's end
   double kernels_per_call = 0;
   double gpu_us_per_call = 0;    // summed kernel durations, all streams
   double span_us_per_call = 0;   // first kernel start to last kernel end
-  int other_stream_kernels = 0;  // not on kloop's stream
+  int other_stream_kernels = 0;  // on another stream and still running when kloop's stream reached the call's end
   int late_kernels = 0;          // still running after kloop's stream had finished
   std::vector<std::string> libraries;  // kernel_library() of every kernel not "custom"
   std::vector<std::string> other_stream_names;
@@ -31,10 +32,20 @@ struct ActivityAudit {
 // completed. kloop's markers are told from the module's own memsets by
 // their size: the trace opens with a 4-byte memset on the legacy default
 // stream (which the timer orders with kloop's stream, so kernels there are
-// fine), and each call with the L2 flush, `flush_bytes` on kloop's stream.
-// Memsets of any other size are the module's work and change nothing; one
-// that imitates a marker leaves the markers miscounted (unavailable).
+// fine), each call with the L2 flush, `flush_bytes` on kloop's stream, and
+// ends it with a 12-byte memset on kloop's stream, enqueued after forward
+// returned (the last one of the call counts: a module's own 12-byte memsets
+// come before it). Memsets of any other size are the module's work and
+// change nothing; one that imitates the flush leaves the markers miscounted
+// (unavailable), as does a call without its end marker.
+//
+// Work on another stream is the module's own business when it is joined:
+// a kernel there that ended before kloop's stream reached the end marker
+// was waited for (an event or a stream wait), so the timer's stop event,
+// which follows the marker, covered it. One still running then is
+// side-stream work the timer did not see.
 constexpr uint64_t kLegacyMarkerBytes = 4;
+constexpr uint64_t kCallEndMarkerBytes = 12;
 ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::vector<uint64_t>& stream_done_ns,
                              uint64_t flush_bytes);
 

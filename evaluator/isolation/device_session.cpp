@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #ifdef KLOOP_WITH_CUDA
@@ -158,6 +159,14 @@ void DeviceSession::mark_legacy_stream() {
 #endif
 }
 
+void DeviceSession::mark_call_end(std::size_t bytes) {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) check(cudaMemsetAsync(gpu_->flush, 0, bytes, gpu_->stream), "the end-of-call marker");
+#else
+  (void)bytes;
+#endif
+}
+
 void DeviceSession::set_tf32(bool on) {
 #ifdef KLOOP_WITH_CUDA
 #pragma GCC diagnostic push
@@ -170,9 +179,14 @@ void DeviceSession::set_tf32(bool on) {
 #endif
 }
 
-void DeviceSession::begin_sample(bool flush_l2) {
+void DeviceSession::begin_sample(bool flush_l2, bool guard_l2) {
+  guard_l2_ = guard_l2;
 #ifdef KLOOP_WITH_CUDA
   if (cuda_) {
+    if (guard_l2 && gpu_->props.persistingL2CacheMaxSize > 0) {
+      reset_persisting_l2();
+      check(cudaCtxResetPersistingL2Cache(), "demoting persisting L2 lines");
+    }
     if (flush_l2) {
       // A different byte each time, so the memset cannot be elided or cached.
       check(cudaMemsetAsync(gpu_->flush, ++gpu_->fill, gpu_->l2_bytes, gpu_->stream), "the L2 flush");
@@ -191,6 +205,7 @@ double DeviceSession::end_sample() {
   if (cuda_) {
     check(cudaEventRecord(gpu_->stop, gpu_->stream), "cudaEventRecord");
     synchronize();
+    if (guard_l2_) observe_persisting_l2();
     last_wall_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
     last_throttled_ = throttled_at_begin_ || gpu_->clocks->throttled();
     float ms = 0;
@@ -203,19 +218,41 @@ double DeviceSession::end_sample() {
 }
 
 long long DeviceSession::persisting_l2_limit() const {
+  long long now = 0;
 #ifdef KLOOP_WITH_CUDA
   if (cuda_) {
     std::size_t v = 0;
-    if (cudaDeviceGetLimit(&v, cudaLimitPersistingL2CacheSize) == cudaSuccess) return static_cast<long long>(v);
+    if (cudaDeviceGetLimit(&v, cudaLimitPersistingL2CacheSize) == cudaSuccess) now = static_cast<long long>(v);
   }
 #endif
-  return 0;
+  return std::max(now, l2_limit_seen_);
+}
+
+long long DeviceSession::persisting_l2_window_bytes() const { return l2_window_seen_; }
+
+void DeviceSession::observe_persisting_l2() {
+#ifdef KLOOP_WITH_CUDA
+  if (!cuda_) return;
+  std::size_t limit = 0;
+  if (cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize) == cudaSuccess) {
+    l2_limit_seen_ = std::max(l2_limit_seen_, static_cast<long long>(limit));
+  }
+  cudaStreamAttrValue window{};
+  if (cudaStreamGetAttribute(gpu_->stream, cudaStreamAttributeAccessPolicyWindow, &window) == cudaSuccess) {
+    l2_window_seen_ = std::max(l2_window_seen_, static_cast<long long>(window.accessPolicyWindow.num_bytes));
+  }
+  cudaGetLastError();  // a device without the attribute: nothing to see
+#endif
 }
 
 void DeviceSession::reset_persisting_l2() {
 #ifdef KLOOP_WITH_CUDA
   if (cuda_ && gpu_->props.persistingL2CacheMaxSize > 0) {
+    observe_persisting_l2();  // what the module left set is seen before it goes
     check(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0), "resetting the persisting-L2 limit");
+    cudaStreamAttrValue none{};
+    check(cudaStreamSetAttribute(gpu_->stream, cudaStreamAttributeAccessPolicyWindow, &none),
+          "clearing the stream's access-policy window");
   }
 #endif
 }

@@ -34,6 +34,11 @@ class DeviceSession {
   // A 4-byte memset on the legacy default stream, so a trace can tell that
   // stream (where a plain <<<grid, block>>> launch goes) from side streams.
   void mark_legacy_stream();
+  // A `bytes`-byte memset on kloop's stream, enqueued once a traced call has
+  // returned: its start is when the stream reached the end of the call,
+  // after every event or stream wait the module put on it (a joined side
+  // stream's work ends before it; un-joined work may not).
+  void mark_call_end(std::size_t bytes);
   // TF32 in cuBLAS and cuDNN (the baseline is measured with both settings).
   void set_tf32(bool on);
   // Deterministic algorithms (expected outputs must not depend on atomics'
@@ -45,7 +50,10 @@ class DeviceSession {
   // device is synchronised at the end so side-stream work cannot leak into
   // the next sample. Returns seconds; last_wall_seconds() has the host's view
   // of the same sample (launch + completion).
-  void begin_sample(bool flush_l2);
+  // `guard_l2`: the persisting-L2 reads and resets (below) around it; the
+  // activity audit's traced calls go without, so the trace holds nothing
+  // but the calls and kloop's markers.
+  void begin_sample(bool flush_l2, bool guard_l2 = true);
   double end_sample();
   double last_wall_seconds() const { return last_wall_; }
   // True when NVML reported a power or thermal slowdown of the clocks at the
@@ -54,8 +62,15 @@ class DeviceSession {
   // "nvml" when clock slowdowns are watched, else why not.
   std::string clock_monitor() const;
 
-  // The persisting-L2 carve-out, which kloop keeps at 0 so nothing survives a flush.
+  // The persisting-L2 carve-out, which kloop keeps at 0 so nothing survives
+  // a flush. Every sample reads the device's limit and the access-policy
+  // window of kloop's stream before its flush and after its call, and the
+  // largest of each since the last reset is kept here. Before each flush
+  // the limit and the window are set back to zero and every persisting line
+  // is demoted to normal (cudaCtxResetPersistingL2Cache), so a carve-out
+  // the module sets and clears inside its call keeps nothing across calls.
   long long persisting_l2_limit() const;
+  long long persisting_l2_window_bytes() const;
   void reset_persisting_l2();
 
   nlohmann::json info() const;  // name, compute capability, L2 size, SMs, memory
@@ -67,8 +82,12 @@ class DeviceSession {
   std::unique_ptr<Cuda> gpu_;
   bool throttled_at_begin_ = false;
   bool last_throttled_ = false;
+  bool guard_l2_ = true;
   std::chrono::steady_clock::time_point wall_start_;
   double last_wall_ = 0;
+  long long l2_limit_seen_ = 0;
+  long long l2_window_seen_ = 0;
+  void observe_persisting_l2();
 };
 
 }  // namespace kloop

@@ -42,6 +42,7 @@
 #include <set>
 #include <string>
 
+#include "evaluator/check/activity_audit.h"
 #include "evaluator/check/tensor_compare.h"
 #include "evaluator/isolation/channel.h"
 #include "evaluator/isolation/device_session.h"
@@ -891,7 +892,8 @@ class Worker {
             {"wall", to_json(summarize(wall))},
             {"throttled_discarded", discarded},
             {"clock_monitor", session_->clock_monitor()},
-            {"persisting_l2_limit", session_->persisting_l2_limit()}};
+            {"persisting_l2_limit", session_->persisting_l2_limit()},
+            {"persisting_l2_window_bytes", session_->persisting_l2_window_bytes()}};
   }
 
   // The candidate's timing is driven from outside, in three commands, so
@@ -986,7 +988,8 @@ class Worker {
       }
     }
     return {{"samples", samples}, {"wall", wall}, {"throttled", throttled},
-            {"persisting_l2_limit", session_->persisting_l2_limit()}, {"clock_monitor", session_->clock_monitor()}};
+            {"persisting_l2_limit", session_->persisting_l2_limit()},
+            {"persisting_l2_window_bytes", session_->persisting_l2_window_bytes()}, {"clock_monitor", session_->clock_monitor()}};
   }
 
   // Candidate: publishes the k-th output the last batch kept, for the
@@ -1090,8 +1093,9 @@ class Worker {
         session_->mark_legacy_stream();  // the trace's first memset
         json stream_done = json::array();
         for (int i = 0; i < traced; ++i) {
-          session_->begin_sample(true);
+          session_->begin_sample(true, /*guard_l2=*/false);
           module->forward(inputs_of(1 + i));
+          session_->mark_call_end(kCallEndMarkerBytes);
           session_->synchronize_stream();
           uint64_t now = 0;
           cuptiGetTimestamp(&now);

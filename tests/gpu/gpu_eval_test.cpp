@@ -120,6 +120,18 @@ TEST_F(GpuEvalTest, SideStreamWorkIsCaught) {
   EXPECT_TRUE(has_check(v, "side_stream_work") || has_check(v, "work_after_sync")) << v.message;
 }
 
+// An honest fork-join: the side stream's kernels end before the current
+// stream reaches the call's end, so they are counted as joined, not as
+// side-stream work.
+TEST_F(GpuEvalTest, JoinedForkJoinIsAccepted) {
+  Verdict v = eval("relu_fork_join.cu");
+  ASSERT_EQ(v.verdict, VerdictClass::kCorrect) << v.message << v.build.log;
+  ASSERT_TRUE(v.activity.contains("joined_stream_kernels")) << v.activity.dump();
+  EXPECT_GE(v.activity["joined_stream_kernels"].get<int>(), 1) << v.activity.dump();
+  EXPECT_EQ(v.activity["other_stream_kernels"].get<int>(), 0) << v.activity.dump();
+  std::cout << "relu_fork_join activity: " << v.activity.dump() << "\n";
+}
+
 TEST_F(GpuEvalTest, CachedResultIsCaught) {
   Verdict v = eval("relu_cached.cu");
   EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
@@ -153,6 +165,27 @@ TEST_F(GpuEvalTest, PersistingL2CarveOutIsCaught) {
   Verdict v = eval("relu_persisting_l2.cu");
   EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
   EXPECT_TRUE(has_check(v, "persisting_l2")) << v.message;
+}
+
+// The carve-out cleared before returning, the window left on the stream:
+// the window, read after every timed call, gives it away.
+TEST_F(GpuEvalTest, PersistingL2WindowIsCaught) {
+  Verdict v = eval("relu_persisting_window.cu");
+  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
+  EXPECT_TRUE(has_check(v, "persisting_l2")) << v.message;
+}
+
+// Both set and cleared inside every call: no read between calls sees them,
+// and kloop's demotion of persisting lines before each flush leaves the
+// module nothing across calls. Its time is printed beside the honest one's
+// (a figure, not an assertion).
+TEST_F(GpuEvalTest, PersistingL2SetAndClearedInsideTheCallKeepsNothing) {
+  Verdict v = eval("relu_persisting_hidden.cu");
+  ASSERT_EQ(v.verdict, VerdictClass::kCorrect) << v.message << v.build.log;
+  Verdict honest = eval("relu_correct.cu");
+  ASSERT_EQ(honest.verdict, VerdictClass::kCorrect) << honest.message;
+  std::cout << "persisting set-and-clear median " << v.candidate_time->median * 1e6 << " us, honest "
+            << honest.candidate_time->median * 1e6 << " us\n";
 }
 
 TEST_F(GpuEvalTest, IllegalAddressIsARuntimeErrorAndTheNextCandidateRuns) {
