@@ -1051,7 +1051,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
         o.label = t.label();
         const bool first = ti == 0 && call == 0;
         json expect_cmd = {{"op", "expect"}, {"dir", work.shared()}, {"case", c}, {"call", call}, {"retain", first},
-                           {"fp64", first && options_.fp64_reference}};
+                           {"fp64", first && (options_.fp64_reference || protocol.precision_check)}};
         if (inputs_via != "draw") expect_cmd["publish_inputs"] = inputs_via;
         const json expected = ref_call(expect_cmd, options_.run_timeout, v.phases.reference);
         if (expected.contains("inputs_exchange_error")) {
@@ -1103,7 +1103,8 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                       w.at("device").get<std::string>() + ", expected " + options_.device;
         } else {
           const std::string stem = work.sandbox() + "/case" + std::to_string(t.id) + ".call" + std::to_string(call) + ".candidate";
-          const json j = judge(info.value("exchange", json()), stem, false, call + 1 < calls, first && options_.fp64_reference);
+          const json j = judge(info.value("exchange", json()), stem, false, call + 1 < calls,
+                               first && (options_.fp64_reference || protocol.precision_check));
           if (j.contains("error_analysis")) v.error_analysis = j["error_analysis"];
           v.fp64_unavailable = j.value("fp64_unavailable", v.fp64_unavailable);
           const int got = j.at("output_count");
@@ -1112,6 +1113,20 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
           } else {
             for (const auto& cmp : j.at("outputs")) o.outputs.push_back(comparison_from_json(cmp));
           }
+          // Precision (strict): within the tolerance is not enough where the
+          // error is far beyond what fp32 arithmetic gives this reference.
+          if (o.problem.empty() && protocol.precision_check && j.contains("error_analysis")) {
+            for (const auto& row : j["error_analysis"]) {
+              auto num = [&](const char* key) {
+                const json& x = row.value(key, json());
+                return x.is_number() ? x.get<double>() : NAN;
+              };
+              const std::string why =
+                  precision_failure(num("candidate_rms_error"), num("reference_rms_error"), num("rms_fp64"));
+              if (!why.empty()) {
+                o.problem = "output " + std::to_string(row.value("output", 0)) + ": " + why;
+                break;
+              }
             }
           }
           for (const auto& k : j.value("mutated_inputs", json::array())) {

@@ -2,6 +2,8 @@
 #include "evaluator/protocol.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace kloop {
@@ -65,6 +67,7 @@ nlohmann::json Protocol::to_json() const {
           {"exclude_degenerate", exclude_degenerate},
           {"require_custom_kernels", require_custom_kernels},
           {"speed_of_light_floor", speed_of_light_floor},
+          {"precision_check", precision_check},
           {"calls_per_case", calls_per_case},
           {"fresh_timed_inputs", fresh_timed_inputs},
           {"cpu_timing", kloop::to_json(cpu_timing)},
@@ -79,6 +82,25 @@ std::vector<std::string> protocol_names() { return {"kernelbench", "verified", "
 // work then miss them by about their RMS, while fp32 rounding stays near
 // 1e-6 of it and TF32 accumulation near 1e-3 of it, ten times inside.
 constexpr double kStrictMagnitude = 1e-2;
+
+std::string precision_failure(double candidate_rms, double reference_rms, double exact_rms) {
+  if (!std::isfinite(candidate_rms) || !std::isfinite(reference_rms) || !std::isfinite(exact_rms)) return "";
+  constexpr double kFp32Unit = 1.0 / (1 << 24);  // fp32's unit roundoff, 2^-24
+  const double by_reference = kPrecisionFactor * reference_rms;
+  const double floor = kPrecisionFloorUlps * kFp32Unit * exact_rms;
+  const double bound = std::max(by_reference, floor);
+  if (candidate_rms <= bound) return "";
+  char text[400];
+  std::snprintf(text, sizeof(text),
+                "precision: its RMS error against an fp64 reference is %.3g, %.0fx the fp32 reference's (%.3g) and "
+                "%.3g of the output's RMS (%.3g); the bound is %.0fx the reference's error or %.0f fp32 units of the "
+                "output's RMS, whichever is larger (%.3g): reduced-precision arithmetic (fp16/bf16 inputs, fp16 "
+                "accumulation, approximate functions) is not fp32",
+                candidate_rms, reference_rms > 0 ? candidate_rms / reference_rms : INFINITY, reference_rms,
+                exact_rms > 0 ? candidate_rms / exact_rms : INFINITY, exact_rms, kPrecisionFactor, kPrecisionFloorUlps,
+                bound);
+  return text;
+}
 
 Protocol protocol_by_name(const std::string& name) {
   Protocol p;
@@ -111,6 +133,7 @@ Protocol protocol_by_name(const std::string& name) {
       p.tolerance.magnitude = kStrictMagnitude;
       p.require_custom_kernels = true;
       p.speed_of_light_floor = true;
+      p.precision_check = true;
     }
     return p;
   }

@@ -20,6 +20,9 @@ struct InputScaling {
   double scale = 1.0;
 };
 
+constexpr double kPrecisionFactor = 16;
+constexpr double kPrecisionFloorUlps = 64;
+
 struct Protocol {
   std::string name;
   std::string description;
@@ -33,6 +36,11 @@ struct Protocol {
   bool exclude_degenerate = false;           // skip tasks whose spec excludes this protocol
   bool require_custom_kernels = false;       // GPU: cuBLAS/cuDNN/CUTLASS/ATen kernels in the candidate violate
   bool speed_of_light_floor = false;         // GPU: a time below the physical floor violates
+  // An fp64 twin of the reference judges the first test call's precision:
+  // the candidate's RMS error against it may be at most
+  // kPrecisionFactor x the fp32 reference's own, or kPrecisionFloorUlps
+  // fp32 units of the output's RMS, whichever is larger (README: Protocols).
+  bool precision_check = false;
   int calls_per_case = 2;                    // forward calls per model instance
   // Every forward of the candidate after its tests (warmup, timed calls,
   // the check after timing, the profile) on inputs drawn for that call
@@ -46,6 +54,13 @@ struct Protocol {
 
   nlohmann::json to_json() const;
 };
+
+// The precision check on one output: empty when the candidate's RMS error
+// against the fp64 reference (`candidate_rms`) is within the bound, else
+// why not. `reference_rms` is the fp32 reference's error, `exact_rms` the
+// fp64 output's RMS; non-finite figures (a NaN in an output, which the
+// comparison judges) are not judged here.
+std::string precision_failure(double candidate_rms, double reference_rms, double exact_rms);
 
 // kernelbench, verified or strict; throws std::invalid_argument naming them.
 Protocol protocol_by_name(const std::string& name);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -55,6 +56,26 @@ TEST(ProtocolTest, StrictAddsHiddenShapesWhereTheyHaveCpuDims) {
   ASSERT_EQ(gpu.size(), 12u);
   EXPECT_EQ(gpu[10].dims.at("n"), 4096);
   EXPECT_EQ(gpu[11].label(), "seed 12, inputs x-1, shape variant 'gpu_only'");
+}
+
+// The precision bound: 16x the fp32 reference's error, or 64 fp32 units of
+// the output's RMS, whichever is larger; only strict checks it.
+TEST(ProtocolTest, PrecisionBoundIsRelativeToTheReferenceWithAnFp32Floor) {
+  EXPECT_TRUE(protocol_by_name("strict").precision_check);
+  EXPECT_FALSE(protocol_by_name("verified").precision_check);
+  EXPECT_FALSE(protocol_by_name("kernelbench").precision_check);
+  const double unit = 1.0 / (1 << 24);
+  // An output of RMS 32 whose fp32 reference errs by 1e-5 RMS: bound 1.6e-4.
+  EXPECT_EQ(precision_failure(1.5e-4, 1e-5, 32), "");
+  const std::string why = precision_failure(1.5e-3, 1e-5, 32);
+  EXPECT_NE(why.find("precision:"), std::string::npos) << why;
+  EXPECT_NE(why.find("150x the fp32 reference's"), std::string::npos) << why;
+  // An exact reference (error 0, as ReLU's): the floor, 64 units of the RMS.
+  EXPECT_EQ(precision_failure(60 * unit, 0, 1), "");
+  EXPECT_NE(precision_failure(70 * unit, 0, 1), "");
+  EXPECT_EQ(precision_failure(0, 0, 0), "");
+  // A NaN is the comparison's to judge, not this check's.
+  EXPECT_EQ(precision_failure(NAN, 1e-5, 1), "");
 }
 
 }  // namespace

@@ -147,7 +147,7 @@ ErrorVsExact error_against(const at::Tensor& exact, const at::Tensor& approx, in
   const int64_t n = exact.numel();
   if (n == 0) return r;
   const at::Tensor x_all = exact.contiguous().view({-1}), y_all = approx.contiguous().view({-1});
-  double sum_sq = 0;
+  double sum_sq = 0, exact_sq = 0;
   for (int64_t begin = 0; begin < n; begin += chunk) {
     const int64_t len = std::min(chunk, n - begin);
     const at::Tensor x = x_all.narrow(0, begin, len).to(at::kDouble);
@@ -155,9 +155,11 @@ ErrorVsExact error_against(const at::Tensor& exact, const at::Tensor& approx, in
     const double m = d.max().item<double>();  // a NaN stays: the output holds one
     if (!std::isnan(r.max_abs_error) && (std::isnan(m) || m > r.max_abs_error)) r.max_abs_error = m;
     sum_sq += d.square().sum().item<double>();
+    exact_sq += x.square().sum().item<double>();
     r.max_abs_exact = std::max(r.max_abs_exact, x.abs().max().item<double>());
   }
   r.rms_error = std::sqrt(sum_sq / static_cast<double>(n));
+  r.rms_exact = std::sqrt(exact_sq / static_cast<double>(n));
   return r;
 }
 

@@ -20,11 +20,13 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
 
 // How far `approx` (the candidate's or the fp32 reference's output) is from
 // `exact` (an fp64 reference's): maximum and root-mean-square absolute
-// error, and the largest |exact| to read them against. Shapes must match.
+// error, and the largest |exact| and the RMS of exact to read them against.
+// Shapes must match.
 struct ErrorVsExact {
   double max_abs_error = 0;
   double rms_error = 0;
   double max_abs_exact = 0;
+  double rms_exact = 0;
 };
 ErrorVsExact error_against(const at::Tensor& exact, const at::Tensor& approx, int64_t chunk = int64_t{1} << 26);
 

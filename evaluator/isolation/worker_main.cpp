@@ -746,6 +746,7 @@ class Worker {
           const ErrorVsExact ref = error_against(fp64_expected_[i], expected[i]);
           rows.push_back({{"output", i},
                           {"max_abs_fp64", cand.max_abs_exact},
+                          {"rms_fp64", cand.rms_exact},
                           {"candidate_max_abs_error", cand.max_abs_error},
                           {"candidate_rms_error", cand.rms_error},
                           {"reference_max_abs_error", ref.max_abs_error},

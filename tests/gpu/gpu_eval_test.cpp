@@ -188,6 +188,23 @@ TEST_F(GpuEvalTest, PersistingL2SetAndClearedInsideTheCallKeepsNothing) {
             << honest.candidate_time->median * 1e6 << " us\n";
 }
 
+// Precision at upstream size (strict): an fp32 tiled matmul that sums in
+// its own order is correct; the same kernel on bf16-rounded inputs stays
+// inside the tolerance and is incorrect: precision.
+TEST_F(GpuEvalTest, PrecisionIsJudgedAgainstAnFp64ReferenceAtUpstreamSize) {
+  options_.small_dims = false;
+  options_.run_timeout = std::chrono::seconds(180);
+  Verdict honest = eval("matmul_tiled.cu", "1_Square_matrix_multiplication_");
+  EXPECT_EQ(honest.verdict, VerdictClass::kCorrect) << honest.message << honest.build.log;
+  EXPECT_TRUE(honest.error_analysis.is_array() && !honest.error_analysis.empty()) << honest.fp64_unavailable;
+  options_.measure_time = false;
+  Verdict bf16 = eval("matmul_bf16_inputs.cu", "1_Square_matrix_multiplication_");
+  EXPECT_EQ(bf16.verdict, VerdictClass::kIncorrect) << bf16.message << bf16.build.log;
+  EXPECT_NE(bf16.message.find("precision:"), std::string::npos) << bf16.message;
+  std::cout << "fp32 tiled vs fp64: " << honest.error_analysis.dump() << "\nbf16 inputs vs fp64: "
+            << bf16.error_analysis.dump() << "\n";
+}
+
 TEST_F(GpuEvalTest, IllegalAddressIsARuntimeErrorAndTheNextCandidateRuns) {
   Verdict bad = eval("relu_illegal_address.cu");
   EXPECT_EQ(bad.verdict, VerdictClass::kRuntimeError) << bad.message;

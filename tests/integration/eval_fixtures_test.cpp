@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -72,6 +73,45 @@ TEST(MagnitudeToleranceTest, EstimateOnTinyOutputsFailsStrictOnly) {
       EXPECT_EQ(v.value("integrity", json::array()).size(), 0u) << v.dump(2).substr(0, 3000);
     } else {
       EXPECT_EQ(v.value("verdict", ""), "correct") << v.dump(2).substr(0, 3000);
+    }
+  }
+}
+
+// Precision (strict): an fp64 twin of the reference judges the first test
+// call. Reduced-precision arithmetic that stays inside the tolerance (fp16
+// inputs to a GEMM, the tanh approximation of GELU) is `incorrect:
+// precision`; an honest fp32 loop that sums in another order than the
+// reference's BLAS is not. kernelbench has no precision check.
+TEST(PrecisionCheckTest, ReducedPrecisionFailsStrictHonestFp32DoesNot) {
+  struct Case {
+    std::string problem, fixture, protocol, verdict;
+  };
+  const std::vector<Case> cases = {
+      {"1_Square_matrix_multiplication_", "fp16_inputs_matmul.cpp", "strict", "incorrect"},
+      {"1_Square_matrix_multiplication_", "fp16_inputs_matmul.cpp", "kernelbench", "correct"},
+      {"1_Square_matrix_multiplication_", "naive_fp32_matmul.cpp", "strict", "correct"},
+      {"26_GELU_", "gelu_tanh_approximation.cpp", "strict", "incorrect"},
+  };
+  for (const auto& c : cases) {
+    const std::string cmd = std::string(KLOOP_TEST_BINARY) + " eval --problem " + c.problem +
+                            " --device cpu --json --protocol " + c.protocol + " --candidate " + KLOOP_TEST_FIXTURES +
+                            "/precision/" + c.fixture + " --timeout 60 --threads 2 --no-timing 2>&1";
+    int status = 0;
+    const std::string out = run(cmd, &status);
+    EXPECT_EQ(status, 0) << out;
+    json v;
+    try {
+      v = json::parse(out);
+    } catch (const json::exception&) {
+      ADD_FAILURE() << c.fixture << ": not JSON:\n" << out;
+      continue;
+    }
+    EXPECT_EQ(v.value("verdict", ""), c.verdict) << c.fixture << " " << c.protocol << ": " << v.dump(2).substr(0, 3000);
+    const bool imprecise = v.value("message", "").find("precision:") != std::string::npos;
+    EXPECT_EQ(imprecise, c.verdict == "incorrect") << c.fixture << ": " << v.value("message", "");
+    if (c.protocol == "strict") {
+      ASSERT_TRUE(v.contains("error_analysis")) << c.fixture << ": strict keeps the fp64 analysis";
+      EXPECT_TRUE(v["error_analysis"].is_array() && !v["error_analysis"].empty()) << v["error_analysis"].dump();
     }
   }
 }
