@@ -105,7 +105,9 @@ DeviceSession::DeviceSession(const std::string& device) {
   check(cudaEventCreate(&gpu_->stop), "cudaEventCreate");
   gpu_->l2_bytes = static_cast<std::size_t>(gpu_->props.l2CacheSize);
   check(cudaMalloc(&gpu_->flush, gpu_->l2_bytes), "allocating the L2 flush buffer");
-  reset_persisting_l2();
+  // A fresh context's limit is the driver's default (11.25 MiB on the H200
+  // machine), not the module's doing: cleared without being noted.
+  clear_persisting_l2();
   gpu_->clocks = std::make_unique<ClockMonitor>(index_);
   set_tf32(false);  // expected outputs are computed in full FP32
   set_deterministic(false);
@@ -246,9 +248,13 @@ void DeviceSession::observe_persisting_l2() {
 }
 
 void DeviceSession::reset_persisting_l2() {
+  observe_persisting_l2();  // what the module left set is seen before it goes
+  clear_persisting_l2();
+}
+
+void DeviceSession::clear_persisting_l2() {
 #ifdef KLOOP_WITH_CUDA
   if (cuda_ && gpu_->props.persistingL2CacheMaxSize > 0) {
-    observe_persisting_l2();  // what the module left set is seen before it goes
     check(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0), "resetting the persisting-L2 limit");
     cudaStreamAttrValue none{};
     check(cudaStreamSetAttribute(gpu_->stream, cudaStreamAttributeAccessPolicyWindow, &none),

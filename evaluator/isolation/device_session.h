@@ -88,6 +88,7 @@ class DeviceSession {
   long long l2_limit_seen_ = 0;
   long long l2_window_seen_ = 0;
   void observe_persisting_l2();
+  void clear_persisting_l2();
 };
 
 }  // namespace kloop
