@@ -109,15 +109,16 @@ json args_json(const ProblemSpec& spec, const DimValues& dims) {
 
 // One case of the reference worker's `generate` command: a model instance
 // built from `weight_seed` at `dims`, called `calls` times on inputs drawn
-// from `seed` and multiplied by `scale`.
+// from `seed` (shifted to mean zero when `centered`) and multiplied by `scale`.
 json generate_case(const ProblemSpec& spec, const DimValues& dims, int id, uint64_t seed, uint64_t weight_seed,
-                   double scale, int calls, bool randomize_identity_params) {
+                   double scale, int calls, bool randomize_identity_params, bool centered = false) {
   json inputs = json::array();
   for (const auto& in : spec.inputs) {
+    const json dist = draw_json(in.dist, dims);
     inputs.push_back({{"name", in.name},
                       {"dtype", dtype_name(in.dtype)},
                       {"shape", spec.resolve_shape(in, dims)},
-                      {"dist", draw_json(in.dist, dims)}});
+                      {"dist", centered && dtype_is_floating(in.dtype) ? centered_draw(dist) : dist}});
   }
   json overrides = json::object();
   for (const auto& [name, d] : spec.weights) overrides[name] = draw_json(d, dims);
@@ -886,7 +887,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   json cases = json::array();
   for (const auto& t : tests) {
     cases.push_back(generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, calls,
-                                  protocol.randomize_identity_params));
+                                  protocol.randomize_identity_params, t.centered));
   }
 
   // 3. The two workers. The reference's failures are kloop's (an
@@ -1050,8 +1051,12 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
         o.call = call;
         o.label = t.label();
         const bool first = ti == 0 && call == 0;
+        // The fp64 twin: the first call (--fp64-reference, and strict's
+        // precision check), and under strict the centered case's first.
+        const bool analyzed = (first && options_.fp64_reference) ||
+                              (protocol.precision_check && call == 0 && (ti == 0 || t.centered));
         json expect_cmd = {{"op", "expect"}, {"dir", work.shared()}, {"case", c}, {"call", call}, {"retain", first},
-                           {"fp64", first && (options_.fp64_reference || protocol.precision_check)}};
+                           {"fp64", analyzed}};
         if (inputs_via != "draw") expect_cmd["publish_inputs"] = inputs_via;
         const json expected = ref_call(expect_cmd, options_.run_timeout, v.phases.reference);
         if (expected.contains("inputs_exchange_error")) {
@@ -1103,9 +1108,14 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                       w.at("device").get<std::string>() + ", expected " + options_.device;
         } else {
           const std::string stem = work.sandbox() + "/case" + std::to_string(t.id) + ".call" + std::to_string(call) + ".candidate";
-          const json j = judge(info.value("exchange", json()), stem, false, call + 1 < calls,
-                               first && (options_.fp64_reference || protocol.precision_check));
-          if (j.contains("error_analysis")) v.error_analysis = j["error_analysis"];
+          const json j = judge(info.value("exchange", json()), stem, false, call + 1 < calls, analyzed);
+          if (j.contains("error_analysis")) {
+            if (!v.error_analysis.is_array()) v.error_analysis = json::array();
+            for (json row : j["error_analysis"]) {
+              row["case"] = t.label();
+              v.error_analysis.push_back(std::move(row));
+            }
+          }
           v.fp64_unavailable = j.value("fp64_unavailable", v.fp64_unavailable);
           const int got = j.at("output_count");
           if (got != expected_count) {

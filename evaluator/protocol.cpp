@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "evaluator/runtime/dtype.h"
+
 namespace kloop {
 namespace {
 
@@ -53,7 +55,9 @@ TimingRules kernelbench_rules() {
 
 nlohmann::json Protocol::to_json() const {
   nlohmann::json scalings = nlohmann::json::array();
-  for (const auto& s : extra_scalings) scalings.push_back({{"name", s.name}, {"scale", s.scale}});
+  for (const auto& s : extra_scalings) {
+    scalings.push_back({{"name", s.name}, {"scale", s.scale}, {"centered", s.centered}});
+  }
   return {{"name", name},
           {"atol", tolerance.atol},
           {"rtol", tolerance.rtol},
@@ -108,6 +112,34 @@ std::string precision_failure(double candidate_rms, double reference_rms, double
   return text;
 }
 
+nlohmann::json centered_draw(const nlohmann::json& dist) {
+  const std::string kind = dist.value("kind", "");
+  const nlohmann::json& p = dist.contains("params") ? dist["params"] : nlohmann::json::object();
+  auto num = [&](const char* k) { return p.contains(k) && p[k].is_number() ? p[k].get<double>() : 0.0; };
+  if (kind == "rand") return {{"kind", "uniform"}, {"params", {{"low", -1.0}, {"high", 1.0}}}};
+  if (kind == "uniform" && num("low") < num("high")) {
+    const double mid = 0.5 * (num("low") + num("high"));
+    return {{"kind", "uniform"}, {"params", {{"low", num("low") - mid}, {"high", num("high") - mid}}}};
+  }
+  if (kind == "normal") return {{"kind", "normal"}, {"params", {{"mean", 0.0}, {"std", num("std")}}}};
+  return dist;
+}
+
+bool has_centerable_input(const ProblemSpec& spec) {
+  for (const auto& in : spec.inputs) {
+    if (!dtype_is_floating(in.dtype)) continue;
+    const std::string& k = in.dist.kind;
+    auto param = [&](const char* key) {
+      auto it = in.dist.params.find(key);
+      return it == in.dist.params.end() ? std::string() : it->second;
+    };
+    if (k == "rand" || (k == "uniform" && param("low") != param("high")) || (k == "normal" && param("mean") != "0")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Protocol protocol_by_name(const std::string& name) {
   Protocol p;
   p.name = name;
@@ -140,6 +172,7 @@ Protocol protocol_by_name(const std::string& name) {
       p.require_custom_kernels = true;
       p.speed_of_light_floor = true;
       p.precision_check = true;
+      p.extra_scalings.push_back({"centered", 1.0, true});
     }
     return p;
   }
@@ -156,18 +189,22 @@ std::vector<TestCase> plan_tests(const ProblemSpec& spec, const Protocol& protoc
                                  uint64_t base_seed) {
   std::vector<TestCase> out;
   uint64_t seed = base_seed;
-  auto add = [&](double scale, const std::string& scaling, const ShapeVariant* variant) {
+  auto add = [&](double scale, const std::string& scaling, const ShapeVariant* variant, bool centered = false) {
     TestCase t;
     t.id = static_cast<int>(out.size());
     t.seed = seed++;
     t.scale = scale;
     t.scaling = scaling;
+    t.centered = centered;
     t.variant = variant ? variant->name : "";
     t.dims = spec.resolve_dims(cpu, variant);
     out.push_back(std::move(t));
   };
   for (int i = 0; i < protocol.seeds; ++i) add(1.0, "x1", nullptr);
-  for (const auto& s : protocol.extra_scalings) add(s.scale, s.name, nullptr);
+  for (const auto& s : protocol.extra_scalings) {
+    if (s.centered && (!spec.centered_inputs || !has_centerable_input(spec))) continue;  // nothing to shift
+    add(s.scale, s.name, nullptr, s.centered);
+  }
   if (protocol.hidden_shapes) {
     for (const auto& v : spec.variants) {
       if (cpu && !v.cpu) continue;

@@ -14,11 +14,23 @@
 namespace kloop {
 
 // A hidden-test input distribution: floating-point inputs are multiplied by
-// `scale` (×3, ×0.01, ×−1 in the verified protocol).
+// `scale` (×3, ×0.01, ×−1 in the verified protocol). `centered` (strict)
+// shifts each floating-point input's distribution to mean zero first
+// (centered_draw), so long sums no longer grow with their length and
+// reduced-precision arithmetic stands out against fp32's rounding.
 struct InputScaling {
   std::string name;
   double scale = 1.0;
+  bool centered = false;
 };
+
+// A floating-point input's distribution (kind and evaluated params, as the
+// workers take it) shifted to mean zero: rand becomes uniform(-1, 1),
+// uniform(low, high) uniform(low - m, high - m), normal(mean, std)
+// normal(0, std); a constant (low == high), randn and discrete draws stay.
+nlohmann::json centered_draw(const nlohmann::json& dist);
+// Whether a centered case would change any of the spec's inputs.
+bool has_centerable_input(const ProblemSpec& spec);
 
 constexpr double kPrecisionFactor = 16;
 constexpr double kPrecisionFloorUlps = 64;
@@ -36,7 +48,8 @@ struct Protocol {
   bool exclude_degenerate = false;           // skip tasks whose spec excludes this protocol
   bool require_custom_kernels = false;       // GPU: cuBLAS/cuDNN/CUTLASS/ATen kernels in the candidate violate
   bool speed_of_light_floor = false;         // GPU: a time below the physical floor violates
-  // An fp64 twin of the reference judges the first test call's precision:
+  // An fp64 twin of the reference judges the precision of the first call of
+  // the first test case and of the centered case:
   // the candidate's RMS error against it may be at most
   // kPrecisionFactor x the fp32 reference's own, or kPrecisionFloorUlps
   // fp32 units of the output's RMS, whichever is larger (README: Protocols).
@@ -74,6 +87,7 @@ struct TestCase {
   double scale = 1.0;
   std::string scaling;  // "x1", "x3", ...
   std::string variant;  // "" for the default shape
+  bool centered = false;  // inputs shifted to mean zero (InputScaling::centered)
   DimValues dims;
   std::string label() const;  // "seed 3, x-1, variant odd"
 };

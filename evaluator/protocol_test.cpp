@@ -58,6 +58,42 @@ TEST(ProtocolTest, StrictAddsHiddenShapesWhereTheyHaveCpuDims) {
   EXPECT_EQ(gpu[11].label(), "seed 12, inputs x-1, shape variant 'gpu_only'");
 }
 
+// Strict's zero-mean case: after x-1, once per task with an input to
+// shift, none where the spec says its inputs must not be centered.
+TEST(ProtocolTest, StrictAddsACenteredCaseWhereAnInputCanBeShifted) {
+  ProblemSpec spec = two_variant_spec();
+  InputSpec x;
+  x.name = "x";
+  x.shape = {"n"};
+  x.dist.kind = "rand";
+  spec.inputs.push_back(x);
+  auto plan = plan_tests(spec, protocol_by_name("strict"), true, 1);
+  ASSERT_EQ(plan.size(), 11u);
+  EXPECT_TRUE(plan[8].centered);
+  EXPECT_EQ(plan[8].label(), "seed 9, inputs centered");
+  EXPECT_EQ(plan[9].variant, "odd");
+  EXPECT_EQ(plan_tests(spec, protocol_by_name("verified"), true, 1).size(), 8u) << "verified keeps upstream's four";
+  spec.centered_inputs = false;
+  EXPECT_EQ(plan_tests(spec, protocol_by_name("strict"), true, 1).size(), 10u);
+  spec.centered_inputs = true;
+  spec.inputs[0].dist.kind = "randn";  // already zero-mean
+  EXPECT_EQ(plan_tests(spec, protocol_by_name("strict"), true, 1).size(), 10u);
+}
+
+TEST(ProtocolTest, CenteredDrawsHaveMeanZero) {
+  using nlohmann::json;
+  EXPECT_EQ(centered_draw({{"kind", "rand"}, {"params", json::object()}}),
+            json({{"kind", "uniform"}, {"params", {{"low", -1.0}, {"high", 1.0}}}}));
+  EXPECT_EQ(centered_draw({{"kind", "uniform"}, {"params", {{"low", 1.0}, {"high", 3.0}}}}),
+            json({{"kind", "uniform"}, {"params", {{"low", -1.0}, {"high", 1.0}}}}));
+  EXPECT_EQ(centered_draw({{"kind", "normal"}, {"params", {{"mean", 2.0}, {"std", 0.5}}}}),
+            json({{"kind", "normal"}, {"params", {{"mean", 0.0}, {"std", 0.5}}}}));
+  const json constant = {{"kind", "uniform"}, {"params", {{"low", 3.14}, {"high", 3.14}}}};
+  EXPECT_EQ(centered_draw(constant), constant) << "a constant input stays what it is";
+  const json ints = {{"kind", "randint"}, {"params", {{"low", 0.0}, {"high", 10.0}}}};
+  EXPECT_EQ(centered_draw(ints), ints);
+}
+
 // The precision bound: 16x the fp32 reference's error, or 64 fp32 units of
 // the output's RMS, whichever is larger; only strict checks it.
 TEST(ProtocolTest, PrecisionBoundIsRelativeToTheReferenceWithAnFp32Floor) {

@@ -217,11 +217,12 @@ std::string Verdict::to_text() const {
   }
   for (const auto& e : error_analysis.is_array() ? error_analysis : json::array()) {
     auto num = [](const json& v) { return v.is_number() ? v.get<double>() : NAN; };
-    char line[256];
+    char line[400];
     std::snprintf(line, sizeof(line),
-                  "  vs fp64 reference, output %d (max |value| %.3g): candidate max abs error %.3g (rms %.3g), "
+                  "  vs fp64 reference, output %d (%smax |value| %.3g): candidate max abs error %.3g (rms %.3g), "
                   "fp32 reference %.3g (rms %.3g)\n",
-                  e.value("output", 0), num(e.value("max_abs_fp64", json())), num(e.value("candidate_max_abs_error", json())),
+                  e.value("output", 0), e.contains("case") ? (e.value("case", "") + "; ").c_str() : "",
+                  num(e.value("max_abs_fp64", json())), num(e.value("candidate_max_abs_error", json())),
                   num(e.value("candidate_rms_error", json())), num(e.value("reference_max_abs_error", json())), num(e.value("reference_rms_error", json())));
     out << line;
   }

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 const std::set<std::string> kKnownKeys = {
     "name",    "level",    "suite",  "provenance", "description", "dims",       "cpu",
     "args",    "inputs",   "outputs", "flops",     "bytes",       "variants",   "weights",
-    "deviations", "excluded_from", "audit", "notes"};
+    "deviations", "excluded_from", "audit", "notes", "centered_inputs"};
 
 const std::map<std::string, std::vector<std::string>> kDistParams = {
     {"rand", {}},          {"randn", {}},           {"uniform", {"low", "high"}},
@@ -321,6 +321,13 @@ ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& s
     for (const auto& kv : root["weights"]) {
       s.weights[kv.first.Scalar()] = r.distribution(kv.second, "weights." + kv.first.Scalar());
     }
+  }
+  if (root["centered_inputs"] && !root["centered_inputs"].IsNull()) {
+    const std::string v = r.scalar(root["centered_inputs"], "centered_inputs");
+    if (v != "true" && v != "false") {
+      r.fail(root["centered_inputs"], "centered_inputs", "expected true or false, got '" + v + "'");
+    }
+    s.centered_inputs = v == "true";
   }
   for (const char* key : {"deviations", "excluded_from"}) {
     if (!root[key] || root[key].IsNull()) continue;

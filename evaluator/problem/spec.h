@@ -82,6 +82,10 @@ struct ProblemSpec {
   std::map<std::string, Distribution> weights;
   std::vector<std::string> deviations;
   std::vector<std::string> excluded_from;  // protocols that skip this task
+  // Whether strict's zero-mean hidden inputs (InputScaling::centered) suit
+  // the task; `centered_inputs: false` where negative or near-zero inputs
+  // make no sense for it.
+  bool centered_inputs = true;
   std::vector<AuditDecision> audit;        // decisions about `kloop audit` flags
   std::string spec_path;
   std::string reference_path;

@@ -136,6 +136,15 @@ TEST_F(SpecTest, RejectsUnknownFieldsAndVariantDims) {
   EXPECT_NE(msg.find("variants[0].dims.batch"), std::string::npos) << msg;
 }
 
+// centered_inputs: true by default; false leaves strict's zero-mean case
+// out; anything else names the field and the values it takes.
+TEST_F(SpecTest, CenteredInputsIsABoolean) {
+  EXPECT_TRUE(load_problem_spec(write("7_Task", kValid), "test").centered_inputs);
+  EXPECT_FALSE(load_problem_spec(write("7_Task", std::string(kValid) + "centered_inputs: false\n"), "test").centered_inputs);
+  const std::string msg = error_of(std::string(kValid) + "centered_inputs: sometimes\n");
+  EXPECT_NE(msg.find("field 'centered_inputs': expected true or false, got 'sometimes'"), std::string::npos) << msg;
+}
+
 TEST_F(SpecTest, NameMustMatchFileAndReferenceMustExist) {
   EXPECT_NE(error_of(kValid, "8_Other").find("must equal the file name"), std::string::npos);
   std::string path = write("9_NoRef", replace(kValid, "name: 7_Task", "name: 9_NoRef"), /*with_cpp=*/false);

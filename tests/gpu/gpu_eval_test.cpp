@@ -190,7 +190,8 @@ TEST_F(GpuEvalTest, PersistingL2SetAndClearedInsideTheCallKeepsNothing) {
 
 // Precision at upstream size (strict): an fp32 tiled matmul that sums in
 // its own order is correct; the same kernel on bf16-rounded inputs stays
-// inside the tolerance and is incorrect: precision.
+// inside the tolerance and is incorrect: precision; on fp16-rounded inputs
+// it passes the U(0,1) cases and fails the zero-mean one.
 TEST_F(GpuEvalTest, PrecisionIsJudgedAgainstAnFp64ReferenceAtUpstreamSize) {
   options_.small_dims = false;
   options_.run_timeout = std::chrono::seconds(180);
@@ -201,8 +202,13 @@ TEST_F(GpuEvalTest, PrecisionIsJudgedAgainstAnFp64ReferenceAtUpstreamSize) {
   Verdict bf16 = eval("matmul_bf16_inputs.cu", "1_Square_matrix_multiplication_");
   EXPECT_EQ(bf16.verdict, VerdictClass::kIncorrect) << bf16.message << bf16.build.log;
   EXPECT_NE(bf16.message.find("precision:"), std::string::npos) << bf16.message;
+  // fp16 inputs (TF32's precision): within a few times fp32's error on
+  // U(0,1), far beyond it on the zero-mean case.
+  Verdict fp16 = eval("matmul_fp16_inputs.cu", "1_Square_matrix_multiplication_");
+  EXPECT_EQ(fp16.verdict, VerdictClass::kIncorrect) << fp16.message << fp16.build.log;
+  EXPECT_NE(fp16.message.find("inputs centered: output 0: precision:"), std::string::npos) << fp16.message;
   std::cout << "fp32 tiled vs fp64: " << honest.error_analysis.dump() << "\nbf16 inputs vs fp64: "
-            << bf16.error_analysis.dump() << "\n";
+            << bf16.error_analysis.dump() << "\nfp16 inputs vs fp64: " << fp16.error_analysis.dump() << "\n";
 }
 
 TEST_F(GpuEvalTest, IllegalAddressIsARuntimeErrorAndTheNextCandidateRuns) {
