@@ -1507,11 +1507,18 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   WorkerSession ref(options_.worker_path, "reference", work);
   auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
   if (reply && reply->value("ok", false)) {
-    reply = ref.call({{"op", "audit"},
-                      {"cases", cases},
-                      {"tolerance", to_json(plain)},
-                      {"pairs", {{0, 1}, {0, 2}, {4, 3}}}},
-                     options_.run_timeout);
+    json cmd = {{"op", "audit"}, {"cases", cases}, {"tolerance", to_json(plain)}, {"pairs", {{0, 1}, {0, 2}, {4, 3}}}};
+    // Strict's zero-mean case, where the protocol has one and the spec
+    // allows it: is fp32 itself within a tenth of the tolerance there?
+    const bool centered = spec.centered_inputs && has_centerable_input(spec) &&
+                          std::any_of(protocol.extra_scalings.begin(), protocol.extra_scalings.end(),
+                                      [](const InputScaling& s) { return s.centered; });
+    if (centered) {
+      cmd["conditioning"] = {{"case", generate_case(spec, dims, 5, s0, s0, 1.0, 1, protocol.randomize_identity_params,
+                                                    /*centered=*/true)},
+                             {"tolerance", to_json(protocol.tolerance)}};
+    }
+    reply = ref.call(cmd, options_.run_timeout);
   }
   if (!reply || !reply->value("ok", false)) {
     r.error = reply ? reply->value("message", "failed") : ref.failure();
@@ -1541,6 +1548,20 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   }
   if (r.has_weights && identical(2)) {
     r.flags.push_back({"weight_independent", "new weights with the same inputs give the same output within " + tol});
+  }
+  if (reply->contains("conditioning")) {
+    const json& k = (*reply)["conditioning"];
+    const std::string fix = " (set centered_inputs: false in " + spec.spec_path + ")";
+    if (!k.value("finite", true)) {
+      r.flags.push_back({"centered_not_finite", "on zero-mean inputs the reference's outputs are not finite, so "
+                                                "strict's centered case tests nothing" + fix});
+    } else if (k.contains("within_a_tenth") && !k.value("within_a_tenth", true)) {
+      std::snprintf(buf, sizeof(buf), "%.3g", k.value("max_abs_error", 0.0));
+      r.flags.push_back({"centered_ill_conditioned",
+                         std::string("on zero-mean inputs the fp32 reference is more than a tenth of the tolerance "
+                                     "from its fp64 twin (max abs error ") +
+                             buf + "), so a candidate that rounds differently could fail honestly" + fix});
+    }
   }
   return r;
 }

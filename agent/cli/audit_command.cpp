@@ -68,7 +68,11 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
         std::printf("    %s: %s\n", f.check.c_str(), f.reason.c_str());
         auto d = std::find_if(spec.audit.begin(), spec.audit.end(),
                               [&](const AuditDecision& a) { return a.flag == f.check; });
-        if (d == spec.audit.end()) {
+        if (f.check.rfind("centered_", 0) == 0) {
+          task_undecided = true;  // decided by the spec's centered_inputs, not an audit entry
+          std::printf("      decision: none yet (centered_inputs: false in %s leaves the case out)\n",
+                      spec.spec_path.c_str());
+        } else if (d == spec.audit.end()) {
           task_undecided = true;
           std::printf("      decision: none yet (add an audit entry to %s)\n", spec.spec_path.c_str());
         } else if (d->decision == "fixed") {

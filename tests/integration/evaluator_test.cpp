@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "evaluator/problem/registry.h"
 
 namespace kloop {
@@ -189,6 +191,28 @@ TEST(AuditTest, FlagsTinyOutputsAndLeavesHealthyTasksAlone) {
   AuditReport bn = ev.audit_reference(reg.load("33_BatchNorm"));
   EXPECT_TRUE(bn.has_weights);
   EXPECT_TRUE(bn.flags.empty()) << bn.flags[0].check;
+}
+
+// Strict's zero-mean case is audited too: KL divergence takes the log of its
+// inputs, so centered ones give NaN and the case would test nothing (its
+// spec says centered_inputs: false, which leaves both the case and the
+// flag out).
+TEST(AuditTest, FlagsTasksWhoseZeroMeanCaseIsNotFinite) {
+  Builder builder(BuilderConfig::from_environment());
+  EvalOptions opts;
+  opts.measure_time = false;
+  opts.threads = 2;
+  Evaluator ev(builder, opts);
+  ProblemSpec kl = ProblemRegistry(ProblemRegistry::default_root()).load("98_KLDivLoss");
+  ASSERT_FALSE(kl.centered_inputs);
+  auto has = [](const AuditReport& r, const std::string& check) {
+    return std::any_of(r.flags.begin(), r.flags.end(), [&](const AuditFlag& f) { return f.check == check; });
+  };
+  EXPECT_FALSE(has(ev.audit_reference(kl), "centered_not_finite"));
+  kl.centered_inputs = true;
+  const AuditReport r = ev.audit_reference(kl);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_TRUE(has(r, "centered_not_finite"));
 }
 
 }  // namespace
