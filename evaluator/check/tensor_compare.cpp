@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "evaluator/isolation/tensor_bridge.h"
@@ -18,6 +19,31 @@ namespace kloop {
 namespace {
 
 std::string shape_text(const at::Tensor& t) { return shape_string(t.sizes().vec()); }
+
+// Under a magnitude-aware tolerance (strict): a floating-point output that is
+// exactly the same along a dimension (a broadcast, a stride-0 view, a value
+// computed once and repeated) where the expected output varies along it by
+// more than a tenth of the atol applied. Such an output can pass the
+// tolerance where the variation is small, and no honest computation of a
+// varying result repeats itself bit for bit. Cheap where the output is not
+// repeated: the second slice is compared with the first before anything else.
+std::string broadcast_problem(const at::Tensor& expected, const at::Tensor& actual, double atol) {
+  if (!actual.is_floating_point() || actual.sizes() != expected.sizes()) return "";
+  for (int64_t d = 0; d < actual.dim(); ++d) {
+    const int64_t n = actual.size(d);
+    if (n < 2 || !at::equal(actual.narrow(d, 1, 1), actual.narrow(d, 0, 1))) continue;
+    if (!actual.eq(actual.narrow(d, 0, 1)).all().item<bool>()) continue;
+    const double spread = expected.sub(expected.narrow(d, 0, 1)).abs().max().item<double>();
+    if (!std::isfinite(spread) || spread <= 0.1 * atol) continue;
+    char text[200];
+    std::snprintf(text, sizeof(text),
+                  "broadcast output: every slice along dim %lld (size %lld) is the same, where the expected values "
+                  "vary along it by up to %.3g",
+                  static_cast<long long>(d), static_cast<long long>(n), spread);
+    return text;
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -57,6 +83,9 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
         if (tol.magnitude > 0 && c.numel > 1 && !s.a_nan && s.a_min == s.a_max && s.finite > 0 && s.e_min < s.e_max) {
           c.passed = false;
           c.problem = "constant output: every element is " + std::to_string(s.a_min) + " where the expected values vary";
+        } else if (tol.magnitude > 0) {
+          c.problem = broadcast_problem(expected, actual, c.atol_used);
+          c.passed = c.problem.empty();
         }
         return c;
       }
@@ -135,6 +164,9 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
   if (tol.magnitude > 0 && c.numel > 1 && !a_nan && a_min == a_max && e_min < e_max) {
     c.passed = false;
     c.problem = "constant output: every element is " + std::to_string(a_min) + " where the expected values vary";
+  } else if (c.passed && tol.magnitude > 0) {
+    c.problem = broadcast_problem(expected, actual, c.atol_used);
+    c.passed = c.problem.empty();
   }
   return c;
 }

@@ -198,6 +198,32 @@ TEST(TensorCompareTest, MagnitudeAwareToleranceFailsZerosAndConstantsOnTinyOutpu
   EXPECT_TRUE(compare_tensors(at::full({8}, 0.5), at::full({8}, 0.5), "output0", strict).passed);
 }
 
+// An output repeated along a dimension (a broadcast, an expand()ed view, a
+// value computed once) where the expected output varies along it by less
+// than the tolerance: plain atol passes it; strict does not, on the host and
+// the device alike. An honest answer, and a repeated one where the expected
+// output repeats too, pass.
+TEST(TensorCompareTest, StrictFailsAnOutputRepeatedAlongADimensionWhereTheExpectedVaries) {
+  at::manual_seed(5);
+  const at::Tensor row = at::rand({1, 64});
+  // Rows differ from the first by up to 7.5e-4, inside atol 1e-3 alone.
+  const at::Tensor e = row + 5e-5 * at::arange(16, at::kFloat).unsqueeze(1);
+  const at::Tensor repeated = row.expand({16, 64});
+  const Tolerance plain{1e-3, 1e-3};
+  Tolerance strict = plain;
+  strict.magnitude = 1e-2;
+  EXPECT_TRUE(compare_tensors(e, repeated, "output0", plain).passed);
+  for (int64_t chunk : {int64_t{1} << 26, int64_t{100}}) {
+    const TensorComparison b = compare_tensors(e, repeated, "output0", strict, 5, chunk);
+    EXPECT_FALSE(b.passed);
+    EXPECT_NE(b.problem.find("broadcast output: every slice along dim 0 (size 16) is the same"), std::string::npos)
+        << b.problem;
+    EXPECT_TRUE(compare_tensors(e, e.clone(), "output0", strict, 5, chunk).passed);
+    const at::Tensor both = row.expand({16, 64}).contiguous();
+    EXPECT_TRUE(compare_tensors(both, both.clone(), "output0", strict, 5, chunk).passed);
+  }
+}
+
 #ifdef KLOOP_WITH_CUDA
 // The fused kernels that judge passing outputs on a GPU give the ATen
 // path's figures: the same tensors compared on the device and on the host
