@@ -23,17 +23,13 @@
 
 #include "evaluator/build/builder.h"
 #include "evaluator/build/environment.h"
+#include "evaluator/timing/sample_stats.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+double median(const std::vector<double>& v) { return kloop::summarize(v).median; }  // 0 for none
 
 std::string api_of(const std::string& path) {
   std::ifstream in(path);

@@ -21,17 +21,14 @@
 #include "evaluator/problem/registry.h"
 #include "evaluator/runtime/generator.h"
 #include "evaluator/runtime/host_tensor.h"
+#include "evaluator/timing/sample_stats.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
+double median(const std::vector<double>& v) { return kloop::summarize(v).median; }  // 0 for none
 
 const char* kTrivial =
     "#include <kloop/kernel_api.h>\n"

@@ -38,6 +38,7 @@
 #include "agent/scaffold/run_config.h"
 #include "agent/scaffold/turn_loop.h"
 #include "evaluator/build/environment.h"
+#include "evaluator/timing/sample_stats.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -281,12 +282,7 @@ double num(const json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+double median(const std::vector<double>& v) { return kloop::summarize(v).median; }  // 0 for none
 
 // nvidia-smi printing the GPU's utilisation every 200 ms into a file.
 class UtilisationSampler {

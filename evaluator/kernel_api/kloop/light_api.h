@@ -310,21 +310,23 @@ class Tensor {
 };
 
 // New tensors on the module's device, contiguous, owned by kloop.
-inline Tensor empty(const std::vector<int64_t>& sizes, DType dtype = DType::Float32) {
-  if (sizes.size() > KLOOP_MAX_DIMS) detail::fail("empty() with more than 8 dimensions");
+namespace detail {
+// A new tensor from kloop's allocator, its bytes zeroed when `zero`.
+inline Tensor allocate(const std::vector<int64_t>& sizes, DType dtype, int zero, const char* what) {
+  if (sizes.size() > KLOOP_MAX_DIMS) fail(std::string(what) + "() with more than 8 dimensions");
   kloop_tensor out;
-  detail::check_host(detail::host().empty(detail::host().ctx, static_cast<int32_t>(dtype),
-                                          static_cast<int32_t>(sizes.size()), sizes.data(), 0, &out),
-                     "empty");
+  check_host(host().empty(host().ctx, static_cast<int32_t>(dtype), static_cast<int32_t>(sizes.size()), sizes.data(),
+                          zero, &out),
+             what);
   return Tensor::adopt(out);
 }
+}  // namespace detail
+
+inline Tensor empty(const std::vector<int64_t>& sizes, DType dtype = DType::Float32) {
+  return detail::allocate(sizes, dtype, 0, "empty");
+}
 inline Tensor zeros(const std::vector<int64_t>& sizes, DType dtype = DType::Float32) {
-  if (sizes.size() > KLOOP_MAX_DIMS) detail::fail("zeros() with more than 8 dimensions");
-  kloop_tensor out;
-  detail::check_host(detail::host().empty(detail::host().ctx, static_cast<int32_t>(dtype),
-                                          static_cast<int32_t>(sizes.size()), sizes.data(), 1, &out),
-                     "zeros");
-  return Tensor::adopt(out);
+  return detail::allocate(sizes, dtype, 1, "zeros");
 }
 inline Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype()); }
 inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype()); }
