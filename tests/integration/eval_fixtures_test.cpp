@@ -49,24 +49,30 @@ json eval(const FixtureCase& c) {
   }
 }
 
+// `kloop eval --json --no-timing` of one fixture (a path under the fixtures
+// folder) on one problem; an empty object, and a failure, when the output
+// is not JSON.
+json eval_untimed(const std::string& problem, const std::string& fixture, const std::string& protocol) {
+  const std::string cmd = std::string(KLOOP_TEST_BINARY) + " eval --problem " + problem +
+                          " --device cpu --json --protocol " + protocol + " --candidate " + KLOOP_TEST_FIXTURES + "/" +
+                          fixture + " --timeout 60 --threads 2 --no-timing 2>&1";
+  int status = 0;
+  const std::string out = run(cmd, &status);
+  EXPECT_EQ(status, 0) << out;
+  try {
+    return json::parse(out);
+  } catch (const json::exception&) {
+    ADD_FAILURE() << fixture << ": not JSON:\n" << out;
+    return json::object();
+  }
+}
+
 // Softmax over long rows: every output is near 1/dim, below atol, so an
 // estimate that skips the reduction passes plain atol (kernelbench keeps
 // that, as upstream does) and fails strict's magnitude-aware tolerance.
 TEST(MagnitudeToleranceTest, EstimateOnTinyOutputsFailsStrictOnly) {
   for (const std::string protocol : {"strict", "kernelbench"}) {
-    const std::string cmd = std::string(KLOOP_TEST_BINARY) + " eval --problem 23_Softmax --device cpu --json --protocol " +
-                            protocol + " --candidate " + KLOOP_TEST_FIXTURES +
-                            "/softmax/estimated_long_rows.cpp --timeout 60 --threads 2 --no-timing 2>&1";
-    int status = 0;
-    const std::string out = run(cmd, &status);
-    EXPECT_EQ(status, 0) << out;
-    json v;
-    try {
-      v = json::parse(out);
-    } catch (const json::exception&) {
-      ADD_FAILURE() << "not JSON:\n" << out;
-      continue;
-    }
+    const json v = eval_untimed("23_Softmax", "softmax/estimated_long_rows.cpp", protocol);
     if (protocol == "strict") {
       EXPECT_EQ(v.value("verdict", ""), "incorrect") << v.dump(2).substr(0, 3000);
       EXPECT_NE(v.value("message", "").find("test calls failed"), std::string::npos) << v.value("message", "");
@@ -93,19 +99,7 @@ TEST(PrecisionCheckTest, ReducedPrecisionFailsStrictHonestFp32DoesNot) {
       {"26_GELU_", "gelu_tanh_approximation.cpp", "strict", "incorrect"},
   };
   for (const auto& c : cases) {
-    const std::string cmd = std::string(KLOOP_TEST_BINARY) + " eval --problem " + c.problem +
-                            " --device cpu --json --protocol " + c.protocol + " --candidate " + KLOOP_TEST_FIXTURES +
-                            "/precision/" + c.fixture + " --timeout 60 --threads 2 --no-timing 2>&1";
-    int status = 0;
-    const std::string out = run(cmd, &status);
-    EXPECT_EQ(status, 0) << out;
-    json v;
-    try {
-      v = json::parse(out);
-    } catch (const json::exception&) {
-      ADD_FAILURE() << c.fixture << ": not JSON:\n" << out;
-      continue;
-    }
+    const json v = eval_untimed(c.problem, "precision/" + c.fixture, c.protocol);
     EXPECT_EQ(v.value("verdict", ""), c.verdict) << c.fixture << " " << c.protocol << ": " << v.dump(2).substr(0, 3000);
     const bool imprecise = v.value("message", "").find("precision:") != std::string::npos;
     EXPECT_EQ(imprecise, c.verdict == "incorrect") << c.fixture << ": " << v.value("message", "");
