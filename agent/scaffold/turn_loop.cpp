@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -514,6 +515,8 @@ LoopSummary TurnLoop::run() {
       std::string feedback;
       ExtractedCode code = outcome.empty() ? extract_code(gen.text) : ExtractedCode{};
       const auto eval_start = Clock::now();
+      PhaseTimes phases;          // the evaluation's own, for the progress line
+      double reference_wait = 0;  // for the reference's build (inside eval_seconds)
       if (!outcome.empty()) {
         rec.verdict = outcome;
         rec.message = outcome_message;
@@ -534,7 +537,9 @@ LoopSummary TurnLoop::run() {
               // The reference too (built at run start; this waits for that
               // build when it is still running), so no evaluation holds a
               // device while a build finishes.
+              const auto ref_start = Clock::now();
               prebuilder->build(spec.reference_path, ModuleRole::kReference, target);
+              reference_wait += std::chrono::duration<double>(Clock::now() - ref_start).count();
             }
           }
           Verdict v;
@@ -554,6 +559,7 @@ LoopSummary TurnLoop::run() {
           RunStore::write_text(dir + "/verdict.json", redactor.redact_json(v.to_json()).dump(2) + "\n");
           RunStore::write_text(dir + "/build.log", v.build.log);
           rec.build_cached = v.build.cached;
+          phases = v.phases;
           rec.verdict = verdict_name(v.verdict);
           rec.speedup = v.speedup;
           rec.message = v.message;
@@ -580,15 +586,28 @@ LoopSummary TurnLoop::run() {
         summary.cost_usd += rec.cost_usd;
         summary.tokens += rec.input_tokens + rec.output_tokens;
       }
-      char line[512];
-      const std::string queue_wait = devices.size() > 1 || rec.queue_seconds >= 0.05
-                                         ? ", queue " + std::to_string(rec.queue_seconds).substr(0, 4) + "s"
-                                         : "";
-      std::snprintf(line, sizeof(line), "[%d/%d] %s sample %d turn %d: %s%s (llm %.1fs, compile %.1fs%s, eval %.1fs)%s\n",
+      char line[640];
+      char queue_wait[96] = "";
+      if (reference_wait >= 0.05) {
+        std::snprintf(queue_wait, sizeof(queue_wait), ", reference build %.1fs", reference_wait);
+      }
+      if (devices.size() > 1 || rec.queue_seconds >= 0.05) {
+        std::snprintf(queue_wait + std::strlen(queue_wait), sizeof(queue_wait) - std::strlen(queue_wait),
+                      ", queue %.1fs", rec.queue_seconds);
+      }
+      // Where an evaluation's time went (builds it did itself, the
+      // reference's and the candidate's processes, the judge), when it ran.
+      char inside[160] = "";
+      if (phases.total > 0) {
+        std::snprintf(inside, sizeof(inside), ": builds %.1fs, reference %.1fs, candidate %.1fs, judge %.1fs",
+                      phases.build_candidate + phases.build_reference, phases.reference, phases.candidate,
+                      phases.compare);
+      }
+      std::snprintf(line, sizeof(line), "[%d/%d] %s sample %d turn %d: %s%s (llm %.1fs, compile %.1fs%s, eval %.1fs%s)%s\n",
                     ++attempt_counter, total_attempts, spec.name.c_str(), sample, turn, rec.verdict.c_str(),
                     rec.speedup ? (" " + std::to_string(*rec.speedup).substr(0, 5) + "x").c_str() : "",
-                    rec.llm_seconds, rec.compile_seconds, queue_wait.c_str(),
-                    rec.eval_seconds - rec.compile_seconds - rec.queue_seconds,
+                    rec.llm_seconds, rec.compile_seconds, queue_wait,
+                    rec.eval_seconds - rec.compile_seconds - reference_wait - rec.queue_seconds, inside,
                     early ? " - early stop" : "");
       status.done(rec.cost_usd);
       {
