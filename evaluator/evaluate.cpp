@@ -651,7 +651,42 @@ ActivityAudit activity_of(const json& prof) {
     return a;
   }
   return audit_activity(profiler::activity_trace_from_json(prof["trace"]),
-                        prof.value("stream_done_ns", std::vector<uint64_t>{}), prof.value("flush_bytes", uint64_t{0}));
+                        prof.value("stream_done_ns", std::vector<uint64_t>{}), prof.value("flush_bytes", uint64_t{0}),
+                        prof.value("module_object", ""));
+}
+
+// The first three of `names`, comma-separated.
+std::string first_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < 3; ++i) out += (i ? ", " : "") + names[i];
+  return out;
+}
+
+// What one audit found, as integrity findings; `where` names the calls
+// ("" for the timed case, else " on shape variant 'odd'").
+void add_activity_findings(const ActivityAudit& a, const std::string& where, const Protocol& protocol, Verdict& v) {
+  if (a.other_stream_kernels > 0) {
+    v.integrity.push_back({"side_stream_work", std::to_string(a.other_stream_kernels) +
+                                                   " kernel(s) on a stream other than the current one (" +
+                                                   first_names(a.other_stream_names) + ")" + where +
+                                                   " were still running when the current stream reached the end of "
+                                                   "the call: launch on the current stream, or join the other "
+                                                   "stream to it (cudaEventRecord there, cudaStreamWaitEvent on "
+                                                   "the current stream) before forward returns"});
+  }
+  if (a.late_kernels > 0) {
+    v.integrity.push_back({"work_after_sync", std::to_string(a.late_kernels) + " kernel(s) (" +
+                                                  first_names(a.late_names) + ")" + where +
+                                                  " were still running after the current stream had finished"});
+  }
+  std::set<std::string> libraries(v.vendor_libraries.begin(), v.vendor_libraries.end());
+  libraries.insert(a.libraries.begin(), a.libraries.end());
+  v.vendor_libraries.assign(libraries.begin(), libraries.end());
+  if (!a.libraries.empty() && protocol.require_custom_kernels) {
+    v.integrity.push_back({"library_kernels", "the forward runs library kernels (" + first_names(a.libraries) + ")" +
+                                                  where + " where the " + protocol.name +
+                                                  " protocol wants the candidate's own kernels"});
+  }
 }
 
 // The candidate's activity audit (and, when asked, its counters and the two
@@ -698,39 +733,19 @@ void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, Wo
                 {"span_us_per_call", a.span_us_per_call},
                 {"other_stream_kernels", a.other_stream_kernels},
                 {"joined_stream_kernels", a.joined_stream_kernels},
-                {"late_kernels", a.late_kernels}};
-  v.vendor_libraries = a.libraries;
+                {"late_kernels", a.late_kernels},
+                {"unattributed_kernels", a.unattributed_kernels}};
+  if (!a.compiled_in.empty()) v.activity["compiled_in"] = a.compiled_in;
   if (!reference_profile.is_null()) {
     const ActivityAudit ra = activity_of(reference_profile);
     if (ra.unavailable.empty()) v.reference_kernels_per_call = ra.kernels_per_call;
   }
-  auto join = [](const std::vector<std::string>& names) {
-    std::string out;
-    for (std::size_t i = 0; i < names.size() && i < 3; ++i) out += (i ? ", " : "") + names[i];
-    return out;
-  };
   if (a.kernels_per_call == 0 && v.reference_kernels_per_call > 0) {
     v.integrity.push_back({"no_kernel_launched", "the forward launched no kernel while the reference launches " +
                                                      std::to_string(v.reference_kernels_per_call) +
                                                      " per call: the result did not come from GPU work in the call"});
   }
-  if (a.other_stream_kernels > 0) {
-    v.integrity.push_back({"side_stream_work", std::to_string(a.other_stream_kernels) +
-                                                   " kernel(s) on a stream other than the current one (" +
-                                                   join(a.other_stream_names) +
-                                                   ") were still running when the current stream reached the end of "
-                                                   "the call: launch on the current stream, or join the other "
-                                                   "stream to it (cudaEventRecord there, cudaStreamWaitEvent on "
-                                                   "the current stream) before forward returns"});
-  }
-  if (a.late_kernels > 0) {
-    v.integrity.push_back({"work_after_sync", std::to_string(a.late_kernels) + " kernel(s) (" + join(a.late_names) +
-                                                  ") were still running after the current stream had finished"});
-  }
-  if (!a.libraries.empty() && protocol.require_custom_kernels) {
-    v.integrity.push_back({"library_kernels", "the forward runs library kernels (" + join(a.libraries) + ") where the " +
-                                                  protocol.name + " protocol wants the candidate's own kernels"});
-  }
+  add_activity_findings(a, "", protocol, v);
   const double event_us = v.candidate_time ? v.candidate_time->headline(rules.statistic) * 1e6 : 0;
   if (event_us > 0 && a.gpu_us_per_call > 2.0 * event_us + 20) {
     v.integrity.push_back({"timer_mismatch", "the timed events saw " + std::to_string(event_us) +
@@ -747,6 +762,38 @@ void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, Wo
   }
 }
 
+
+// Every shape variant's calls traced as well (under protocols that check
+// integrity): library kernels, side-stream or late work on a hidden shape
+// count as on the timed one, and a module that fails while traced there
+// fails the audit.
+void audit_shape_variants(const std::vector<TestCase>& tests, const json& cases, WorkerSession& cand,
+                          const WorkDir& work, const Protocol& protocol, const EvalOptions& options, Verdict& v) {
+  if (!protocol.integrity_checks) return;
+  std::set<std::string> traced = {tests[0].variant};
+  for (std::size_t i = 1; i < tests.size() && i < cases.size(); ++i) {
+    if (!traced.insert(tests[i].variant).second) continue;
+    const std::string where = " on shape variant '" + tests[i].variant + "'";
+    json cmd = {{"op", "profile"}, {"dir", work.shared()}, {"case", cases[i]}, {"counters", false}};
+    if (protocol.fresh_timed_inputs) cmd["first_call"] = Unpredictable().call_id();
+    auto reply = cand.call(cmd, options.run_timeout);
+    if (!reply || !reply->value("ok", false)) {
+      v.integrity.push_back({"audit_unavailable", "the module failed while its kernels were traced" + where + ": " +
+                                                      (reply ? reply->value("message", "profile failed")
+                                                             : cand.failure())});
+      return;
+    }
+    const ActivityAudit a = activity_of(*reply);
+    if (!a.unavailable.empty()) {
+      v.integrity.push_back({"audit_unavailable", "the activity audit could not run" + where + ": " + a.unavailable});
+      continue;
+    }
+    v.activity["variants"][tests[i].variant] = {{"kernels_per_call", a.kernels_per_call},
+                                                {"gpu_us_per_call", a.gpu_us_per_call},
+                                                {"libraries", a.libraries}};
+    add_activity_findings(a, where, protocol, v);
+  }
+}
 
 }  // namespace
 
@@ -1294,6 +1341,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
         if (options_.activity_audit) {
           audit_candidate_activity(spec, tests[0].dims, cand, work, cases[0], reference_profile, device_info,
                                    rules, protocol, options_, builder_.config().cache_dir, v);
+          if (v.activity.contains("kernels_per_call")) audit_shape_variants(tests, cases, cand, work, protocol, options_, v);
         }
         if (timed.persisting_l2_limit != 0 || timed.persisting_l2_window_bytes != 0) {
           v.integrity.push_back(

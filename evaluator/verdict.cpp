@@ -213,6 +213,13 @@ std::string Verdict::to_text() const {
       out << "; library kernels:";
       for (const auto& l : vendor_libraries) out << " " << l;
     }
+    if (activity.value("unattributed_kernels", 0) > 0) {
+      out << "; " << activity["unattributed_kernels"].get<int>() << " kernel(s) judged by name (launch not seen)";
+    }
+    if (activity.contains("compiled_in")) {
+      out << "; its own kernels use";
+      for (const auto& t : activity["compiled_in"]) out << " " << t.get<std::string>();
+    }
     out << "\n";
   }
   for (const auto& e : error_analysis.is_array() ? error_analysis : json::array()) {

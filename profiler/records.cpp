@@ -101,6 +101,19 @@ KernelRecord kernel_record_from_json(const nlohmann::json& j) {
   return r;
 }
 
+nlohmann::json to_json(const LaunchOrigin& o) {
+  return {{"correlation_id", o.correlation_id}, {"mangled", o.mangled}, {"object", o.object}, {"graph", o.graph}};
+}
+
+LaunchOrigin launch_origin_from_json(const nlohmann::json& j) {
+  LaunchOrigin o;
+  o.correlation_id = j.value("correlation_id", uint32_t{0});
+  o.mangled = j.value("mangled", "");
+  o.object = j.value("object", "");
+  o.graph = j.value("graph", false);
+  return o;
+}
+
 nlohmann::json to_json(const MemoryRecord& r) {
   return {
       {"kind", r.kind}, {"bytes", r.bytes}, {"stream_id", r.stream_id}, {"start_ns", r.start_ns}, {"end_ns", r.end_ns}};
@@ -121,14 +134,20 @@ nlohmann::json to_json(const ActivityTrace& t) {
   for (const auto& k : t.kernels) kernels.push_back(to_json(k));
   nlohmann::json memory = nlohmann::json::array();
   for (const auto& m : t.memory) memory.push_back(to_json(m));
-  return {
-      {"kernels", kernels}, {"memory", memory}, {"unavailable", t.unavailable}, {"dropped_records", t.dropped_records}};
+  nlohmann::json launches = nlohmann::json::array();
+  for (const auto& o : t.launches) launches.push_back(to_json(o));
+  return {{"kernels", kernels},
+          {"memory", memory},
+          {"launches", launches},
+          {"unavailable", t.unavailable},
+          {"dropped_records", t.dropped_records}};
 }
 
 ActivityTrace activity_trace_from_json(const nlohmann::json& j) {
   ActivityTrace t;
   for (const auto& k : j.value("kernels", nlohmann::json::array())) t.kernels.push_back(kernel_record_from_json(k));
   for (const auto& m : j.value("memory", nlohmann::json::array())) t.memory.push_back(memory_record_from_json(m));
+  for (const auto& o : j.value("launches", nlohmann::json::array())) t.launches.push_back(launch_origin_from_json(o));
   t.unavailable = j.value("unavailable", "");
   t.dropped_records = j.value("dropped_records", uint64_t{0});
   return t;
@@ -231,6 +250,42 @@ std::string kernel_library(const std::string& kernel_name) {
   if (contains(name, "cutlass")) return "cutlass";
   if (starts_with(path, "cub::") || starts_with(path, "thrust::")) return "cub";
   return "custom";
+}
+
+std::string object_library(const std::string& object, const std::string& module_object) {
+  if (object.empty()) return "";
+  if (object == module_object) return "custom";
+  if (object == kSelfObject) return "kloop";
+  std::string file = object.substr(object.find_last_of('/') + 1);
+  file = file.substr(0, file.find(".so"));
+  if (starts_with(file, "lib")) file = file.substr(3);
+  if (starts_with(file, "torch") || starts_with(file, "c10")) return "aten";
+  if (starts_with(file, "cublas")) return "cublas";
+  if (starts_with(file, "cudnn")) return "cudnn";
+  return file.empty() ? object : file;
+}
+
+std::string template_library(const std::string& kernel_name) {
+  const std::string name = lower(kernel_name);
+  const std::string path = function_path(name);
+  if (starts_with(path, "cute::")) return "cute";
+  if (contains(name, "cutlass")) return "cutlass";
+  if (starts_with(path, "thrust::")) return "thrust";
+  if (starts_with(path, "cub::")) return "cub";
+  return "";
+}
+
+std::string vendor_kernel_mark(const std::string& kernel_name) {
+  const std::string name = lower(kernel_name);
+  if (contains(name, "cudnn") || contains(name, "xmma_fprop") || contains(name, "xmma_dgrad") ||
+      contains(name, "xmma_wgrad") || contains(name, "implicit_convolve_") || contains(name, "precomputed_convolve_")) {
+    return "cudnn";
+  }
+  if (contains(name, "cublas") || starts_with(function_path(name), "nvjet") || contains(name, "xmma_gemm") ||
+      is_cublas_cutlass(name)) {
+    return "cublas";
+  }
+  return "";
 }
 
 std::vector<std::string> vendor_libraries(const ActivityTrace& trace) {

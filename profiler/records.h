@@ -36,6 +36,17 @@ struct KernelRecord {
   uint64_t blocks() const { return uint64_t{grid[0]} * grid[1] * grid[2]; }
 };
 
+// Who launched a kernel, as the CUPTI launch callback saw it: the binary
+// whose code called the launch API.
+struct LaunchOrigin {
+  uint32_t correlation_id = 0;  // the launch call's; the kernel record it made carries the same
+  std::string mangled;          // the kernel the call launched; "" where the API does not say (a graph launch)
+  std::string object;           // the calling binary's path as the dynamic loader names it; kSelfObject for
+                                // the tracer's own executable; "" when the call stack did not say
+  bool graph = false;           // a graph launch: its kernels were put into the graph by whoever captured them
+};
+inline constexpr const char* kSelfObject = "<kloop>";
+
 // One memcpy or memset.
 struct MemoryRecord {
   std::string kind;  // "memcpy HtoD", "memcpy DtoH", "memcpy DtoD", "memcpy HtoH", "memcpy PtoP", "memcpy", "memset"
@@ -52,6 +63,7 @@ struct MemoryRecord {
 struct ActivityTrace {
   std::vector<KernelRecord> kernels;
   std::vector<MemoryRecord> memory;
+  std::vector<LaunchOrigin> launches;  // every launch call seen while tracing (and from watch_launches() on)
   std::string unavailable;       // non-empty: why tracing could not run
   uint64_t dropped_records = 0;  // records CUPTI lost for lack of buffer space
 };
@@ -93,6 +105,8 @@ struct DeviceRates {
 // One JSON form each; NaN travels as null. Missing fields keep their defaults.
 nlohmann::json to_json(const KernelRecord& r);
 KernelRecord kernel_record_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const LaunchOrigin& o);
+LaunchOrigin launch_origin_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const MemoryRecord& r);
 MemoryRecord memory_record_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const ActivityTrace& t);
@@ -113,6 +127,24 @@ std::string demangle(const std::string& mangled);
 // the author), "cub" (CUB/Thrust device algorithms), "aten" (PyTorch's own
 // kernels) or "custom" (anything else: kernels the author wrote).
 std::string kernel_library(const std::string& kernel_name);
+
+// Which library a binary that launches kernels belongs to: "custom" for
+// `module_object` (the candidate's own module), "kloop" for kSelfObject,
+// "aten" (libtorch*, libc10*), "cublas" (libcublas*), "cudnn" (libcudnn*),
+// and any other binary by its file name without directory, "lib" prefix
+// and version ("cufft", "flash_attn_2_cuda"): precompiled code that is not
+// the candidate's. "" when `object` is "" (not known).
+std::string object_library(const std::string& object, const std::string& module_object);
+
+// For a kernel compiled into the candidate's own module: the header-only
+// template library its name comes from ("cub", "thrust", "cutlass", "cute"),
+// or "".
+std::string template_library(const std::string& kernel_name);
+
+// The vendor library a kernel's name marks beyond doubt ("cublas" for
+// cuBLAS's own kernel families, "cudnn" for cuDNN's), or "": machine code
+// of a vendor a module loaded itself is still the vendor's.
+std::string vendor_kernel_mark(const std::string& kernel_name);
 
 // The libraries other than "custom" whose kernels appear in a trace, sorted.
 std::vector<std::string> vendor_libraries(const ActivityTrace& trace);

@@ -38,7 +38,15 @@ TEST(RecordsTest, ActivityTraceRoundTrip) {
   t.memory.push_back({"memcpy HtoD", 1 << 20, 3, 10, 2010});
   t.memory.push_back({"memset", 4096, 7, 3000, 3500});
   t.dropped_records = 2;
+  t.launches.push_back({42, "_Z4reluPKfPfl", "/work/candidate.so", false});
+  t.launches.push_back({43, "", kSelfObject, true});
   const ActivityTrace back = activity_trace_from_json(nlohmann::json::parse(to_json(t).dump()));
+  ASSERT_EQ(back.launches.size(), 2u);
+  EXPECT_EQ(back.launches[0].correlation_id, 42u);
+  EXPECT_EQ(back.launches[0].mangled, "_Z4reluPKfPfl");
+  EXPECT_EQ(back.launches[0].object, "/work/candidate.so");
+  EXPECT_FALSE(back.launches[0].graph);
+  EXPECT_TRUE(back.launches[1].graph);
   ASSERT_EQ(back.kernels.size(), 1u);
   const KernelRecord& k = back.kernels[0];
   const KernelRecord expected = sample_kernel();
@@ -185,6 +193,39 @@ TEST(RecordsTest, KernelLibraryFromRealNames) {
        "aten"},
   };
   for (const Case& c : cases) EXPECT_EQ(kernel_library(c.name), c.library) << c.name;
+}
+
+// Libraries by the binary that launched the kernel: the candidate's module
+// is its own code, kloop's worker is kloop, a vendor binary its library,
+// any other binary named by its file.
+TEST(RecordsTest, ObjectLibraryNamesTheBinary) {
+  const std::string module = "/tmp/kloop-work/candidate-1f3a.so";
+  EXPECT_EQ(object_library(module, module), "custom");
+  EXPECT_EQ(object_library(kSelfObject, module), "kloop");
+  EXPECT_EQ(object_library("/usr/lib/python3/site-packages/torch/lib/libtorch_cuda.so", module), "aten");
+  EXPECT_EQ(object_library("/opt/torch/lib/libc10_cuda.so", module), "aten");
+  EXPECT_EQ(object_library("/site-packages/nvidia/cublas/lib/libcublasLt.so.12", module), "cublas");
+  EXPECT_EQ(object_library("/site-packages/nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9", module), "cudnn");
+  EXPECT_EQ(object_library("/site-packages/nvidia/cufft/lib/libcufft.so.11", module), "cufft");
+  EXPECT_EQ(object_library("/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so", module),
+            "flash_attn_2_cuda.cpython-311-x86_64-linux-gnu");
+  EXPECT_EQ(object_library("/tmp/kloop-work/other.so", module), "other");  // not the module: not its own
+  EXPECT_EQ(object_library("", module), "");
+}
+
+TEST(RecordsTest, TemplateAndVendorMarksOfKernelNames) {
+  EXPECT_EQ(template_library("void cub::_V_300000_SM_900::detail::reduce::DeviceReduceKernel<int>(int*)"), "cub");
+  EXPECT_EQ(template_library("void thrust::cuda_cub::core::_kernel_agent<int>(int)"), "thrust");
+  EXPECT_EQ(template_library("void cutlass::Kernel2<cutlass_80_gemm>(int)"), "cutlass");
+  EXPECT_EQ(template_library("void cute::launch_kernel<int>(int)"), "cute");
+  EXPECT_EQ(template_library("relu(float const*, float*, long)"), "");
+  EXPECT_EQ(vendor_kernel_mark("nvjet_tst_128x64_64x8_1x2_h_bz_TNT"), "cublas");
+  EXPECT_EQ(vendor_kernel_mark("cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4"), "cublas");
+  EXPECT_EQ(vendor_kernel_mark("sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw"), "cudnn");
+  // An author's names that merely resemble a vendor's stay the author's.
+  EXPECT_EQ(vendor_kernel_mark("sm90_gemm_tiled(float const*, float const*, float*, int)"), "");
+  EXPECT_EQ(vendor_kernel_mark("winograd_conv3x3(float const*, float*)"), "");
+  EXPECT_EQ(vendor_kernel_mark("void cutlass::Kernel2<Gemm>(Gemm::Params)"), "");
 }
 
 TEST(RecordsTest, VendorLibrariesOfATrace) {

@@ -1,12 +1,65 @@
 #include "evaluator/check/activity_audit.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace kloop {
+namespace {
+
+// Which binary launched each kernel of a trace.
+class Origins {
+ public:
+  Origins(const profiler::ActivityTrace& trace, const std::string& module_object) : module_(module_object) {
+    for (const auto& o : trace.launches) {
+      if (o.graph) {
+        graph_calls_.insert(o.correlation_id);
+        continue;
+      }
+      by_call_[o.correlation_id] = o.object;
+      if (!o.mangled.empty() && !o.object.empty()) {
+        by_name_[o.mangled].insert(o.object);
+        by_name_[profiler::demangle(o.mangled)].insert(o.object);
+      }
+    }
+  }
+
+  // The library of kernel k ("custom": the module's own); *seen says
+  // whether its launch was found; template libraries land in *templates.
+  std::string library_of(const profiler::KernelRecord& k, bool* seen, std::set<std::string>* templates) const {
+    std::set<std::string> objects;
+    if (!graph_calls_.count(k.correlation_id)) {
+      auto call = by_call_.find(k.correlation_id);
+      if (call != by_call_.end() && !call->second.empty()) objects.insert(call->second);
+    }
+    for (const std::string* name : {&k.mangled, &k.name}) {
+      auto named = by_name_.find(*name);
+      if (!name->empty() && named != by_name_.end()) objects.insert(named->second.begin(), named->second.end());
+    }
+    const std::string& name = k.name.empty() ? k.mangled : k.name;
+    *seen = !objects.empty();
+    if (objects.empty()) return profiler::kernel_library(name);
+    // One launch from a library binary is enough to call the kernel the library's.
+    for (const auto& o : objects) {
+      std::string lib = profiler::object_library(o, module_);
+      if (lib != "custom") return lib;
+    }
+    if (std::string vendor = profiler::vendor_kernel_mark(name); !vendor.empty()) return vendor;
+    if (std::string t = profiler::template_library(name); !t.empty()) templates->insert(t);
+    return "custom";
+  }
+
+ private:
+  std::string module_;
+  std::map<uint32_t, std::string> by_call_;
+  std::map<std::string, std::set<std::string>> by_name_;
+  std::set<uint32_t> graph_calls_;
+};
+
+}  // namespace
 
 ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::vector<uint64_t>& stream_done_ns,
-                             uint64_t flush_bytes) {
+                             uint64_t flush_bytes, const std::string& module_object) {
   ActivityAudit a;
   if (!trace.unavailable.empty()) {
     a.unavailable = trace.unavailable;
@@ -58,7 +111,8 @@ ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::ve
       return a;
     }
   }
-  std::set<std::string> libraries, other, late;
+  const Origins origins(trace, module_object);
+  std::set<std::string> libraries, templates, other, late;
   std::vector<uint64_t> first(opens.size(), UINT64_MAX), last(opens.size(), 0);
   int kernels = 0;
   double busy_us = 0;
@@ -81,7 +135,9 @@ ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::ve
       ++a.late_kernels;
       late.insert(k.name);
     }
-    const std::string lib = profiler::kernel_library(k.name);
+    bool seen = false;
+    const std::string lib = origins.library_of(k, &seen, &templates);
+    if (!seen) ++a.unattributed_kernels;
     if (lib != "custom") libraries.insert(lib);
   }
   double span_us = 0;
@@ -92,6 +148,7 @@ ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::ve
   a.gpu_us_per_call = busy_us / a.calls;
   a.span_us_per_call = span_us / a.calls;
   a.libraries.assign(libraries.begin(), libraries.end());
+  a.compiled_in.assign(templates.begin(), templates.end());
   a.other_stream_names.assign(other.begin(), other.end());
   a.late_names.assign(late.begin(), late.end());
   return a;

@@ -22,7 +22,9 @@ struct ActivityAudit {
   double span_us_per_call = 0;   // first kernel start to last kernel end
   int other_stream_kernels = 0;  // on another stream and still running when kloop's stream reached the call's end
   int late_kernels = 0;          // still running after kloop's stream had finished
-  std::vector<std::string> libraries;  // kernel_library() of every kernel not "custom"
+  std::vector<std::string> libraries;    // the library of every kernel that is not the module's own (see below)
+  std::vector<std::string> compiled_in;  // template libraries (cub, thrust, cutlass, cute) in the module's own kernels
+  int unattributed_kernels = 0;          // no launch call seen for them: judged by their names
   std::vector<std::string> other_stream_names;
   std::vector<std::string> late_names;
   std::string unavailable;       // why there is no audit
@@ -44,9 +46,19 @@ struct ActivityAudit {
 // was waited for (an event or a stream wait), so the timer's stop event,
 // which follows the marker, covered it. One still running then is
 // side-stream work the timer did not see.
+//
+// Library use is judged by origin: each kernel belongs to the binary whose
+// code launched it (trace.launches, matched by correlation id, and for a
+// graph's kernels by the launches captured into it). `module_object` (the
+// candidate's module) is the module's own code, even where it instantiates
+// CUB, Thrust, CUTLASS or CuTe templates (listed in `compiled_in`), unless
+// the kernel carries a name only cuBLAS's or cuDNN's binaries do (vendor
+// machine code the module loaded itself). Any other binary is precompiled
+// library code, named by object_library(). A kernel whose launch was not
+// seen (a graph captured before the trace) is judged by its name alone.
 constexpr uint64_t kLegacyMarkerBytes = 4;
 constexpr uint64_t kCallEndMarkerBytes = 12;
 ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::vector<uint64_t>& stream_done_ns,
-                             uint64_t flush_bytes);
+                             uint64_t flush_bytes, const std::string& module_object = "");
 
 }  // namespace kloop

@@ -125,5 +125,80 @@ TEST(ActivityAuditTest, MissingEndMarkerMakesTheAuditUnavailable) {
   EXPECT_NE(a.unavailable.find("end-of-call marker"), std::string::npos) << a.unavailable;
 }
 
+profiler::KernelRecord launched(const std::string& name, uint32_t correlation, uint64_t start, uint64_t end) {
+  profiler::KernelRecord k = kernel(name, 7, start, end);
+  k.mangled = name;
+  k.correlation_id = correlation;
+  return k;
+}
+
+constexpr const char* kModule = "/tmp/kloop-work/candidate.so";
+constexpr const char* kTorch = "/opt/torch/lib/libtorch_cuda.so";
+constexpr const char* kCublasLt = "/opt/nvidia/cublas/lib/libcublasLt.so.12";
+
+// Library use by origin: a kernel belongs to the binary that launched it,
+// whatever its name says. ATen's kernels outside at:: (a global or an
+// anonymous namespace) are ATen's; the module's own kernels named like
+// ATen's, or built from CUB in a renamed namespace, are the module's; the
+// template libraries it compiled in are named; vendor machine code it
+// launched itself is still the vendor's.
+TEST(ActivityAuditTest, LibraryUseIsJudgedByTheLaunchingBinary) {
+  profiler::ActivityTrace t;
+  t.memory = {legacy_marker(100), flush(1000), call_end(9000)};
+  t.kernels = {launched("void (anonymous namespace)::softmax_warp_forward<float>(float*)", 1, 2000, 2100),
+               launched("void at::native::my_own_relu(float*)", 2, 2200, 2300),
+               launched("void renamed_cub::DeviceReduceKernel<float>(float*)", 3, 2400, 2500),
+               launched("void cub::_V_300000_SM_900::detail::transform::transform_kernel<int>(int)", 4, 2600, 2700)};
+  t.launches = {{1, t.kernels[0].mangled, kTorch, false},
+                {2, t.kernels[1].mangled, kModule, false},
+                {3, t.kernels[2].mangled, kModule, false},
+                {4, t.kernels[3].mangled, kModule, false}};
+  ActivityAudit a = audit_activity(t, {9100}, kFlush, kModule);
+  ASSERT_TRUE(a.unavailable.empty()) << a.unavailable;
+  EXPECT_EQ(a.libraries, (std::vector<std::string>{"aten"}));
+  EXPECT_EQ(a.compiled_in, (std::vector<std::string>{"cub"}));
+  EXPECT_EQ(a.unattributed_kernels, 0);
+
+  // Without the ATen launch the module's kernels are all its own.
+  t.kernels.erase(t.kernels.begin());
+  a = audit_activity(t, {9100}, kFlush, kModule);
+  EXPECT_TRUE(a.libraries.empty());
+
+  // cuBLAS's kernel launched by the module from a cubin it loaded itself.
+  t.kernels.push_back(launched("nvjet_tst_128x64_64x8_1x2_h_bz_TNT", 5, 3000, 4000));
+  t.launches.push_back({5, t.kernels.back().mangled, kModule, false});
+  a = audit_activity(t, {9100}, kFlush, kModule);
+  EXPECT_EQ(a.libraries, (std::vector<std::string>{"cublas"}));
+
+  // Any other binary is precompiled code that is not the module's.
+  t.launches.back().object = "/opt/site-packages/flash_attn_2_cuda.so";
+  t.kernels.back().name = t.kernels.back().mangled = "void flash_fwd_kernel<Traits>(Params)";
+  t.launches.back().mangled = t.kernels.back().mangled;
+  a = audit_activity(t, {9100}, kFlush, kModule);
+  EXPECT_EQ(a.libraries, (std::vector<std::string>{"flash_attn_2_cuda"}));
+}
+
+// A graph's kernels carry the graph launch's correlation id: they are judged
+// by the launches captured into the graph (by name), not by whoever
+// launched the graph; a kernel whose launch was never seen falls back on
+// its name.
+TEST(ActivityAuditTest, GraphKernelsAreJudgedByTheirCapturedLaunches) {
+  profiler::ActivityTrace t;
+  t.memory = {legacy_marker(100), flush(1000), call_end(9000)};
+  t.kernels = {launched("ampere_sgemm_128x64_nn", 20, 2000, 3000), launched("relu(float*)", 20, 3100, 3200)};
+  t.launches = {{7, "ampere_sgemm_128x64_nn", kCublasLt, false},  // captured from cuBLAS
+                {8, "relu(float*)", kModule, false},              // captured from the module
+                {20, "", kModule, true}};                         // the module launches the graph
+  ActivityAudit a = audit_activity(t, {9100}, kFlush, kModule);
+  ASSERT_TRUE(a.unavailable.empty()) << a.unavailable;
+  EXPECT_EQ(a.libraries, (std::vector<std::string>{"cublas"}));
+  EXPECT_EQ(a.unattributed_kernels, 0);
+
+  t.launches.erase(t.launches.begin());  // captured before the trace: only the name is left
+  a = audit_activity(t, {9100}, kFlush, kModule);
+  EXPECT_EQ(a.libraries, (std::vector<std::string>{"cublas"}));
+  EXPECT_EQ(a.unattributed_kernels, 1);
+}
+
 }  // namespace
 }  // namespace kloop

@@ -20,6 +20,7 @@
 // checks), audit (reference: the degeneracy checks, on the device, no
 // files), time, baseline, profile, calibrate, exit.
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -261,6 +262,10 @@ class Worker {
       const char* err = dlerror();
       throw WorkerError{"load_error", std::string("cannot load the module: ") + (err ? err : "?")};
     }
+    // The module's name as dladdr gives it for its code: the activity audit
+    // tells the module's own kernel launches from a library's by it.
+    link_map* map = nullptr;
+    module_object_ = dlinfo(handle_, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : library;
     const std::string prefix = "kloop_" + role_ + "_";
     auto version_fn = reinterpret_cast<int (*)()>(dlsym(handle_, (prefix + "api_version").c_str()));
     auto arity_fn = reinterpret_cast<int (*)()>(dlsym(handle_, (prefix + "forward_arity").c_str()));
@@ -1119,6 +1124,13 @@ class Worker {
     const std::string label = "case " + std::to_string(id);
     if (!session_->cuda()) return {{"trace_unavailable", "profiling needs a CUDA device"}};
     release_call_state();
+#ifdef KLOOP_WITH_CUPTI
+    // Launch origins from before the module exists: a graph it captures
+    // while built or warmed up is named by the launches captured into it.
+    profiler::ActivityTracer tracer;
+    std::string why_not_traced;
+    const bool watching = tracer.watch_launches(&why_not_traced);
+#endif
     auto module = construct(read_weights(file(cmd, "case" + std::to_string(id) + ".weights.safetensors")), c.at("args"), label);
     // first_call: every profiled forward on a call's inputs of its own, all
     // drawn before the trace starts (a drawing kernel inside it would read
@@ -1137,13 +1149,13 @@ class Worker {
     set_phase("profiling warm-up, " + label);
     module->forward(inputs_of(0));
     synchronize();
-    json answer = {{"flush_bytes", session_->info().value("l2_bytes", 0)}};  // the size of kloop's markers
+    json answer = {{"flush_bytes", session_->info().value("l2_bytes", 0)},  // the size of kloop's markers
+                   {"module_object", module_object_}};
 #ifdef KLOOP_WITH_CUPTI
     {
       set_phase("activity audit, " + label);
-      profiler::ActivityTracer tracer;
-      std::string why;
-      if (tracer.start(&why)) {
+      std::string why = why_not_traced;
+      if (watching && tracer.start(&why)) {
         session_->mark_legacy_stream();  // the trace's first memset
         json stream_done = json::array();
         for (int i = 0; i < traced; ++i) {
@@ -1159,6 +1171,7 @@ class Worker {
         answer["trace"] = profiler::to_json(tracer.stop());
         answer["stream_done_ns"] = stream_done;
       } else {
+        tracer.stop();  // the launch callbacks off before the counters run
         answer["trace_unavailable"] = why;
       }
     }
@@ -1279,6 +1292,7 @@ class Worker {
   ExchangeExport exchange_;
   ExchangeExport input_export_;  // reference: the current call's inputs, for the candidate
   void* handle_ = nullptr;
+  std::string module_object_;  // the loaded module's path as the dynamic loader names it
   // Makes a module of the loaded library (either kernel API version).
   std::function<std::unique_ptr<ModuleRunner>(const ModuleInit&)> create_;
   std::string role_;

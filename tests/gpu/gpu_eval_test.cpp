@@ -98,6 +98,45 @@ TEST_F(GpuEvalTest, CublasCallIsReportedAndViolatesStrict) {
   EXPECT_EQ(verified.verdict, VerdictClass::kCorrect) << verified.message;
   ASSERT_FALSE(verified.vendor_libraries.empty());
   EXPECT_EQ(verified.vendor_libraries[0], "cublas");
+  EXPECT_EQ(verified.activity.value("unattributed_kernels", -1), 0) << verified.activity.dump();
+}
+
+// Library use by origin: ATen's relu launched from libtorch is ATen's; the
+// candidate's own kernel named like ATen's is its own; Thrust compiled into
+// the candidate is its own code, named in the verdict.
+TEST_F(GpuEvalTest, LibraryUseIsJudgedByTheLaunchingBinary) {
+  Verdict named = eval("relu_aten_named.cu");
+  EXPECT_EQ(named.verdict, VerdictClass::kCorrect) << named.message << named.build.log;
+  EXPECT_TRUE(named.vendor_libraries.empty()) << named.activity.dump();
+  EXPECT_EQ(named.activity.value("unattributed_kernels", -1), 0) << named.activity.dump();
+  Verdict thrust = eval("relu_thrust.cu");
+  EXPECT_EQ(thrust.verdict, VerdictClass::kCorrect) << thrust.message << thrust.build.log;
+  EXPECT_TRUE(thrust.vendor_libraries.empty()) << thrust.activity.dump();
+  ASSERT_TRUE(thrust.activity.contains("compiled_in")) << thrust.activity.dump();
+  std::cout << "thrust candidate's compiled-in templates: " << thrust.activity["compiled_in"].dump() << "\n";
+}
+
+// Honest launch patterns the audit must not flag: a CUDA graph replayed
+// with its kernel node pointed at each call's tensors, and a cooperative
+// launch. Both kernels are attributed to the candidate's module.
+TEST_F(GpuEvalTest, GraphReplayAndCooperativeLaunchAreTheCandidatesOwn) {
+  for (const char* fixture : {"relu_graph_replay.cu", "relu_cooperative.cu"}) {
+    Verdict v = eval(fixture);
+    EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << fixture << ": " << v.message << v.build.log;
+    EXPECT_TRUE(v.vendor_libraries.empty()) << fixture << ": " << v.activity.dump();
+    EXPECT_EQ(v.activity.value("unattributed_kernels", -1), 0) << fixture << ": " << v.activity.dump();
+  }
+}
+
+// Every shape variant's calls are traced: ATen's relu only on the hidden
+// odd shape is library use under strict.
+TEST_F(GpuEvalTest, LibraryUseOnAHiddenShapeIsSeen) {
+  Verdict v = eval("relu_library_on_variant.cu");
+  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
+  EXPECT_TRUE(has_check(v, "library_kernels")) << v.message;
+  EXPECT_NE(v.message.find("shape variant 'odd'"), std::string::npos) << v.message;
+  ASSERT_FALSE(v.vendor_libraries.empty());
+  EXPECT_EQ(v.vendor_libraries[0], "aten");
 }
 
 TEST_F(GpuEvalTest, DefaultStreamLaunchIsOrderedWithTheTimer) {
@@ -203,10 +242,12 @@ TEST_F(GpuEvalTest, PrecisionIsJudgedAgainstAnFp64ReferenceAtUpstreamSize) {
   EXPECT_EQ(bf16.verdict, VerdictClass::kIncorrect) << bf16.message << bf16.build.log;
   EXPECT_NE(bf16.message.find("precision:"), std::string::npos) << bf16.message;
   // fp16 inputs (TF32's precision): within a few times fp32's error on
-  // U(0,1), far beyond it on the zero-mean case.
+  // U(0,1) (6.5x on the H200, under the 16x bound), but the zero-mean case
+  // shrinks the outputs 50x and not the error, so it fails there (on the
+  // H200: by the tolerance itself, max abs error 0.030 against ~0.02 allowed).
   Verdict fp16 = eval("matmul_fp16_inputs.cu", "1_Square_matrix_multiplication_");
   EXPECT_EQ(fp16.verdict, VerdictClass::kIncorrect) << fp16.message << fp16.build.log;
-  EXPECT_NE(fp16.message.find("inputs centered: output 0: precision:"), std::string::npos) << fp16.message;
+  EXPECT_NE(fp16.message.find("inputs centered: output"), std::string::npos) << fp16.message;
   std::cout << "fp32 tiled vs fp64: " << honest.error_analysis.dump() << "\nbf16 inputs vs fp64: "
             << bf16.error_analysis.dump() << "\nfp16 inputs vs fp64: " << fp16.error_analysis.dump() << "\n";
 }

@@ -73,6 +73,10 @@ void print_trace(const char* what, const ActivityTrace& t) {
         k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.stream_id, k.duration_us(),
         k.correlation_id);
   }
+  for (const auto& o : t.launches) {
+    std::printf("   launch %u%s by %s: %s\n", o.correlation_id, o.graph ? " (graph)" : "", o.object.c_str(),
+                o.mangled.c_str());
+  }
   for (const auto& m : t.memory) {
     std::printf("   %s %llu B; stream %u; %.2f us\n", m.kind.c_str(), static_cast<unsigned long long>(m.bytes),
                 m.stream_id, m.duration_us());
@@ -311,6 +315,16 @@ TEST_F(ProfilerGpuTest, TracerSeesNamesShapesRegistersAndStreams) {
     EXPECT_NE(add_one->stream_id, stream_id);
     EXPECT_GT(copy->duration_us(), 0);
     EXPECT_LT(copy->start_ns, fma->start_ns);  // in stream order
+    // Each launch's caller: this test binary, matched by correlation id.
+    for (const KernelRecord* k : {copy, fma, add_one}) {
+      const LaunchOrigin* origin = nullptr;
+      for (const auto& o : trace.launches) {
+        if (o.correlation_id == k->correlation_id) origin = &o;
+      }
+      ASSERT_NE(origin, nullptr) << k->name << ": no launch callback with its correlation id";
+      EXPECT_EQ(origin->object, kSelfObject) << k->name;
+      EXPECT_EQ(origin->mangled, k->mangled) << k->name;
+    }
 
     bool saw_copy = false, saw_memset = false;
     for (const auto& m : trace.memory) {
