@@ -189,18 +189,22 @@ class WorkerSession {
   std::optional<json> call(const json& cmd, std::chrono::milliseconds timeout, const std::vector<int>& send_fds = {}) {
     fds_.clear();
     if (!process_.send(cmd.dump(), send_fds)) return died(timeout);
-    auto message = process_.receive(timeout);
-    if (!message) {
-      if (process_.overflowed()) return violated("the worker sent a reply line of more than 64 MiB");
-      return died(timeout);
-    }
-    fds_ = std::move(message->fds);
-    try {
-      json j = json::parse(message->line);
-      if (!j.is_object()) return violated("the worker's reply is not a JSON object");
-      return j;
-    } catch (const json::exception&) {
-      return violated("the worker sent a malformed reply (the module wrote to fd 3?)");
+    return reply(timeout);
+  }
+
+  // `cmd` for an op that stops after each step ({"sample_done": i}) until
+  // told {"op": "next"}: `on_step` runs at each stop and may make calls of
+  // its own (the worker serves them there). The final reply as call()'s.
+  std::optional<json> call_stepwise(const json& cmd, std::chrono::milliseconds timeout,
+                                    const std::function<void(const json&)>& on_step) {
+    fds_.clear();
+    if (!process_.send(cmd.dump())) return died(timeout);
+    for (;;) {
+      std::optional<json> r = reply(timeout);
+      if (!r || !r->contains("sample_done")) return r;
+      on_step(*r);
+      fds_.clear();
+      if (!process_.send(json{{"op", "next"}}.dump())) return died(timeout);
     }
   }
 
@@ -216,6 +220,22 @@ class WorkerSession {
   std::vector<UniqueFd>& fds() { return fds_; }
 
  private:
+  std::optional<json> reply(std::chrono::milliseconds timeout) {
+    auto message = process_.receive(timeout);
+    if (!message) {
+      if (process_.overflowed()) return violated("the worker sent a reply line of more than 64 MiB");
+      return died(timeout);
+    }
+    fds_ = std::move(message->fds);
+    try {
+      json j = json::parse(message->line);
+      if (!j.is_object()) return violated("the worker's reply is not a JSON object");
+      return j;
+    } catch (const json::exception&) {
+      return violated("the worker sent a malformed reply (the module wrote to fd 3?)");
+    }
+  }
+
   std::optional<json> violated(const std::string& what) {
     process_.kill();
     protocol_violation_ = true;
@@ -317,8 +337,9 @@ double sample_overhead_seconds(WorkerSession& ref, const TimingRules& rules, std
     cmd["case"] = *fresh_case;
     cmd["first_call"] = int64_t{1} << 40;  // values do not matter here, only the drawing's cost
   }
+  cmd["stepwise"] = true;  // the same stop after each sample as a candidate's batches
   const auto t0 = Clock::now();
-  auto r = ref.call(cmd, timeout);
+  auto r = ref.call_stepwise(cmd, timeout, [](const json&) {});
   const double wall = since(t0);
   if (!r || !r->value("ok", false)) throw EvaluationError("the reference could not run the timing loop");
   return wall / kSamples;
@@ -346,10 +367,10 @@ struct CandidateTiming {
   std::optional<int64_t> post_call;  // fresh inputs: the call of the timing case the check after timing ran
 };
 
-// Checks the output the last timing batch kept, computed on input set `set`,
-// against the reference; throws CandidateFailed or ProtocolViolation, or
-// records a finding. Its argument: the call of the timing case whose inputs
-// the kept call had.
+// Checks the outputs of the timed call the batch stopped after (its
+// time_check) against the reference's; throws CandidateFailed or
+// ProtocolViolation, or records a finding. Its argument: the call of the
+// timing case whose inputs that call had.
 using TimedCallCheck = std::function<void(int64_t call)>;
 
 int64_t fresh_call_id(uint64_t random) { return static_cast<int64_t>((random >> 2) | (uint64_t{1} << 40)); }
@@ -381,13 +402,15 @@ json timing_case_of(const json& c, int sets, uint64_t nonce) {
   return t;
 }
 
-// Timed calls checked at most per evaluation beyond one per input set (each
-// costs the reference one forward on the same inputs); the chance per batch
-// is EvalOptions::timed_check_chance.
+// Which timed calls are checked is decided here after each call has
+// returned (the worker stops after every sample until told to go on), each
+// call on its own with the chance EvalOptions::timed_check_chance spread
+// over its batch, so nothing the candidate can read before or during a call
+// says whether it will be checked, and a check says nothing about the calls
+// after it. Past kMaxChecks in an evaluation (each costs the reference one
+// forward on the same inputs) the chance drops fourfold, never to zero.
 constexpr int kMaxChecks = 6;
 constexpr int kMinFreshChecks = 2;
-// What the kept outputs of one batch may hold in the candidate's memory.
-constexpr double kKeptBytesCpu = 256.0 * (1 << 20), kKeptBytesGpu = 2.0 * (1 << 30);
 
 CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const TimingRules& rules, bool cpu,
                                double overhead_per_sample, std::chrono::milliseconds timeout,
@@ -408,8 +431,6 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
   auto [setup, setup_seconds] = call(setup_cmd_sent);
   (void)setup_seconds;
   const int sets = static_cast<int>(setup_cmd.at("case").value("calls", 1));
-  const json& claimed_bytes = setup.value("output_bytes", json(0));
-  const double output_bytes = claimed_bytes.is_number() ? std::max(0.0, claimed_bytes.get<double>()) : 0;
   int previous_set = -1;
   auto next_set = [&] {
     // Never the set of the call before: no two consecutive calls share inputs.
@@ -425,56 +446,66 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
   double claimed = 0, observed = 0;
   int run = 0, batches = 0;
   int batch = std::max(1, std::min(rules.min_samples, 1000));
-  auto run_batch = [&](int n, bool keep_one, bool count) {
-    // Fresh inputs: sample i on call first + i, the kept call a random one.
-    // Otherwise the sets in an order no call repeats the one before, the
-    // kept call one of a set no check has seen yet where the batch has one
-    // (so the checks cover every set).
+  // Any output size: the size the module claims is its word, not a reason to skip checks.
+  const bool checkable = static_cast<bool>(check_call);
+  // A batch of n samples: fresh inputs (sample i on call first + i), else
+  // the sets in an order where no call repeats the one before. After each
+  // sample, with chance `per_call` (a set no check has seen yet counts
+  // double), that call's outputs are checked against the reference's. The
+  // time spent checking is this process's own and leaves the batch's wall
+  // time as the wall check sees it.
+  auto run_batch = [&](int n, double per_call, bool count) {
     const int64_t first = fresh ? random.call_id() : 0;
     json order = json::array();
     for (int i = 0; i < n && !fresh; ++i) order.push_back(next_set());
-    int kept_at = -1;
-    if (keep_one && fresh) {
-      kept_at = random.below(n);
-    } else if (keep_one) {
-      std::vector<int> fresh;
-      for (int i = 0; i < n; ++i) {
-        if (!checked_sets.count(order[static_cast<std::size_t>(i)].get<int>())) fresh.push_back(i);
-      }
-      kept_at = fresh.empty() ? random.below(n) : fresh[static_cast<std::size_t>(random.below(static_cast<int>(fresh.size())))];
-      checked_sets.insert(order[static_cast<std::size_t>(kept_at)].get<int>());
-    }
-    json keep = keep_one ? json::array({kept_at}) : json::array();
-    json batch_cmd = {{"op", "time_batch"}, {"samples", n}, {"l2_flush", rules.l2_flush}, {"keep", keep}};
+    json batch_cmd = {{"op", "time_batch"}, {"samples", n}, {"l2_flush", rules.l2_flush}, {"stepwise", true}};
     if (fresh) {
       batch_cmd["first_call"] = first;
     } else {
       batch_cmd["sets"] = order;
     }
-    auto [r, seconds] = call(batch_cmd);
+    double checking = 0;
+    int next_step = 0;
+    auto on_step = [&](const json& step) {
+      const json& i_json = step["sample_done"];
+      if (!i_json.is_number_integer() || i_json.get<int>() != next_step) {
+        throw ProtocolViolation("a timing batch stopped at a sample out of order");
+      }
+      const int i = next_step++;
+      if (!checkable) return;
+      const int set = fresh ? -1 : order[static_cast<std::size_t>(i)].get<int>();
+      double chance = per_call * (!fresh && !checked_sets.count(set) ? 2 : 1);
+      if (out.checked_calls >= kMaxChecks) chance /= 4;
+      if (!random.chance(std::min(1.0, chance))) return;
+      const auto t0 = Clock::now();
+      ++out.checked_calls;
+      if (!fresh) checked_sets.insert(set);
+      check_call(fresh ? first + i : set);
+      checking += since(t0);
+    };
+    const auto t0 = Clock::now();
+    auto reply = cand.call_stepwise(batch_cmd, timeout, on_step);
+    const double seconds = since(t0) - checking;
+    candidate_seconds += seconds;
+    check_reply(reply);
+    const json& r = *reply;
+    if (next_step != n) throw ProtocolViolation("a timing batch did not stop after each of its samples");
     const json samples = r.value("samples", json()), walls = r.value("wall", json()), thr = r.value("throttled", json());
     if (!samples.is_array() || samples.size() != static_cast<std::size_t>(n) || !walls.is_array() ||
         walls.size() != samples.size() || !thr.is_array() || thr.size() != samples.size()) {
       throw ProtocolViolation("a timing batch did not return the " + std::to_string(n) + " samples asked for");
     }
-    // A batch that kept an output also copied it: outside the wall check
-    // (and outside the figure, below).
-    if (!keep_one) {
-      ++batches;
-      run += n;
-      observed += seconds;
-    }
+    ++batches;
+    run += n;
+    observed += seconds;
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const double t = samples[i].is_number() ? samples[i].get<double>() : -1;
       const double w = walls[i].is_number() ? walls[i].get<double>() : -1;
       if (!std::isfinite(t) || t < 0 || t > 1e4 || !std::isfinite(w) || w < 0 || w > 1e4 || !thr[i].is_boolean()) {
         throw ProtocolViolation("a timing sample that is not a time");
       }
-      if (!keep_one) claimed += t;
-      // A batch that kept an output is neither in the wall check nor in the
-      // figure: forging its times would buy nothing. (The loop ends only on
-      // enough samples from the others, so the wall check always has some.)
-      if (!count || keep_one || rule.done()) continue;  // or the batch overshot the stopping point
+      claimed += t;
+      if (!count || rule.done()) continue;  // the batch overshot the stopping point
       if (thr[i].get<bool>() && out.throttled_discarded < kMaxDiscarded) {
         ++out.throttled_discarded;
         continue;
@@ -488,16 +519,9 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
     if (const json& w = r.value("persisting_l2_window_bytes", json(0)); w.is_number() && w.get<double>() != 0) {
       out.persisting_l2_window_bytes = std::max(out.persisting_l2_window_bytes, w.get<long long>());
     }
-    if (keep_one) {
-      ++out.checked_calls;
-      check_call(fresh ? first + kept_at : order[static_cast<std::size_t>(kept_at)].get<int64_t>());
-    }
   };
-  const double kept_budget = cpu ? kKeptBytesCpu : kKeptBytesGpu;
   while (!rule.done()) {
-    const bool keep_one = check_call && out.checked_calls < kMaxChecks && output_bytes <= kept_budget &&
-                          random.chance(check_chance);
-    run_batch(batch, keep_one, true);
+    run_batch(batch, check_chance / batch, true);
     const auto& taken = rule.samples();
     const double median = taken.empty() ? 1e-3 : summarize(taken).median;
     // About 0.1 s per batch: few round trips, and no batch the timeout could cut.
@@ -508,15 +532,14 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
     }
   }
   // Every input set gets at least one checked call (fresh inputs: at least
-  // kMinFreshChecks calls are checked): more batches, like the others,
-  // until each has.
+  // kMinFreshChecks calls are checked): more batches, like the others (each
+  // call checked by chance, after it returned), until each has.
   auto checks_wanted = [&] {
     return fresh ? out.checked_calls < kMinFreshChecks : static_cast<int>(checked_sets.size()) < std::min(sets, kMaxChecks);
   };
-  for (int extra = 0; check_call && output_bytes <= kept_budget && extra < 4 * std::max(sets, kMinFreshChecks) &&
-                     checks_wanted();
-       ++extra) {
-    run_batch(1 + random.below(std::min(batch, 8)), true, false);
+  for (int extra = 0; checkable && extra < 4 * std::max(sets, kMinFreshChecks) && checks_wanted(); ++extra) {
+    const int n = 1 + random.below(std::min(batch, 8));
+    run_batch(n, 0.5, false);
   }
   if (run == 0) throw ProtocolViolation("no timing batch could be held against the wall clock");
   out.summary = rule.summary();

@@ -961,14 +961,16 @@ class Worker {
   //   time_setup  the case's module and its input sets, then the warm-up;
   //   time_batch  exactly `samples` timed calls, rotating over the sets;
   //               their event (GPU) or wall (CPU) times, and what the device
-  //               saw (throttling, the persisting-L2 limit);
+  //               saw (throttling, the persisting-L2 limit); `stepwise`:
+  //               after each call it stops ({"sample_done": i}) and serves
+  //               a time_check of that call's outputs until told "next";
   //   time_post   one more call on a fresh set, published for the judge.
   // Candidate: the timing loop's state. The case is the driver's timing
   // case (inputs from a nonce of its own, never the test inputs): its
   // `calls` input sets are drawn here once; the driver says which set each
-  // timed call gets and which calls' outputs to keep for its checks, both
-  // after the fact for the candidate (a kept output is copied once the
-  // call's timing has ended, and no phase text tells the calls apart).
+  // timed call gets, and whether it checks a call's outputs only after the
+  // call has returned (no command, phase text or call pattern tells a
+  // checked call from another before it is made).
   json time_setup(const json& cmd) {
     at::AutoGradMode no_grad(false);
     const json& c = cmd.at("case");
@@ -1013,16 +1015,14 @@ class Worker {
     const int n = cmd.at("samples");
     const bool flush = cmd.value("l2_flush", true);
     const json sets = cmd.value("sets", json::array());
-    const json keep = cmd.value("keep", json::array());
     // first_call: sample i runs on call first_call + i's inputs, drawn just
     // before it (outside its timed span).
     const bool fresh = cmd.contains("first_call");
     const int64_t first = cmd.value("first_call", int64_t{0});
+    const bool stepwise = cmd.value("stepwise", false);
     if (!sets.is_array() || (!sets.empty() && sets.size() != static_cast<std::size_t>(n))) {
       throw WorkerError{"runtime_error", "time_batch: 'sets' must give one input set per sample"};
     }
-    std::set<int> keep_at;
-    for (const auto& k : keep) keep_at.insert(k.get<int>());
     kept_.clear();
     json samples = json::array(), wall = json::array(), throttled = json::array();
     for (int i = 0; i < n; ++i) {
@@ -1039,11 +1039,10 @@ class Worker {
       samples.push_back(session_->end_sample());
       wall.push_back(session_->last_wall_seconds());
       throttled.push_back(session_->last_sample_throttled());
-      if (keep_at.count(i)) {
-        std::vector<at::Tensor> copy;
-        for (const auto& t : out) copy.push_back(t.defined() ? t.clone() : t);
-        synchronize();
-        kept_.push_back(std::move(copy));
+      if (stepwise) {
+        kept_ = {std::move(out)};  // for a time_check the driver may now ask for
+        await_next(i);
+        kept_.clear();
       }
     }
     return {{"samples", samples}, {"wall", wall}, {"throttled", throttled},
@@ -1051,8 +1050,28 @@ class Worker {
             {"persisting_l2_window_bytes", session_->persisting_l2_window_bytes()}, {"clock_monitor", session_->clock_monitor()}};
   }
 
-  // Candidate: publishes the k-th output the last batch kept, for the
-  // driver's check against the reference on the same input set.
+  // After sample i of a stepwise loop: says so, then serves the driver's
+  // commands (a time_check of that sample's outputs) until it says "next".
+  // Whether a call is checked is decided only once it has returned.
+  void await_next(int i) {
+    send({{"sample_done", i}});
+    for (;;) {
+      auto message = channel_.receive(std::nullopt);
+      if (!message) throw WorkerError{"runtime_error", "the driver went away during a timing batch"};
+      incoming_fds_ = std::move(message->fds);
+      outgoing_fds_.clear();
+      const json cmd = json::parse(message->line);
+      const std::string op = cmd.value("op", "");
+      if (op == "next") return;
+      if (op != "time_check") throw WorkerError{"runtime_error", "only time_check or next between timed samples, not '" + op + "'"};
+      json answer = time_check(cmd);
+      answer["ok"] = true;
+      send(answer);
+    }
+  }
+
+  // Candidate: publishes the outputs of the timed call the batch stopped
+  // after, for the driver's check against the reference on its inputs.
   json time_check(const json& cmd) {
     const std::size_t k = cmd.at("kept").get<std::size_t>();
     if (k >= kept_.size()) throw WorkerError{"runtime_error", "time_check: no kept output " + std::to_string(k)};
@@ -1100,11 +1119,13 @@ class Worker {
     std::vector<at::Tensor> set;
     const int64_t first = cmd.value("first_call", int64_t{0});
     if (cmd.contains("case")) set = draw_args(cmd["case"], first);
+    const bool stepwise = cmd.value("stepwise", false);
     json samples = json::array();
     for (int i = 0; i < n; ++i) {
       if (!set.empty()) redraw(set, cmd["case"], first + i + 1);
       session_->begin_sample(flush);
       samples.push_back(session_->end_sample());
+      if (stepwise) await_next(i);
     }
     synchronize();
     return {{"samples", samples}};

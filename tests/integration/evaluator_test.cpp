@@ -26,10 +26,10 @@ class EvaluatorTest : public ::testing::Test {
   EvalOptions options_;
 };
 
-// The timing figure and the wall-clock check both come from batches that
-// kept no output: with every eligible batch checked (chance 1), the slowed
-// clock is still caught (it was not, when all batches happened to be checked
-// batches and the wall check had nothing left to hold the claims against).
+// Checks are decided after each timed call returns and their time is taken
+// out of the batch's wall time, so every batch counts for the figure and the
+// wall-clock check: with about one checked call per batch (chance 1), the
+// slowed clock is still caught.
 TEST_F(EvaluatorTest, ForgedTimesAreCaughtWhateverBatchesAreChecked) {
   ProblemSpec spec = relu();
   spec.dims["batch_size"] = 512;  // as --set-dim batch_size=512: calls of milliseconds
