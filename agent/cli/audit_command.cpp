@@ -6,10 +6,33 @@
 #include <optional>
 
 #include "agent/cli/commands.h"
+#include "agent/cli/resumable_table.h"
 #include "agent/scaffold/status_line.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::cli {
+namespace {
+
+nlohmann::json row_of(const AuditReport& r, const ProblemSpec& spec, const std::string& device, const std::string& dims) {
+  nlohmann::json flags = nlohmann::json::array();
+  for (const auto& f : r.flags) flags.push_back({{"check", f.check}, {"reason", f.reason}});
+  nlohmann::json row = {{"problem", spec.name}, {"level", spec.level},     {"max_abs_output", r.max_abs_output},
+                        {"flags", flags},        {"device", device},        {"dims", dims}};
+  if (!r.error.empty()) row["error"] = r.error;
+  return row;
+}
+
+AuditReport report_of(const nlohmann::json& row) {
+  AuditReport r;
+  r.problem = row.value("problem", "");
+  r.max_abs_output = row.value("max_abs_output", 0.0);
+  for (const auto& f : row.value("flags", nlohmann::json::array())) {
+    r.flags.push_back({f.value("check", ""), f.value("reason", "")});
+  }
+  return r;
+}
+
+}  // namespace
 
 Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
   struct State {
@@ -19,6 +42,8 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
     std::string device = "cpu";
     std::string protocol = "strict";
     std::string dims = "small";
+    std::string json_out;
+    std::string resume;
   };
   auto st = std::make_shared<State>();
   app.add_option("names", st->names, "problems to audit (default: all selected)");
@@ -29,6 +54,9 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--dims", st->dims, "small (the cpu dims) or full (upstream sizes; GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"full", "small"}));
+  app.add_option("--json", st->json_out, "write the findings here as they come (one row per task)");
+  app.add_option("--resume", st->resume,
+                 "a --json table of an earlier audit: its tasks (those that did not fail) are not audited again");
   return [st, &global]() {
     ProblemRegistry reg(global.problems_dir);
     const std::vector<ProblemEntry> entries =
@@ -41,20 +69,35 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
     opts.measure_time = false;
     protocol_by_name(opts.protocol);
     Evaluator evaluator(builder, opts);
+    ResumableTable table(st->json_out, st->resume, "problem", "an audit table written by kloop audit --json",
+                         [&](const nlohmann::json& row) {
+                           return !row.contains("error") && row.value("device", "") == opts.device &&
+                                  row.value("dims", "") == st->dims;
+                         });
     std::vector<std::string> sources;
-    for (const auto& e : entries) sources.push_back(reg.load(e).reference_path);
+    for (const auto& e : entries) {
+      if (!table.earlier(e.name)) sources.push_back(reg.load(e).reference_path);
+    }
     build_many(builder.config(), sources, ModuleRole::kReference,
                opts.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda, 0, build_progress_on_stderr("references"));
-    int flagged = 0, failed = 0, undecided = 0;
+    int flagged = 0, failed = 0, undecided = 0, resumed = 0;
     std::printf("%-60s %-12s %s\n", "problem", "max |out|", "flags");
     StatusLine status(static_cast<int>(entries.size()));  // on a terminal: done, in flight, ETA
     for (const auto& e : entries) {
       ProblemSpec spec = reg.load(e);
-      status.begin("eval");
-      AuditReport r = evaluator.audit_reference(spec);
-      status.end("eval");
+      const nlohmann::json* earlier = table.earlier(e.name);
+      AuditReport r;
+      resumed += earlier ? 1 : 0;
+      if (earlier) {
+        r = report_of(*earlier);
+      } else {
+        status.begin("eval");
+        r = evaluator.audit_reference(spec);
+        status.end("eval");
+      }
       status.done(0);
       auto quiet = status.quiet();
+      table.add(earlier ? *earlier : row_of(r, spec, opts.device, st->dims));
       if (!r.error.empty()) {
         ++failed;
         std::printf("%-60s %-12s ERROR: %s\n", e.name.c_str(), "-", r.error.c_str());
@@ -62,7 +105,8 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
       }
       std::string flags;
       for (const auto& f : r.flags) flags += (flags.empty() ? "" : ", ") + f.check;
-      std::printf("%-60s %-12.3g %s\n", e.name.c_str(), r.max_abs_output, flags.empty() ? "-" : flags.c_str());
+      std::printf("%-60s %-12.3g %s%s\n", e.name.c_str(), r.max_abs_output, flags.empty() ? "-" : flags.c_str(),
+                  earlier ? "  (resumed)" : "");
       bool task_undecided = false;
       for (const auto& f : r.flags) {
         std::printf("    %s: %s\n", f.check.c_str(), f.reason.c_str());
@@ -91,8 +135,10 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
       undecided += task_undecided ? 1 : 0;
       std::fflush(stdout);
     }
-    std::printf("%zu problems audited (%s, %s dims, %s tolerance): %d flagged, %d without a decision, %d failed\n",
-                entries.size(), opts.device.c_str(), st->dims.c_str(), opts.protocol.c_str(), flagged, undecided, failed);
+    std::printf(
+        "%zu problems audited (%s, %s dims, %s tolerance; %d resumed): %d flagged, %d without a decision, %d failed\n",
+        entries.size(), opts.device.c_str(), st->dims.c_str(), opts.protocol.c_str(), resumed, flagged,
+        undecided, failed);
     return failed ? 1 : 0;
   };
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cli/commands.h"
+#include "agent/cli/resumable_table.h"
 #include "agent/scaffold/status_line.h"
 #include "evaluator/problem/registry.h"
 
@@ -78,20 +79,8 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
         reg.select(st->names, st->suite, st->level > 0 ? std::optional<int>(st->level) : std::nullopt);
     // Rows measured before (a level cut short by a time limit): kept as
     // they are, in the selection's order, and not measured again.
-    std::map<std::string, nlohmann::json> earlier;
-    if (!st->resume.empty() && std::filesystem::exists(st->resume)) {
-      nlohmann::json old;
-      try {
-        old = nlohmann::json::parse(std::ifstream(st->resume));
-      } catch (const std::exception& e) {
-        throw std::runtime_error(st->resume + ": not a baseline table written by --json (" + e.what() +
-                                 "); pass that file, or leave out --resume");
-      }
-      if (!old.is_array()) throw std::runtime_error(st->resume + ": not a baseline table written by --json");
-      for (const auto& row : old) {
-        if (row.contains("task") && row.contains("fp32_ms") && !row.contains("error")) earlier[row["task"]] = row;
-      }
-    }
+    ResumableTable table(st->json_out, st->resume, "task", "a baseline table written by --json",
+                         [](const nlohmann::json& row) { return row.contains("fp32_ms") && !row.contains("error"); });
     Builder builder(BuilderConfig::from_environment());
     EvalOptions opts;
     opts.device = st->device;
@@ -104,28 +93,28 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
     std::vector<std::string> sources;
     for (const auto& e : entries) {
       ProblemSpec spec = reg.load(e);
-      if (!earlier.count(spec.name)) sources.push_back(spec.reference_path);
+      if (!table.earlier(spec.name)) sources.push_back(spec.reference_path);
     }
     std::fprintf(stderr, "kloop: building %zu reference(s)...\n", sources.size());
     build_many(builder.config(), sources, ModuleRole::kReference,
                opts.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda, 0, build_progress_on_stderr("references"));
-    nlohmann::json rows = nlohmann::json::array();
     int failed = 0;
+    std::size_t resumed = 0;
     std::printf("%-62s %10s %10s %6s %6s %9s %s\n", "task", "FP32 ms", "TF32 ms", "n", "rsd%", "inputs", "note");
     StatusLine status(static_cast<int>(entries.size()));  // on a terminal: done, in flight, ETA
     for (const auto& e : entries) {
       ProblemSpec spec = reg.load(e);
       status.done(0);  // counted as it starts: each row below finishes it
-      if (auto it = earlier.find(spec.name); it != earlier.end()) {
+      if (const nlohmann::json* earlier = table.earlier(spec.name)) {
         auto quiet = status.quiet();
-        nlohmann::json row = it->second;
+        nlohmann::json row = *earlier;
         row["resumed"] = true;
+        ++resumed;
         char tf_s[32] = "-";
         if (row.contains("tf32_ms")) std::snprintf(tf_s, sizeof(tf_s), "%.4f", row["tf32_ms"].get<double>());
         std::printf("%-62s %10.4f %10s %6s %6s %9s resumed from %s\n", spec.name.c_str(),
                     row["fp32_ms"].get<double>(), tf_s, "", "", "", st->resume.c_str());
-        rows.push_back(row);
-        if (!st->json_out.empty()) std::ofstream(st->json_out) << rows.dump(2) << "\n";
+        table.add(row);
         continue;
       }
       status.begin("eval");
@@ -153,12 +142,11 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
         row["input_bytes"] = r.input_bytes;
         row["seconds"] = r.seconds;
       }
-      rows.push_back(row);
+      table.add(row);  // the --json file kept current
       std::fflush(stdout);
-      if (!st->json_out.empty()) std::ofstream(st->json_out) << rows.dump(2) << "\n";  // kept current
     }
     std::printf("%zu references measured on %s (%s timing rules), %zu resumed: %d failed\n", sources.size(),
-                opts.device.c_str(), opts.protocol.c_str(), entries.size() - sources.size(), failed);
+                opts.device.c_str(), opts.protocol.c_str(), resumed, failed);
     return failed ? 1 : 0;
   };
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cli/commands.h"
+#include "agent/cli/resumable_table.h"
 #include "agent/scaffold/status_line.h"
 #include "agent/store/run_store.h"
 #include "evaluator/evaluate.h"
@@ -202,28 +203,23 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
   opts.device = a.device;
   opts.small_dims = a.dims == "small";
   Evaluator evaluator(builder, opts);
-  nlohmann::json table = nlohmann::json::array();
-  std::set<std::string> done;
-  if (!a.resume.empty() && std::filesystem::exists(a.resume)) {
-    std::ifstream in(a.resume);
-    try {
-      in >> table;
-    } catch (const nlohmann::json::exception&) {
-      throw std::invalid_argument("--resume " + a.resume + ": not a parity table (kloop problems parity --json writes one)");
-    }
-    for (const auto& row : table) done.insert(row.value("problem", ""));
-  }
+  ResumableTable table(a.json_file, a.resume, "problem", "a parity table written by kloop problems parity --json");
   std::vector<std::string> sources;
   for (const auto& e : entries) {
-    if (!done.count(e.name)) sources.push_back(reg.load(e).reference_path);
+    if (!table.earlier(e.name)) sources.push_back(reg.load(e).reference_path);
   }
   std::fprintf(stderr, "kloop: building %zu reference(s)...\n", sources.size());
   build_many(builder.config(), sources, ModuleRole::kReference, a.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda,
              0, build_progress_on_stderr("references"));
   std::map<std::string, int> counts;
   std::printf("%-50s %-12s %-8s %-11s %-11s %s\n", "problem", "parity", "bitwise", "max_abs", "max_rel", "details");
+  std::size_t resumed = 0;
   for (const auto& e : entries) {
-    if (done.count(e.name)) continue;
+    if (const nlohmann::json* earlier = table.earlier(e.name)) {
+      table.add(*earlier);
+      ++resumed;
+      continue;
+    }
     const ProblemSpec spec = reg.load(e);
     const ParityResult r = check_parity(evaluator, spec, po);
     ++counts[r.status];
@@ -232,7 +228,7 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
     std::printf("%-50s %-12s %-8s %-11.3g %-11.3g %s\n", r.problem.c_str(), r.status.c_str(), r.bitwise ? "yes" : "no",
                 r.max_abs_error, r.max_rel_error, details.substr(0, 400).c_str());
     std::fflush(stdout);
-    table.push_back({{"problem", r.problem},
+    table.add({{"problem", r.problem},
                      {"level", spec.level},
                      {"upstream_file", r.upstream_file},
                      {"status", r.status},
@@ -243,11 +239,10 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
                      {"deviations", r.deviations},
                      {"device", a.device},
                      {"dims", a.dims}});
-    if (!a.json_file.empty()) RunStore::write_text(a.json_file, table.dump(2) + "\n");
   }
   if (!a.markdown.empty()) {
     // By level, then by the task's number.
-    std::vector<nlohmann::json> rows(table.begin(), table.end());
+    std::vector<nlohmann::json> rows(table.rows().begin(), table.rows().end());
     auto number = [](const std::string& name) { return std::atoi(name.c_str()); };
     std::stable_sort(rows.begin(), rows.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
       const int lx = x.value("level", 0), ly = y.value("level", 0);
@@ -278,9 +273,9 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
     summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + status;
     if (status != "match") bad += n;
   }
-  std::printf("%zu task(s) compared with %s: %s%s\n", entries.size() - done.size(), a.upstream.c_str(),
+  std::printf("%zu task(s) compared with %s: %s%s\n", entries.size() - resumed, a.upstream.c_str(),
               summary.empty() ? "none" : summary.c_str(),
-              done.empty() ? "" : (" (" + std::to_string(done.size()) + " kept from " + a.resume + ")").c_str());
+              resumed == 0 ? "" : (" (" + std::to_string(resumed) + " kept from " + a.resume + ")").c_str());
   return bad ? 1 : 0;
 }
 
