@@ -189,7 +189,9 @@ class WorkerSession {
   std::optional<json> call(const json& cmd, std::chrono::milliseconds timeout, const std::vector<int>& send_fds = {}) {
     fds_.clear();
     if (!process_.send(cmd.dump(), send_fds)) return died(timeout);
-    return reply(timeout);
+    std::optional<json> r = reply(timeout);
+    if (r && r->contains("sample_done")) return violated("the worker stopped as in a timing batch where none was asked for");
+    return r;
   }
 
   // `cmd` for an op that stops after each step ({"sample_done": i}) until
@@ -365,6 +367,7 @@ struct CandidateTiming {
   int checked_calls = 0;  // timed calls whose output was checked against the reference
   std::string implausible;  // why the claims cannot be true; "" when they can
   std::optional<int64_t> post_call;  // fresh inputs: the call of the timing case the check after timing ran
+  double checking_seconds = 0;       // spent checking timed calls (reference and candidate)
 };
 
 // Checks the outputs of the timed call the batch stopped after (its
@@ -482,6 +485,7 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
       if (!fresh) checked_sets.insert(set);
       check_call(fresh ? first + i : set);
       checking += since(t0);
+      out.checking_seconds += since(t0);
     };
     const auto t0 = Clock::now();
     auto reply = cand.call_stepwise(batch_cmd, timeout, on_step);
@@ -1317,6 +1321,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
         v.integrity.push_back({"timed_call_incorrect", timed_wrong_finding});
       }
       v.candidate_time = timed.summary;
+      v.phases.timed_checks = timed.checking_seconds;
       v.throttled_samples_discarded = timed.throttled_discarded;
       v.timing_check = timed.check;
       if (!timed.implausible.empty()) v.integrity.push_back({"implausible_timing", timed.implausible});
@@ -1362,9 +1367,11 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                                                          " us: work ran outside the current stream"});
         }
         if (options_.activity_audit) {
+          const auto audit_start = Clock::now();
           audit_candidate_activity(spec, tests[0].dims, cand, work, cases[0], reference_profile, device_info,
                                    rules, protocol, options_, builder_.config().cache_dir, v);
           if (v.activity.contains("kernels_per_call")) audit_shape_variants(tests, cases, cand, work, protocol, options_, v);
+          v.phases.activity_audit = since(audit_start);
         }
         if (timed.persisting_l2_limit != 0 || timed.persisting_l2_window_bytes != 0) {
           v.integrity.push_back(

@@ -89,6 +89,8 @@ json Verdict::to_json() const {
               {"reference", phases.reference},
               {"candidate", phases.candidate},
               {"compare", phases.compare},
+              {"timed_checks", phases.timed_checks},
+              {"activity_audit", phases.activity_audit},
               {"total", phases.total}}}};
   if (!exchange.empty()) j["exchange"] = exchange;
   if (!input_exchange.empty()) j["input_exchange"] = input_exchange;
@@ -250,6 +252,11 @@ std::string Verdict::to_text() const {
                 phases.build_candidate, build.cached ? " (cached)" : "", phases.reference, phases.candidate,
                 phases.compare, phases.total);
   out << buf;
+  if (phases.timed_checks > 0 || phases.activity_audit > 0) {
+    std::snprintf(buf, sizeof(buf), "  checks: timed-call checks %.2fs, activity audit %.2fs (within the above)\n",
+                  phases.timed_checks, phases.activity_audit);
+    out << buf;
+  }
   if (!exchange.empty()) {
     out << "  tensors: inputs " << (input_exchange.empty() ? "drawn" : input_exchange) << ", outputs " << exchange
         << "\n";

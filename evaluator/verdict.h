@@ -61,6 +61,11 @@ struct PhaseTimes {
   double candidate = 0;
   double compare = 0;
   double total = 0;
+  // Parts of the above spent on integrity checks: timed calls checked
+  // against the reference (reference and candidate), the activity audit
+  // of the timed case and the shape variants (candidate).
+  double timed_checks = 0;
+  double activity_audit = 0;
 };
 
 struct Verdict {

@@ -245,6 +245,7 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"../attacks/attack_oversized_header.cpp", "strict", "integrity_violation", "protocol_violation"},
         FixtureCase{"../attacks/attack_malformed_reply.cpp", "strict", "integrity_violation", "protocol_violation"},
         FixtureCase{"../attacks/attack_forged_aliasing.cpp", "strict", "integrity_violation", "protocol_violation"},
+        FixtureCase{"../attacks/attack_forged_step.cpp", "strict", "integrity_violation", "protocol_violation"},
         // The light kernel API (tests/fixtures/light): kloop tensors instead of ATen.
         FixtureCase{"../light/relu_correct.cpp", "strict", "correct", "test calls passed"},
         FixtureCase{"../light/relu_transposed_view.cpp", "strict", "correct", "test calls passed"},
