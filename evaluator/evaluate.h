@@ -12,6 +12,7 @@
 #include <string>
 
 #include "evaluator/build/builder.h"
+#include "evaluator/eval_defaults.h"
 #include "evaluator/isolation/sandbox.h"
 #include "evaluator/problem/spec.h"
 #include "evaluator/protocol.h"
@@ -32,8 +33,8 @@ struct EvalOptions {
   std::string protocol = "strict";
   uint64_t seed = 1;
   std::chrono::milliseconds load_timeout{60000};
-  std::chrono::milliseconds run_timeout{120000};  // per worker command (tests, timing)
-  uint64_t memory_limit_bytes = 8ull << 30;       // address space of the candidate process
+  std::chrono::milliseconds run_timeout{static_cast<long long>(kDefaultRunTimeoutSeconds * 1000)};
+  uint64_t memory_limit_bytes = static_cast<uint64_t>(kDefaultMemoryLimitGb * (1ull << 30));
   int threads = 0;                                // intra-op threads; 0 = LibTorch's default
   bool measure_time = true;
   std::optional<double> max_timing_seconds;  // caps the protocol's timing budget

@@ -27,8 +27,8 @@ struct EvalCliOptions {
   std::string device = "cpu";
   std::string protocol = "strict";
   uint64_t seed = 1;
-  double timeout_s = 120;
-  double memory_limit_gb = 8;
+  double timeout_s = kDefaultRunTimeoutSeconds;
+  double memory_limit_gb = kDefaultMemoryLimitGb;
   int threads = 0;
   bool no_timing = false;
   bool no_activity_audit = false;

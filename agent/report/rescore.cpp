@@ -33,7 +33,7 @@ EvalOptions eval_options(const json& config, const RescoreOptions& o) {
   e.device = config.value("device", std::string("cpu"));
   e.protocol = o.protocol;
   e.seed = config.value("seed", 1ull);
-  const double timeout = o.timeout_s.value_or(ev.value("timeout_s", 120.0));
+  const double timeout = o.timeout_s.value_or(ev.value("timeout_s", kDefaultRunTimeoutSeconds));
   e.run_timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
   e.threads = o.threads.value_or(ev.value("threads", 0));
   const double max_timing = o.max_timing_seconds.value_or(ev.value("max_timing_seconds", 0.0));

@@ -380,7 +380,7 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
   const json ev = j.value("evaluation", json::object());
   r.known(ev, "evaluation", {"timeout_s", "max_timing_seconds", "threads", "isolation", "activity_audit"});
   c.activity_audit = r.get<bool>(ev, "activity_audit", "evaluation.activity_audit", true);
-  c.eval_timeout_s = r.get<double>(ev, "timeout_s", "evaluation.timeout_s", 120);
+  c.eval_timeout_s = r.get<double>(ev, "timeout_s", "evaluation.timeout_s", kDefaultRunTimeoutSeconds);
   c.max_timing_seconds = r.get<double>(ev, "max_timing_seconds", "evaluation.max_timing_seconds", 0);
   c.threads = r.get<int>(ev, "threads", "evaluation.threads", 0);
   c.isolation = r.get<std::string>(ev, "isolation", "evaluation.isolation", "strict");

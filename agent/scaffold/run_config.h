@@ -11,6 +11,7 @@
 
 #include "agent/llm/provider.h"
 #include "agent/prompt/prompt_builder.h"
+#include "evaluator/eval_defaults.h"
 
 namespace kloop {
 
@@ -73,7 +74,7 @@ struct RunConfig {
   ProviderConfig provider;
   ScaffoldConfig scaffold;
   PromptSettings prompts;
-  double eval_timeout_s = 120;
+  double eval_timeout_s = kDefaultRunTimeoutSeconds;
   double max_timing_seconds = 0;  // 0: the protocol's budget
   int threads = 0;
   std::string isolation = "strict";  // the candidate's sandbox: strict or weak (evaluator/isolation/sandbox.h)
