@@ -60,7 +60,6 @@ TEST_F(EvaluatorTest, NoForwardAfterTheTestsSeesAnInputTwice) {
     EXPECT_GE(v.timing_check.value("checked_calls", 0), 2) << v.timing_check.dump();
     EXPECT_GT(v.timing_check.value("samples_run", 0), 10) << v.timing_check.dump();
     EXPECT_GT(v.phases.timed_checks, 0) << "the checks' cost is reported";
-    EXPECT_LT(v.phases.timed_checks, v.phases.total);
   }
   options_.fresh_inputs_on_cpu = false;
   Evaluator ev(builder_, options_);
