@@ -339,7 +339,6 @@ double sample_overhead_seconds(WorkerSession& ref, const TimingRules& rules, std
     cmd["case"] = *fresh_case;
     cmd["first_call"] = int64_t{1} << 40;  // values do not matter here, only the drawing's cost
   }
-  cmd["stepwise"] = true;  // the same stop after each sample as a candidate's batches
   const auto t0 = Clock::now();
   auto r = ref.call_stepwise(cmd, timeout, [](const json&) {});
   const double wall = since(t0);
@@ -461,7 +460,7 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
     const int64_t first = fresh ? random.call_id() : 0;
     json order = json::array();
     for (int i = 0; i < n && !fresh; ++i) order.push_back(next_set());
-    json batch_cmd = {{"op", "time_batch"}, {"samples", n}, {"l2_flush", rules.l2_flush}, {"stepwise", true}};
+    json batch_cmd = {{"op", "time_batch"}, {"samples", n}, {"l2_flush", rules.l2_flush}};
     if (fresh) {
       batch_cmd["first_call"] = first;
     } else {

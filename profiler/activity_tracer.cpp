@@ -214,6 +214,14 @@ void CUPTIAPI launch_called(void*, CUpti_CallbackDomain domain, CUpti_CallbackId
   Recorder& r = recorder();
   std::lock_guard<std::mutex> lock(r.mutex);
   if (!r.watching) return;
+  // A runtime launch reaches the driver's launch call too, under the same
+  // correlation id: the runtime's record (it can name the host stub) stands.
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    const auto& seen = r.trace.launches;
+    for (std::size_t back = 0; back < seen.size() && back < 8; ++back) {
+      if (seen[seen.size() - 1 - back].correlation_id == call->correlationId) return;
+    }
+  }
   LaunchOrigin o;
   o.correlation_id = call->correlationId;
   o.mangled = call->symbolName ? call->symbolName : "";

@@ -22,7 +22,6 @@ class ResumableTable {
 
   // The kept row of `task`, or nullptr.
   const nlohmann::json* earlier(const std::string& task) const;
-  std::size_t earlier_count() const { return earlier_.size(); }
 
   // Appends a row and rewrites the --json file, if any.
   void add(nlohmann::json row);

@@ -961,9 +961,9 @@ class Worker {
   //   time_setup  the case's module and its input sets, then the warm-up;
   //   time_batch  exactly `samples` timed calls, rotating over the sets;
   //               their event (GPU) or wall (CPU) times, and what the device
-  //               saw (throttling, the persisting-L2 limit); `stepwise`:
-  //               after each call it stops ({"sample_done": i}) and serves
-  //               a time_check of that call's outputs until told "next";
+  //               saw (throttling, the persisting-L2 limit); after each
+  //               call it stops ({"sample_done": i}) and serves a
+  //               time_check of that call's outputs until told "next";
   //   time_post   one more call on a fresh set, published for the judge.
   // Candidate: the timing loop's state. The case is the driver's timing
   // case (inputs from a nonce of its own, never the test inputs): its
@@ -1019,7 +1019,6 @@ class Worker {
     // before it (outside its timed span).
     const bool fresh = cmd.contains("first_call");
     const int64_t first = cmd.value("first_call", int64_t{0});
-    const bool stepwise = cmd.value("stepwise", false);
     if (!sets.is_array() || (!sets.empty() && sets.size() != static_cast<std::size_t>(n))) {
       throw WorkerError{"runtime_error", "time_batch: 'sets' must give one input set per sample"};
     }
@@ -1039,18 +1038,16 @@ class Worker {
       samples.push_back(session_->end_sample());
       wall.push_back(session_->last_wall_seconds());
       throttled.push_back(session_->last_sample_throttled());
-      if (stepwise) {
-        kept_ = {std::move(out)};  // for a time_check the driver may now ask for
-        await_next(i);
-        kept_.clear();
-      }
+      kept_ = {std::move(out)};  // for a time_check the driver may now ask for
+      await_next(i);
+      kept_.clear();
     }
     return {{"samples", samples}, {"wall", wall}, {"throttled", throttled},
             {"persisting_l2_limit", session_->persisting_l2_limit()},
             {"persisting_l2_window_bytes", session_->persisting_l2_window_bytes()}, {"clock_monitor", session_->clock_monitor()}};
   }
 
-  // After sample i of a stepwise loop: says so, then serves the driver's
+  // After timed sample i: says so, then serves the driver's
   // commands (a time_check of that sample's outputs) until it says "next".
   // Whether a call is checked is decided only once it has returned.
   void await_next(int i) {
@@ -1119,13 +1116,12 @@ class Worker {
     std::vector<at::Tensor> set;
     const int64_t first = cmd.value("first_call", int64_t{0});
     if (cmd.contains("case")) set = draw_args(cmd["case"], first);
-    const bool stepwise = cmd.value("stepwise", false);
     json samples = json::array();
     for (int i = 0; i < n; ++i) {
       if (!set.empty()) redraw(set, cmd["case"], first + i + 1);
       session_->begin_sample(flush);
       samples.push_back(session_->end_sample());
-      if (stepwise) await_next(i);
+      await_next(i);  // the same stop after each sample as a candidate's batches
     }
     synchronize();
     return {{"samples", samples}};

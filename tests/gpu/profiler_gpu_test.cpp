@@ -318,10 +318,12 @@ TEST_F(ProfilerGpuTest, TracerSeesNamesShapesRegistersAndStreams) {
     // Each launch's caller: this test binary, matched by correlation id.
     for (const KernelRecord* k : {copy, fma, add_one}) {
       const LaunchOrigin* origin = nullptr;
+      int records = 0;
       for (const auto& o : trace.launches) {
-        if (o.correlation_id == k->correlation_id) origin = &o;
+        if (o.correlation_id == k->correlation_id) origin = &o, ++records;
       }
       ASSERT_NE(origin, nullptr) << k->name << ": no launch callback with its correlation id";
+      EXPECT_EQ(records, 1) << k->name << ": one record per launch (the runtime's, not the driver's again)";
       EXPECT_EQ(origin->object, kSelfObject) << k->name;
       EXPECT_EQ(origin->mangled, k->mangled) << k->name;
     }
