@@ -1595,7 +1595,11 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
                                                     /*centered=*/true)},
                              {"tolerance", to_json(protocol.tolerance)}};
     }
-    reply = ref.call(cmd, options_.run_timeout);
+    // One command builds a module for each case and runs it: the limit is
+    // per case, as for an evaluation's calls (a wide model's construction
+    // alone can take a good part of it at upstream size).
+    const auto runs = static_cast<int>(cases.size()) + (centered ? 1 : 0);
+    reply = ref.call(cmd, options_.run_timeout * runs);
   }
   if (!reply || !reply->value("ok", false)) {
     r.error = reply ? reply->value("message", "failed") : ref.failure();
