@@ -3,6 +3,7 @@
 // verdict; only failures on kloop's side throw EvaluationError.
 #include "evaluator/evaluate.h"
 
+#include <sched.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -220,6 +222,7 @@ class WorkerSession {
   bool protocol_violation() const { return protocol_violation_; }
   std::string log_tail() const { return last_lines(file_tail(log_path_, 16384), 30); }
   std::vector<UniqueFd>& fds() { return fds_; }
+  pid_t pid() const { return process_.pid(); }
 
  private:
   std::optional<json> reply(std::chrono::milliseconds timeout) {
@@ -346,15 +349,19 @@ double sample_overhead_seconds(WorkerSession& ref, const TimingRules& rules, std
   return wall / kSamples;
 }
 
+// The threads a CPU candidate is given: --threads, else LibTorch's default
+// (one per CPU this process may run on).
+int granted_cpu_threads(const EvalOptions& o) {
+  if (o.threads > 0) return o.threads;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 // The candidate's timing, driven from here: the worker runs batches of
 // exactly the samples asked for, the stopping rule runs in this process, and
 // the claimed times are held against the wall time each batch took as seen
-// from here. A claim cannot be smaller than the work it had to wait for:
-// when the batches' wall time, less a trusted per-sample overhead (measured
-// on the reference, doubled, plus slack) and a per-batch allowance, exceeds
-// kTimingClaimMargin times the claimed total, the claims are implausible.
-constexpr double kTimingClaimMargin = 1.5;
-
+// from here (check_timing_claims, sample_stats.h).
 struct CandidateTiming {
   TimingSummary summary;
   TimingSummary wall;
@@ -415,7 +422,7 @@ constexpr int kMaxChecks = 6;
 constexpr int kMinFreshChecks = 2;
 
 CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const TimingRules& rules, bool cpu,
-                               double overhead_per_sample, std::chrono::milliseconds timeout,
+                               int cpu_threads, double overhead_per_sample, std::chrono::milliseconds timeout,
                                const std::function<void(const std::optional<json>&)>& check_reply,
                                double& candidate_seconds, json post_cmd, const TimedCallCheck& check_call,
                                double check_chance, bool fresh) {
@@ -447,6 +454,10 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
   std::vector<double> wall;
   double claimed = 0, observed = 0;
   int run = 0, batches = 0;
+  // CPU only: the kernel's account of the candidate's CPU time over the
+  // batches, less what checking used (NaN: unknown).
+  const auto cpu_start = cpu ? process_tree_cpu_seconds(cand.pid()) : std::nullopt;
+  double cpu_checking = cpu_start ? 0 : std::nan("");
   int batch = std::max(1, std::min(rules.min_samples, 1000));
   // Any output size: the size the module claims is its word, not a reason to skip checks.
   const bool checkable = static_cast<bool>(check_call);
@@ -480,11 +491,14 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
       if (out.checked_calls >= kMaxChecks) chance /= 4;
       if (!random.chance(std::min(1.0, chance))) return;
       const auto t0 = Clock::now();
+      const auto cpu0 = cpu ? process_tree_cpu_seconds(cand.pid()) : std::nullopt;
       ++out.checked_calls;
       if (!fresh) checked_sets.insert(set);
       check_call(fresh ? first + i : set);
       checking += since(t0);
       out.checking_seconds += since(t0);
+      const auto cpu1 = cpu0 ? process_tree_cpu_seconds(cand.pid()) : std::nullopt;
+      cpu_checking = cpu1 ? cpu_checking + (*cpu1 - *cpu0) : std::nan("");
     };
     const auto t0 = Clock::now();
     auto reply = cand.call_stepwise(batch_cmd, timeout, on_step);
@@ -547,20 +561,30 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
   if (run == 0) throw ProtocolViolation("no timing batch could be held against the wall clock");
   out.summary = rule.summary();
   out.wall = summarize(wall);
-  const double per_sample = 2 * overhead_per_sample + (cpu ? 50e-6 : 20e-6);
-  const double per_batch = cpu ? 20e-3 : 5e-3;
-  const double allowed = kTimingClaimMargin * claimed + run * per_sample + batches * per_batch;
-  out.check = {{"samples_run", run},          {"batches", batches},           {"claimed_seconds", claimed},
-               {"observed_seconds", observed}, {"allowed_seconds", allowed},   {"overhead_per_sample", overhead_per_sample},
-               {"input_sets", sets},           {"checked_calls", out.checked_calls}};
-  if (observed > allowed) {
-    char buf[256];
-    std::snprintf(buf, sizeof(buf),
-                  "the %d timed calls claimed %.6f s in all but took %.6f s as seen by kloop (more than %.1fx the claim "
-                  "plus %.1f us of overhead per call)",
-                  run, claimed, observed, kTimingClaimMargin, per_sample * 1e6);
-    out.implausible = buf;
+  TimingClaims claims;
+  claims.cpu = cpu;
+  claims.samples = run;
+  claims.batches = batches;
+  claims.claimed_seconds = claimed;
+  claims.observed_seconds = observed;
+  claims.overhead_per_sample = overhead_per_sample;
+  claims.cpu_threads = cpu_threads;
+  claims.clock_tick = 1.0 / static_cast<double>(std::max(1L, sysconf(_SC_CLK_TCK)));
+  if (cpu) {
+    const auto cpu_end = cpu_start ? process_tree_cpu_seconds(cand.pid()) : std::nullopt;
+    if (cpu_end && std::isfinite(cpu_checking)) claims.cpu_seconds = *cpu_end - *cpu_start - cpu_checking;
   }
+  const TimingClaimCheck verdict = check_timing_claims(claims);
+  out.check = {{"samples_run", run},          {"batches", batches},
+               {"claimed_seconds", claimed},  {"observed_seconds", observed},
+               {"allowed_seconds", verdict.allowed_seconds}, {"overhead_per_sample", overhead_per_sample},
+               {"input_sets", sets},          {"checked_calls", out.checked_calls}};
+  if (claims.cpu_seconds) {
+    out.check["cpu_seconds"] = *claims.cpu_seconds;
+    out.check["cpu_threads"] = cpu_threads;
+  }
+  if (verdict.cpu_allowed_seconds > 0) out.check["cpu_allowed_seconds"] = verdict.cpu_allowed_seconds;
+  if (!verdict.plausible) out.implausible = verdict.why;
   if (fresh) {
     out.post_call = random.call_id();
     post_cmd["call"] = *out.post_call;
@@ -1307,7 +1331,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
           cand,
           {{"op", "time_setup"}, {"dir", work.shared()}, {"case", timing_case}, {"post_case", cases[0]},
            {"rules", to_json(rules)}},
-          rules, cpu, overhead, options_.run_timeout,
+          rules, cpu, granted_cpu_threads(options_), overhead, options_.run_timeout,
           [&](const std::optional<json>& r) {
             if (auto bad = worker_failed(r)) throw CandidateFailed{*bad};
           },
@@ -1742,7 +1766,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
       timed = time_candidate(cand,
                              {{"op", "time_setup"}, {"dir", work.shared()}, {"case", tc}, {"post_case", c},
                               {"rules", to_json(rules)}},
-                             rules, cpu, overhead, options_.run_timeout, fail, seconds,
+                             rules, cpu, granted_cpu_threads(options_), overhead, options_.run_timeout, fail, seconds,
                              {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", "file"}}, nullptr, 0, fresh);
     } catch (const ProtocolViolation& e) {
       throw EvaluationError(std::string("repeat timing: protocol_violation: ") + e.what());

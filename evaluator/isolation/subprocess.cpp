@@ -2,6 +2,7 @@
 // calls run.
 #include "evaluator/isolation/subprocess.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +14,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 
 namespace kloop {
@@ -277,6 +280,69 @@ ExitStatus WorkerProcess::wait(std::chrono::milliseconds timeout) {
     }
     usleep(2000);
   }
+}
+
+namespace {
+
+// Fields 14-17 of /proc/PID/stat (utime, stime, cutime, cstime), in ticks.
+std::optional<long long> stat_ticks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  // The name (field 2) is in parentheses and may hold anything: read after the last ')'.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(close + 1));
+  std::string field;
+  long long sum = 0;
+  for (int i = 3; i <= 17 && rest >> field; ++i) {
+    if (i < 14) continue;
+    try {
+      sum += std::stoll(field);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (i == 17) return sum;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<double> process_tree_cpu_seconds(pid_t root) {
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (root <= 0 || hz <= 0) return std::nullopt;
+  constexpr std::size_t kMaxProcesses = 4096;
+  std::vector<pid_t> todo{root};
+  std::set<pid_t> seen{root};
+  long long ticks = 0;
+  while (!todo.empty()) {
+    const pid_t pid = todo.back();
+    todo.pop_back();
+    const auto own = stat_ticks(pid);
+    if (!own) {
+      if (pid == root) return std::nullopt;
+      continue;  // a descendant that ended meanwhile: its time is in its parent's cutime once reaped
+    }
+    ticks += *own;
+    const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+    DIR* dir = opendir(tasks.c_str());
+    if (!dir) {
+      if (pid == root) return std::nullopt;
+      continue;
+    }
+    while (const dirent* e = readdir(dir)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream children(tasks + "/" + e->d_name + "/children");
+      long long child = 0;
+      while (children >> child) {
+        if (seen.size() >= kMaxProcesses) break;
+        if (seen.insert(static_cast<pid_t>(child)).second) todo.push_back(static_cast<pid_t>(child));
+      }
+    }
+    closedir(dir);
+  }
+  return static_cast<double>(ticks) / static_cast<double>(hz);
 }
 
 std::string file_tail(const std::string& path, std::size_t max_bytes) {

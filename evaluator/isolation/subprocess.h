@@ -88,6 +88,14 @@ class WorkerProcess {
 // kloop-sandbox-init, the init of a strict sandbox: beside the worker.
 std::string sandbox_init_path(const std::string& worker);
 
+// The CPU time the kernel has accounted to process `pid` and everything
+// below it: its threads' user and system time, its reaped children's, and
+// those of its live descendants (found through /proc/PID/task/TID/children,
+// so a strict sandbox's whole namespace, whose orphans its init adopts).
+// Kept by the kernel, so nothing in the tree can forge it; clock-tick
+// resolution (10 ms at the usual 100 Hz). nullopt when /proc cannot say.
+std::optional<double> process_tree_cpu_seconds(pid_t pid);
+
 // The last `max_bytes` of a file (logs for diagnostics); "" when unreadable.
 std::string file_tail(const std::string& path, std::size_t max_bytes);
 

@@ -283,10 +283,11 @@ TEST(EvalCliTest, TimingForgedByASlowedClockIsCaught) {
     if (fixture.find("attack") != std::string::npos) {
       EXPECT_EQ(v.value("verdict", ""), "integrity_violation") << out.substr(0, 3000);
       EXPECT_NE(v.value("message", "").find("implausible_timing"), std::string::npos) << v.value("message", "");
-    } else {  // the honest loop at the same size passes the same check
+    } else {  // the honest loop at the same size passes the same check (on a loaded machine by its CPU time)
       EXPECT_EQ(v.value("verdict", ""), "correct") << out.substr(0, 3000);
       ASSERT_TRUE(v.contains("timing_check"));
-      EXPECT_LE(v["timing_check"]["observed_seconds"].get<double>(), v["timing_check"]["allowed_seconds"].get<double>());
+      EXPECT_GT(v["timing_check"].value("samples_run", 0), 0) << v["timing_check"].dump();
+      EXPECT_TRUE(v["timing_check"].contains("cpu_seconds")) << v["timing_check"].dump();
     }
   }
 }

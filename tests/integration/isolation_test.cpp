@@ -37,10 +37,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -49,6 +51,7 @@
 #include <vector>
 
 #include "evaluator/evaluate.h"
+#include "evaluator/isolation/subprocess.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop {
@@ -686,6 +689,53 @@ TEST_F(UnprivilegedTest, OutputFloodIsCapped) {
   CliResult r = eval_as_nobody(scratch().fixture("attack_output_flood.cpp"));
   EXPECT_EQ(r.verdict.value("verdict", ""), "correct") << r.out.substr(0, 4000) << r.err.substr(0, 2000);
   EXPECT_LT(r.out.size(), 1u << 20);
+}
+
+// The CPU time the timing check trusts: the kernel's account of a process
+// and everything below it, a grandchild still running and one reaped by
+// its parent alike; nothing for a process that does not exist.
+TEST(ProcessTreeCpuTest, CountsLiveAndReapedDescendants) {
+  auto burn = [](double seconds) {  // CPU seconds of its own, however loaded the machine is
+    auto used = [] {
+      timespec t{};
+      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+      return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+    };
+    volatile double x = 1;
+    while (used() < seconds) x = x * 1.0000001 + 1e-9;
+  };
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setpgid(0, 0);
+    const pid_t reaped = fork();
+    if (reaped == 0) {
+      burn(0.3);
+      _exit(0);
+    }
+    waitpid(reaped, nullptr, 0);
+    const pid_t live = fork();
+    if (live == 0) {
+      burn(0.3);
+      if (write(ready[1], "x", 1) != 1) _exit(1);
+      pause();
+      _exit(0);
+    }
+    pause();
+    _exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  const std::optional<double> seconds = process_tree_cpu_seconds(child);
+  kill(-child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  ASSERT_TRUE(seconds.has_value());
+  EXPECT_GE(*seconds, 0.5) << "0.3 s reaped plus 0.3 s live";
+  EXPECT_FALSE(process_tree_cpu_seconds(child).has_value());
 }
 
 }  // namespace
