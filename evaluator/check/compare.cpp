@@ -22,8 +22,8 @@ Tolerance tolerance_from_json(const nlohmann::json& j) {
 }
 
 double effective_atol(const Tolerance& tol, double rms_expected) {
-  if (tol.magnitude <= 0 || !(rms_expected > 0)) return tol.atol;
-  return std::min(tol.atol, tol.magnitude * rms_expected);
+  if (tol.magnitude <= 0 || !(rms_expected > 0)) return tol.atol + tol.allowance;
+  return std::min(tol.atol, tol.magnitude * rms_expected) + tol.allowance;
 }
 
 std::vector<int64_t> unravel_index(int64_t flat, const std::vector<int64_t>& shape) {
@@ -121,6 +121,7 @@ nlohmann::json to_json(const TensorComparison& c) {
                       {"atol_used", c.atol_used},
                       {"first_mismatches", mism}};
   if (!c.problem.empty()) j["problem"] = c.problem;
+  if (c.against_exact) j["against_exact"] = true;
   return j;
 }
 
@@ -140,6 +141,7 @@ TensorComparison comparison_from_json(const nlohmann::json& j) {
   c.max_abs_expected = number(j.value("max_abs_expected", nlohmann::json(0.0)), 0.0);
   c.rms_expected = number(j.value("rms_expected", nlohmann::json(0.0)), 0.0);
   c.atol_used = number(j.value("atol_used", nlohmann::json(0.0)), 0.0);
+  c.against_exact = j.value("against_exact", false);
   for (const auto& m : j.value("first_mismatches", nlohmann::json::array())) {
     c.first_mismatches.push_back({m.at("index").get<std::vector<int64_t>>(), number(m.at("expected"), NAN),
                                   number(m.at("actual"), NAN)});

@@ -21,6 +21,10 @@ struct Tolerance {
   // cannot pass on outputs far below atol; and a constant output where the
   // expected one varies fails as such. 0: plain atol + rtol * |expected|.
   double magnitude = 0;
+  // Added to the atol applied, after the magnitude cap: the fp32
+  // reference's own error when judging against an fp64 twin
+  // (compare_with_exact_allowance). Not sent between processes.
+  double allowance = 0;
 };
 
 // The form the driver sends to the reference worker: {"atol": .., "rtol": ..}.
@@ -45,6 +49,10 @@ struct TensorComparison {
   double max_abs_expected = 0;
   double rms_expected = 0;  // over the expected's finite values
   double atol_used = 0;     // the absolute tolerance applied (see Tolerance::magnitude)
+  // Judged against the fp64 twin, the fp32 reference's own error allowed
+  // (compare_with_exact_allowance in tensor_compare.h); false: against the
+  // fp32 reference.
+  bool against_exact = false;
   std::vector<Mismatch> first_mismatches;
 };
 

@@ -171,6 +171,24 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
   return c;
 }
 
+TensorComparison compare_with_exact_allowance(const at::Tensor& expected, const at::Tensor* exact,
+                                              const at::Tensor& actual, const std::string& name, const Tolerance& tol,
+                                              int max_listed) {
+  TensorComparison c = compare_tensors(expected, actual, name, tol, max_listed);
+  if (c.passed || !c.problem.empty() || !exact || !actual.is_floating_point() || exact->sizes() != actual.sizes() ||
+      exact->sizes() != expected.sizes() || c.non_finite > 0) {
+    return c;
+  }
+  const ErrorVsExact reference = error_against(*exact, expected);
+  if (!std::isfinite(reference.max_abs_error)) return c;
+  Tolerance widened = tol;
+  widened.allowance += reference.max_abs_error;
+  TensorComparison e = compare_tensors(exact->to(actual.scalar_type()), actual, name, widened, max_listed);
+  if (!e.passed) return c;
+  e.against_exact = true;
+  return e;
+}
+
 ErrorVsExact error_against(const at::Tensor& exact, const at::Tensor& approx, int64_t chunk) {
   if (exact.sizes() != approx.sizes()) {
     throw std::invalid_argument("error analysis: shapes " + shape_text(exact) + " and " + shape_text(approx) + " differ");

@@ -30,6 +30,19 @@ struct ErrorVsExact {
 };
 ErrorVsExact error_against(const at::Tensor& exact, const at::Tensor& approx, int64_t chunk = int64_t{1} << 26);
 
+// compare_tensors against the fp32 reference's `expected`, and, where that
+// fails and an fp64 twin's `exact` output is at hand, once more against
+// `exact` with the fp32 reference's own largest error added to the atol
+// applied: where fp32 itself strays from exact (long reductions of terms of
+// both signs), a candidate that rounds on the other side is judged by its
+// distance from the true result, never given more room than the tolerance
+// plus the reference's error (the room the fp32 comparison gives in the
+// worst case). The comparison that decides is returned (against_exact says
+// which); a failure reads as the fp32 comparison.
+TensorComparison compare_with_exact_allowance(const at::Tensor& expected, const at::Tensor* exact,
+                                              const at::Tensor& actual, const std::string& name, const Tolerance& tol,
+                                              int max_listed = 5);
+
 // Bitwise equality of dtype, shape and bytes.
 bool tensors_identical(const at::Tensor& a, const at::Tensor& b);
 

@@ -198,6 +198,46 @@ TEST(TensorCompareTest, MagnitudeAwareToleranceFailsZerosAndConstantsOnTinyOutpu
   EXPECT_TRUE(compare_tensors(at::full({8}, 0.5), at::full({8}, 0.5), "output0", strict).passed);
 }
 
+// Where the fp32 reference strays from exact, an answer on the other side
+// of the exact value passes against the fp64 twin with the reference's own
+// error allowed, and is said to; one farther from exact than the tolerance
+// plus that error fails, reported against the fp32 reference; without a
+// twin (or under a tolerance where the fp32 comparison passes) nothing
+// changes; and a constant answer still fails as one.
+TEST(TensorCompareTest, AnAnswerOnTheExactSideOfAStrayReferencePassesAgainstTheTwin) {
+  at::manual_seed(5);
+  const at::Tensor exact = at::randn({256}, at::kDouble) * 10;
+  const double stray = 8e-4;  // the fp32 reference's error, most of atol
+  const at::Tensor reference = (exact + stray).to(at::kFloat);
+  const at::Tensor other_side = (exact - 6e-4).to(at::kFloat);  // 1.4e-3 from the reference, 6e-4 from exact
+  const at::Tensor too_far = (exact - 2.5e-3).to(at::kFloat);  // beyond atol + stray of exact
+  Tolerance tol{1e-3, 0};
+  tol.magnitude = 1e-2;
+  EXPECT_FALSE(compare_tensors(reference, other_side, "output0", tol).passed);
+  const TensorComparison ok = compare_with_exact_allowance(reference, &exact, other_side, "output0", tol);
+  EXPECT_TRUE(ok.passed) << ok.max_abs_error << " vs atol " << ok.atol_used;
+  EXPECT_TRUE(ok.against_exact);
+  EXPECT_NEAR(ok.atol_used, 1e-3 + stray, 1e-6);
+  EXPECT_TRUE(comparison_from_json(to_json(ok)).against_exact);
+  const TensorComparison far = compare_with_exact_allowance(reference, &exact, too_far, "output0", tol);
+  EXPECT_FALSE(far.passed);
+  EXPECT_FALSE(far.against_exact);
+  EXPECT_DOUBLE_EQ(far.atol_used, 1e-3);
+  EXPECT_FALSE(compare_with_exact_allowance(reference, nullptr, other_side, "output0", tol).passed);
+  const TensorComparison near = compare_with_exact_allowance(reference, &exact, reference, "output0", tol);
+  EXPECT_TRUE(near.passed);
+  EXPECT_FALSE(near.against_exact);
+  // Tiny outputs: the allowance is the reference's error, not atol's.
+  const at::Tensor tiny = at::rand({256}, at::kDouble) * 1e-4;
+  const at::Tensor tiny_ref = (tiny * (1 + 1e-7)).to(at::kFloat);
+  const TensorComparison zeros =
+      compare_with_exact_allowance(tiny_ref, &tiny, at::zeros({256}), "output0", tol);
+  EXPECT_FALSE(zeros.passed);
+  const TensorComparison constant =
+      compare_with_exact_allowance(tiny_ref, &tiny, at::full({256}, 5e-5), "output0", tol);
+  EXPECT_FALSE(constant.passed);
+}
+
 // An output repeated along a dimension (a broadcast, an expand()ed view, a
 // value computed once) where the expected output varies along it by less
 // than the tolerance: plain atol passes it; strict does not, on the host and
