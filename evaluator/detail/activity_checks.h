@@ -1,0 +1,35 @@
+// The candidate's GPU activity as the verdict judges it: profiler digests,
+// the kernels and library calls the activity audit found, and the audit
+// runs on the timing case and every hidden shape variant. For evaluate.cpp;
+// not part of the evaluator's API.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluator/check/activity_audit.h"
+#include "evaluator/detail/worker_session.h"
+#include "evaluator/protocol.h"
+
+namespace kloop::detail {
+
+// The candidate's activity audit (and, when asked, its counters and the two
+// digests), after its timing. What it finds becomes integrity findings: no
+// kernel where the reference launches some, kernels on other streams, work
+// still running after kloop's stream finished, library kernels where the
+// protocol wants custom ones, and event times far below the kernel time.
+void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, WorkerSession& cand,
+                              const WorkDir& work, const json& run_case, const json& reference_profile,
+                              const json& device_info, const TimingRules& rules, const Protocol& protocol,
+                              const EvalOptions& options, const std::string& cache_dir, Verdict& v);
+
+// Every shape variant's calls traced as well (under protocols that check
+// integrity): library kernels, side-stream or late work on a hidden shape
+// count as on the timed one, and a module that fails while traced there
+// fails the audit.
+void audit_shape_variants(const std::vector<TestCase>& tests, const json& cases, WorkerSession& cand,
+                          const WorkDir& work, const Protocol& protocol, const EvalOptions& options, Verdict& v);
+
+}  // namespace kloop::detail

@@ -1,0 +1,46 @@
+// What the driver sends its workers to make a case: the inputs' and
+// weights' draws, the constructor arguments, the load command, and the
+// reference's generated cases. Shared by evaluate.cpp and
+// reference_checks.cpp; not part of the evaluator's API.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluator/detail/worker_session.h"
+#include "evaluator/protocol.h"
+#include "evaluator/runtime/host_tensor.h"
+
+namespace kloop::detail {
+
+// One case of the reference worker's `generate` command: a model instance
+// built from `weight_seed` at `dims`, called `calls` times on inputs drawn
+// from `seed` (shifted to mean zero when `centered`) and multiplied by `scale`.
+json generate_case(const ProblemSpec& spec, const DimValues& dims, int id, uint64_t seed, uint64_t weight_seed,
+                   double scale, int calls, bool randomize_identity_params, bool centered = false);
+
+// True when no floating-point output holds a NaN or an Inf.
+bool all_finite(const std::vector<HostTensor>& tensors);
+
+// The worker's `load` command.
+json load_command(const std::string& library, const std::string& role, const ProblemSpec& spec,
+                  const EvalOptions& o);
+
+// The protocol's timing rules for the device, capped by --max-timing.
+TimingRules timing_rules(const Protocol& protocol, bool cpu, const EvalOptions& options);
+
+// Whether the candidate's forwards after its tests get inputs of their own
+// (Protocol::fresh_timed_inputs).
+bool fresh_timed_inputs(const Protocol& protocol, bool cpu, const EvalOptions& options);
+
+// Runs the reference worker's `generate` on `cases` into work's shared
+// folder: "" when it did, else what went wrong (its message and log).
+std::string generate_reference_cases(const BuildResult& rb, const ProblemSpec& spec, const json& cases, WorkDir& work,
+                                     const EvalOptions& options);
+
+std::string build_failure_text(const BuildResult& rb);
+
+}  // namespace kloop::detail

@@ -1,0 +1,73 @@
+// The work folder and the log helpers of worker_session.h.
+#include "evaluator/detail/worker_session.h"
+
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace kloop::detail {
+
+namespace fs = std::filesystem;
+
+bool noexec(const std::string& path) {
+  struct statvfs sv;
+  return statvfs(path.c_str(), &sv) == 0 && (sv.f_flag & ST_NOEXEC) != 0;
+}
+
+WorkDir::WorkDir(const std::string& root, bool keep) : keep_(keep) {
+  std::string base = root;
+  if (base.empty()) {
+    // /dev/shm when it can hold the staged module (containers often mount it noexec).
+    base = (access("/dev/shm", W_OK) == 0 && !noexec("/dev/shm")) ? "/dev/shm" : fs::temp_directory_path().string();
+  }
+  std::string tmpl = base + "/kloop-eval-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw EvaluationError("cannot create a work folder under " + base);
+  path_ = tmpl;
+  // Traversable (the sandbox's uid needs the two folders), not listable.
+  fs::permissions(path_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  fs::create_directories(shared());
+  fs::create_directories(sandbox());
+  fs::permissions(shared(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                fs::perms::others_read | fs::perms::others_exec);
+}
+
+WorkDir::~WorkDir() {
+  if (!keep_) {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+}
+
+std::string last_phase(const std::string& log) {
+  const std::string tag = "kloop-worker: ";
+  auto pos = log.rfind(tag);
+  if (pos == std::string::npos) return "start-up";
+  auto end = log.find('\n', pos);
+  return log.substr(pos + tag.size(), end == std::string::npos ? std::string::npos : end - pos - tag.size());
+}
+
+std::string last_lines(const std::string& text, int n) {
+  int count = 0;
+  std::size_t pos = text.size();
+  while (pos > 0 && count <= n) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) return text;
+    ++count;
+  }
+  return text.substr(pos + 1);
+}
+
+std::string stage_module(const WorkDir& work, const std::string& library) {
+  if (noexec(work.shared())) return library;  // a module cannot be mapped from there: load it where it is
+  const std::string staged = work.shared() + "/candidate.so";
+  std::error_code ec;
+  fs::copy_file(library, staged, fs::copy_options::overwrite_existing, ec);
+  if (ec) throw EvaluationError("cannot stage the candidate's module " + library + ": " + ec.message());
+  fs::permissions(staged, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
+                  ec);
+  return staged;
+}
+
+}  // namespace kloop::detail

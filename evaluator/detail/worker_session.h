@@ -1,0 +1,181 @@
+// The driver's side of an evaluation's processes: the scratch folder one
+// evaluation works in, a worker session and what went wrong with it, and
+// the failures that unwind an evaluation step. For evaluate.cpp and the
+// candidate's timing (candidate_timing.h); not part of the evaluator's API.
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluator/evaluate.h"
+#include "evaluator/isolation/subprocess.h"
+
+namespace kloop::detail {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// True when the filesystem of `path` is mounted noexec.
+bool noexec(const std::string& path);
+
+// A per-evaluation scratch folder, removed on scope exit unless kept:
+//   shared/   written by the reference (weights, published inputs), read-only
+//             to the candidate;
+//   sandbox/  the candidate's own folder (its outputs), writable by it;
+//   *.log     the workers' logs, written by the driver, unseen by the candidate.
+class WorkDir {
+ public:
+  WorkDir(const std::string& root, bool keep);
+
+  ~WorkDir();
+
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string shared() const { return path_ + "/shared"; }
+  std::string sandbox() const { return path_ + "/sandbox"; }
+
+ private:
+  std::string path_;
+  bool keep_;
+};
+
+// The last phase a worker announced on its log ("forward, case 2 call 0").
+std::string last_phase(const std::string& log);
+
+std::string last_lines(const std::string& text, int n);
+
+// A worker and what went wrong with it, if anything. Replies are untrusted
+// input: a line that is not a JSON object, or an over-long one, is a
+// protocol violation, not an exception.
+class WorkerSession {
+ public:
+  WorkerSession(const std::string& worker, const std::string& role, const WorkDir& dir, const std::string& cwd,
+                const SandboxSpec& sandbox)
+      : log_path_(dir.path() + "/" + role + ".log"), process_({worker}, cwd, log_path_, sandbox) {}
+  // A trusted worker (reference, calibration): no sandbox.
+  WorkerSession(const std::string& worker, const std::string& role, const WorkDir& dir)
+      : WorkerSession(worker, role, dir, dir.shared(), SandboxSpec{}) {}
+
+  // The reply to `cmd`, or nullopt when the worker died, timed out or broke
+  // the protocol; failure() then describes it. Descriptors that came with
+  // the reply are in fds() until the next call.
+  std::optional<json> call(const json& cmd, std::chrono::milliseconds timeout, const std::vector<int>& send_fds = {}) {
+    fds_.clear();
+    if (!process_.send(cmd.dump(), send_fds)) return died(timeout);
+    std::optional<json> r = reply(timeout);
+    if (r && r->contains("sample_done")) return violated("the worker stopped as in a timing batch where none was asked for");
+    return r;
+  }
+
+  // `cmd` for an op that stops after each step ({"sample_done": i}) until
+  // told {"op": "next"}: `on_step` runs at each stop and may make calls of
+  // its own (the worker serves them there). The final reply as call()'s.
+  std::optional<json> call_stepwise(const json& cmd, std::chrono::milliseconds timeout,
+                                    const std::function<void(const json&)>& on_step) {
+    fds_.clear();
+    if (!process_.send(cmd.dump())) return died(timeout);
+    for (;;) {
+      std::optional<json> r = reply(timeout);
+      if (!r || !r->contains("sample_done")) return r;
+      on_step(*r);
+      fds_.clear();
+      if (!process_.send(json{{"op", "next"}}.dump())) return died(timeout);
+    }
+  }
+
+  void finish() {
+    process_.send(json{{"op", "exit"}}.dump());
+    process_.wait(std::chrono::milliseconds(5000));
+  }
+
+  VerdictClass failure_class() const { return failure_class_; }
+  const std::string& failure() const { return failure_; }
+  bool protocol_violation() const { return protocol_violation_; }
+  std::string log_tail() const { return last_lines(file_tail(log_path_, 16384), 30); }
+  std::vector<UniqueFd>& fds() { return fds_; }
+  pid_t pid() const { return process_.pid(); }
+
+ private:
+  std::optional<json> reply(std::chrono::milliseconds timeout) {
+    auto message = process_.receive(timeout);
+    if (!message) {
+      if (process_.overflowed()) return violated("the worker sent a reply line of more than 64 MiB");
+      return died(timeout);
+    }
+    fds_ = std::move(message->fds);
+    try {
+      json j = json::parse(message->line);
+      if (!j.is_object()) return violated("the worker's reply is not a JSON object");
+      return j;
+    } catch (const json::exception&) {
+      return violated("the worker sent a malformed reply (the module wrote to fd 3?)");
+    }
+  }
+
+  std::optional<json> violated(const std::string& what) {
+    process_.kill();
+    protocol_violation_ = true;
+    failure_class_ = VerdictClass::kIntegrityViolation;
+    failure_ = "protocol_violation: " + what;
+    return std::nullopt;
+  }
+
+  std::optional<json> died(std::chrono::milliseconds timeout) {
+    std::string phase = last_phase(file_tail(log_path_, 65536));
+    if (process_.timed_out()) {
+      process_.kill();
+      failure_class_ = VerdictClass::kTimeout;
+      failure_ = "no result within " + std::to_string(timeout.count() / 1000.0).substr(0, 5) + " s (during " +
+                 phase + "); the process was killed";
+      return std::nullopt;
+    }
+    ExitStatus st = process_.wait(std::chrono::milliseconds(5000));
+    failure_class_ = VerdictClass::kRuntimeError;
+    if (st.exited) {
+      failure_ = "the process exited with status " + std::to_string(st.code) + " during " + phase +
+                 " without returning a result (a module must not call exit())";
+    } else {
+      failure_ = "the process was " + st.describe() + " during " + phase;
+      if (st.signal == SIGKILL) failure_ += " (possibly out of memory)";
+    }
+    return std::nullopt;
+  }
+
+  std::string log_path_;
+  WorkerProcess process_;
+  VerdictClass failure_class_ = VerdictClass::kRuntimeError;
+  std::string failure_;
+  bool protocol_violation_ = false;
+  std::vector<UniqueFd> fds_;
+};
+
+// The verified module, copied into the evaluation's shared folder, which
+// the candidate cannot write: what it loads is what the cache's MAC checked
+// (no window to swap the file), and readable by the sandbox's uid.
+std::string stage_module(const WorkDir& work, const std::string& library);
+
+// The candidate broke the worker protocol (a reply that is not what was
+// asked for, an index out of range, a transport kloop did not offer).
+struct ProtocolViolation : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// The reference worker died or hung after the candidate's process started.
+struct ReferenceDied : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// A candidate failure found deep inside a step, carried out as its verdict.
+struct CandidateFailed {
+  Verdict verdict;
+};
+
+}  // namespace kloop::detail

@@ -1,0 +1,261 @@
+// The evaluator's work on references alone: a reference's case files, the
+// check that it runs, is deterministic and finite, the audit of degenerate
+// tasks, the baseline and the timer's calibration.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "evaluator/build/build_config.h"
+#include "evaluator/detail/candidate_timing.h"
+#include "evaluator/detail/cases.h"
+#include "evaluator/detail/worker_session.h"
+#include "evaluator/evaluate.h"
+
+namespace kloop {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace detail;  // work folders, worker sessions, cases and the baseline
+
+ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::string& dir) {
+  const bool cpu = options_.device == "cpu";
+  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  if (!rb.ok) throw EvaluationError("the reference of " + spec.name + " " + build_failure_text(rb));
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  const DimValues dims = spec.resolve_dims(cpu || options_.small_dims);
+  const json c = generate_case(spec, dims, 0, options_.seed, options_.seed, 1.0, 1, false);
+  if (const std::string failed = generate_reference_cases(rb, spec, json::array({c}), work, options_); !failed.empty()) {
+    throw EvaluationError("the reference of " + spec.name + " failed: " + failed);
+  }
+  fs::create_directories(dir);
+  ReferenceCase out;
+  out.weights_file = (fs::path(dir) / "weights.safetensors").string();
+  out.inputs_file = (fs::path(dir) / "inputs.safetensors").string();
+  out.expected_file = (fs::path(dir) / "expected.safetensors").string();
+  fs::copy_file(work.shared() + "/case0.weights.safetensors", out.weights_file, fs::copy_options::overwrite_existing);
+  fs::copy_file(work.shared() + "/case0.call0.inputs.safetensors", out.inputs_file, fs::copy_options::overwrite_existing);
+  fs::copy_file(work.shared() + "/case0.call0.expected.safetensors", out.expected_file, fs::copy_options::overwrite_existing);
+  out.args = c.at("args");
+  out.dims = json(dims);
+  return out;
+}
+
+ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
+  ReferenceReport r;
+  r.problem = spec.name;
+  const bool cpu = options_.device == "cpu";
+  const bool small = cpu || options_.small_dims;
+  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  r.build_seconds = rb.seconds;
+  if (!rb.ok) {
+    r.error = build_failure_text(rb);
+    return r;
+  }
+  const auto start = Clock::now();
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  // Cases 0 and 1: the same seed twice (determinism); case 2: another seed
+  // (seed sensitivity); then one case per hidden shape variant.
+  // Case 2 draws its weights the way strict does (identity values
+  // randomised), so every reference is known to run under strict's init.
+  auto make_case = [&](int id, uint64_t seed, const DimValues& dims) {
+    return generate_case(spec, dims, id, seed, seed, 1.0, 1, /*randomize_identity_params=*/id == 2);
+  };
+  const DimValues dims = spec.resolve_dims(small);
+  json cases = json::array({make_case(0, options_.seed, dims), make_case(1, options_.seed, dims),
+                            make_case(2, options_.seed + 1, dims)});
+  std::vector<std::string> variant_names;
+  for (const auto& v : spec.variants) {
+    if (small && !v.cpu) continue;
+    variant_names.push_back(v.name);
+    cases.push_back(make_case(static_cast<int>(cases.size()), options_.seed, spec.resolve_dims(small, &v)));
+  }
+  r.error = generate_reference_cases(rb, spec, cases, work, options_);
+  r.run_seconds = since(start);
+  if (!r.error.empty()) return r;
+  std::vector<std::vector<HostTensor>> out;
+  for (int id = 0; id < 3; ++id) {
+    out.push_back(read_tensor_file(work.shared() + "/case" + std::to_string(id) + ".call0.expected.safetensors"));
+  }
+  r.outputs = static_cast<int>(out[0].size());
+  r.finite = all_finite(out[0]);
+  for (const auto& t : out[0]) r.output_shapes.push_back(t.shape_string());
+  r.deterministic = out[0].size() == out[1].size();
+  r.seed_sensitive = out[0].size() != out[2].size();
+  for (std::size_t i = 0; i < out[0].size() && i < out[1].size(); ++i) {
+    r.deterministic = r.deterministic && tensors_identical(out[0][i], out[1][i]);
+  }
+  for (std::size_t i = 0; i < out[0].size() && i < out[2].size(); ++i) {
+    r.seed_sensitive = r.seed_sensitive || !tensors_identical(out[0][i], out[2][i]);
+  }
+  for (std::size_t i = 0; i < variant_names.size(); ++i) {
+    auto vo = read_tensor_file(work.shared() + "/case" + std::to_string(3 + i) + ".call0.expected.safetensors");
+    const bool finite = all_finite(vo);
+    if (static_cast<int>(vo.size()) != spec.outputs || !finite) {
+      r.error += "variant '" + variant_names[i] + "': " + std::to_string(vo.size()) + " output(s)" +
+                 (finite ? "" : ", non-finite values") + "\n";
+    }
+    r.variants_checked++;
+  }
+  if (!r.deterministic) r.error += "two runs with the same seed gave different outputs\n";
+  if (!r.finite) r.error += "NaN or Inf in the outputs\n";
+  r.ok = r.outputs == spec.outputs && r.finite && r.deterministic && r.error.empty();
+  if (r.outputs != spec.outputs) {
+    r.error = "returns " + std::to_string(r.outputs) + " output(s) but the spec says outputs: " + std::to_string(spec.outputs);
+  }
+  return r;
+}
+
+AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
+  AuditReport r;
+  r.problem = spec.name;
+  const bool cpu = options_.device == "cpu";
+  const bool small = cpu || options_.small_dims;
+  const Protocol protocol = protocol_by_name(options_.protocol);
+  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  if (!rb.ok) {
+    r.error = "the reference does not build";
+    return r;
+  }
+  const DimValues dims = spec.resolve_dims(small);
+  // Case 0: seed s. Case 1: both seeds changed. Case 2: inputs changed only.
+  // Case 3: weights changed only (against case 4).
+  const uint64_t s0 = options_.seed, s1 = options_.seed + 1000;
+  const std::pair<uint64_t, uint64_t> seeds[] = {{s0, s0}, {s1, s1}, {s0, s1}, {s1, s0}};  // {weights, inputs}
+  json cases = json::array();
+  // Weights as upstream initialises them (identity-valued norms kept), even
+  // under strict: a task degenerate with upstream's init is degenerate for
+  // everyone who runs it that way, and strict's randomisation would hide it.
+  // Case 3, the weight-only change, randomises them (and case 4 is its
+  // same-seed partner): identity values are the same under every seed, so
+  // they could not show whether the output depends on the weights.
+  for (int id = 0; id < 4; ++id) {
+    cases.push_back(generate_case(spec, dims, id, seeds[id].second, seeds[id].first, 1.0, 1,
+                                  /*randomize_identity_params=*/id == 3));
+  }
+  cases.push_back(generate_case(spec, dims, 4, s0, s0, 1.0, 1, /*randomize_identity_params=*/true));
+  // The cases run and are compared inside the reference worker, on its
+  // device: no tensor leaves it, so upstream sizes work on the GPU.
+  // "The same" means within the protocol's tolerance: a candidate that
+  // ignores the input (or the weights) passes exactly when the outputs for
+  // other inputs (weights) fall inside it, bitwise or not.
+  // The plain atol + rtol test (strict's magnitude-aware scaling off): the
+  // audit finds the tasks degenerate under plain tolerances, which
+  // kernelbench and verified use; strict's own judge rejects zeros and
+  // constants on tiny outputs by itself.
+  Tolerance plain = protocol.tolerance;
+  plain.magnitude = 0;
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  WorkerSession ref(options_.worker_path, "reference", work);
+  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
+  if (reply && reply->value("ok", false)) {
+    json cmd = {{"op", "audit"}, {"cases", cases}, {"tolerance", to_json(plain)}, {"pairs", {{0, 1}, {0, 2}, {4, 3}}}};
+    // Strict's zero-mean case, where the protocol has one and the spec
+    // allows it: is fp32 itself within half the tolerance there?
+    const bool centered = spec.centered_inputs && has_centerable_input(spec) &&
+                          std::any_of(protocol.extra_scalings.begin(), protocol.extra_scalings.end(),
+                                      [](const InputScaling& s) { return s.centered; });
+    if (centered) {
+      cmd["conditioning"] = {{"case", generate_case(spec, dims, 5, s0, s0, 1.0, 1, protocol.randomize_identity_params,
+                                                    /*centered=*/true)},
+                             {"tolerance", to_json(protocol.tolerance)}};
+    }
+    // One command builds a module for each case and runs it: the limit is
+    // per case, as for an evaluation's calls (a wide model's construction
+    // alone can take a good part of it at upstream size).
+    const auto runs = static_cast<int>(cases.size()) + (centered ? 1 : 0);
+    reply = ref.call(cmd, options_.run_timeout * runs);
+  }
+  if (!reply || !reply->value("ok", false)) {
+    r.error = reply ? reply->value("message", "failed") : ref.failure();
+    return r;
+  }
+  ref.finish();
+  r.has_weights = reply->value("parameters", 0) > 0;
+  r.max_abs_output = reply->value("max_abs_output", 0.0);
+  const bool zeros_pass = reply->value("zeros_pass", false), constant = reply->value("constant", false);
+  const int64_t elements = reply->value("elements", int64_t{0});
+  const json same = reply->at("same");
+  auto identical = [&](int pair) { return same.at(pair).get<bool>(); };
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.3g", r.max_abs_output);
+  const std::string tol = "atol=" + std::to_string(protocol.tolerance.atol).substr(0, 6);
+  if (zeros_pass) {
+    r.flags.push_back({"zeros_pass", "every output is within " + tol + " of zero (max |output| " + buf +
+                                         "), so an all-zero answer passes"});
+  }
+  // A scalar (a loss) is constant by nature; many equal elements are not.
+  if (constant && elements > 1 && !zeros_pass) r.flags.push_back({"constant_output", std::string("every element equals ") + buf});
+  if (identical(0)) {
+    r.flags.push_back({"seed_invariant", "new weights and new inputs give the same output within " + tol});
+  }
+  if (identical(1)) {
+    r.flags.push_back({"input_independent", "new inputs with the same weights give the same output within " + tol});
+  }
+  if (r.has_weights && identical(2)) {
+    r.flags.push_back({"weight_independent", "new weights with the same inputs give the same output within " + tol});
+  }
+  if (reply->contains("conditioning")) {
+    const json& k = (*reply)["conditioning"];
+    const std::string fix = " (set centered_inputs: false in " + spec.spec_path + ")";
+    if (!k.value("finite", true)) {
+      r.flags.push_back({"centered_not_finite", "on zero-mean inputs the reference's outputs are not finite, so "
+                                                "strict's centered case tests nothing" + fix});
+    } else if (k.contains("within_half") && !k.value("within_half", true)) {
+      std::snprintf(buf, sizeof(buf), "%.3g", k.value("max_abs_error", 0.0));
+      r.flags.push_back({"centered_ill_conditioned",
+                         std::string("on zero-mean inputs the fp32 reference is more than half the tolerance from "
+                                     "its fp64 twin (max abs error ") +
+                             buf + "), so a candidate that rounds worse could fail honestly even against the twin" +
+                             fix});
+    }
+  }
+  return r;
+}
+
+BaselineReport Evaluator::measure_baseline(const ProblemSpec& spec, bool use_cache) {
+  const auto start = Clock::now();
+  BaselineReport r;
+  r.problem = spec.name;
+  const Protocol protocol = protocol_by_name(options_.protocol);
+  const bool cpu = options_.device == "cpu";
+  const TimingRules rules = timing_rules(protocol, cpu, options_);
+  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  if (!rb.ok) {
+    r.error = "the reference does not build: " + summarize_diagnostics(rb.diagnostics, 3);
+    return r;
+  }
+  // The case evaluate() times, so the cache entry serves both.
+  const TestCase t = plan_tests(spec, protocol, cpu || options_.small_dims, options_.seed).front();
+  const json c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
+                               protocol.randomize_identity_params);
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  WorkerSession ref(options_.worker_path, "reference", work);
+  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
+  if (!reply || !reply->value("ok", false)) {
+    r.error = reply ? reply->value("message", "load failed") : ref.failure();
+    return r;
+  }
+  const BaselineKey key{spec.name, rb.key, json(t.dims), reply->value("device", json::object()), KLOOP_TORCH_VERSION,
+                        to_json(rules)};
+  reference_baseline(ref, c, key, rules, cpu, use_cache, builder_.config().cache_dir, options_.run_timeout, r);
+  if (r.error.empty()) ref.finish();
+  r.seconds = since(start);
+  return r;
+}
+
+Calibration Evaluator::calibrate() {
+  if (options_.device == "cpu") throw EvaluationError("kloop calibrate measures a GPU; pass --device cuda[:N]");
+  WorkDir work(options_.work_root, options_.keep_work_dir);
+  WorkerSession w(options_.worker_path, "calibrate", work);
+  auto reply = w.call({{"op", "calibrate"}, {"device", options_.device}}, options_.run_timeout);
+  if (!reply || !reply->value("ok", false)) {
+    throw EvaluationError("calibration failed: " + (reply ? reply->value("message", "?") : w.failure()));
+  }
+  w.finish();
+  Calibration c = Calibration::from_json(*reply);
+  c.measured_at = utc_now();
+  store_calibration(builder_.config().cache_dir, c);
+  return c;
+}
+
+}  // namespace kloop
