@@ -331,16 +331,26 @@ std::optional<double> process_tree_cpu_seconds(pid_t root) {
       if (pid == root) return std::nullopt;
       continue;
     }
+    bool unreadable = false;
     while (const dirent* e = readdir(dir)) {
       if (e->d_name[0] == '.') continue;
-      std::ifstream children(tasks + "/" + e->d_name + "/children");
+      const std::string path = tasks + "/" + e->d_name + "/children";
+      std::ifstream children(path);
+      if (!children) {
+        // A thread that ended meanwhile has no folder; a file that cannot be
+        // read (or a kernel without it) hides children: the count would be
+        // too low, so it is unknown.
+        if (access((tasks + "/" + e->d_name).c_str(), F_OK) == 0) unreadable = true;
+        continue;
+      }
       long long child = 0;
       while (children >> child) {
-        if (seen.size() >= kMaxProcesses) break;
-        if (seen.insert(static_cast<pid_t>(child)).second) todo.push_back(static_cast<pid_t>(child));
+        if (seen.size() >= kMaxProcesses) unreadable = true;  // too many to count: unknown, not too few
+        if (!unreadable && seen.insert(static_cast<pid_t>(child)).second) todo.push_back(static_cast<pid_t>(child));
       }
     }
     closedir(dir);
+    if (unreadable) return std::nullopt;
   }
   return static_cast<double>(ticks) / static_cast<double>(hz);
 }

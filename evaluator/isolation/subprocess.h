@@ -93,7 +93,9 @@ std::string sandbox_init_path(const std::string& worker);
 // those of its live descendants (found through /proc/PID/task/TID/children,
 // so a strict sandbox's whole namespace, whose orphans its init adopts).
 // Kept by the kernel, so nothing in the tree can forge it; clock-tick
-// resolution (10 ms at the usual 100 Hz). nullopt when /proc cannot say.
+// resolution (10 ms at the usual 100 Hz). nullopt when /proc cannot say,
+// or cannot say all of it (a children list unreadable, more than 4096
+// processes): never a count that is too low.
 std::optional<double> process_tree_cpu_seconds(pid_t pid);
 
 // The last `max_bytes` of a file (logs for diagnostics); "" when unreadable.
