@@ -46,6 +46,7 @@ WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const
   s.read_only = {o.worker_path, sandbox_init_path(o.worker_path), module, work.shared()};
   s.writable = {work.sandbox()};
   s.weak_as_sandbox_uid = true;
+  s.gpu_devices = !cpu;
   s.host_network = !o.isolate_network;
   if (cpu) s.address_space_bytes = o.memory_limit_bytes;
   s.file_size_bytes = o.file_size_limit_bytes;

@@ -547,12 +547,15 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
   for (const auto& d : {p.proc, p.tmp}) {
     if (made.insert(d).second) p.dirs.push_back(d);
   }
-  // /dev: a tmpfs with the harmless nodes and the GPU's, bound from the host.
+  // /dev: a tmpfs with the harmless nodes and (unless told not to) the
+  // GPU's, bound from the host.
   std::vector<std::string> devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/dev", ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("nvidia", 0) == 0 && !entry.is_directory(ec)) devices.push_back(entry.path().string());
+    if (spec.gpu_devices && name.rfind("nvidia", 0) == 0 && !entry.is_directory(ec)) {
+      devices.push_back(entry.path().string());
+    }
   }
   for (const auto& d : devices) {
     if (!exists(d)) continue;

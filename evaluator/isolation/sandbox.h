@@ -51,6 +51,11 @@ struct SandboxSpec {
   // its module and weights sit in the evaluation's folder); a compiler
   // writing into root's cache keeps uid 0.
   bool weak_as_sandbox_uid = false;
+  // Strict: bind the host's GPU device nodes (/dev/nvidia*) into the
+  // sandbox's /dev. Off for a CPU evaluation, which has no use for them
+  // (and whose work done on a GPU would be neither a CPU kernel nor CPU
+  // time the timing check sees).
+  bool gpu_devices = true;
   // The limits (all levels).
   std::optional<uint64_t> address_space_bytes;  // RLIMIT_AS
   std::optional<uint64_t> cpu_seconds;          // RLIMIT_CPU

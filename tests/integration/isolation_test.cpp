@@ -367,6 +367,24 @@ TEST_F(IsolationTest, StrictHidesTrustedFiles) {
   EXPECT_EQ(read_text(store), before);
 }
 
+// A CPU evaluation's strict sandbox has no GPU device node: the candidate
+// cannot move its work to a GPU of the host. Where the host has none (CI),
+// a stand-in /dev/nvidia-kloop-test (a plain file, which the sandbox would
+// bind like a device node) makes the check bite; on the H200 the real
+// nodes do.
+TEST_F(IsolationTest, CpuEvaluationSeesNoGpuDevice) {
+  const std::string stand_in = "/dev/nvidia-kloop-test-" + std::to_string(getpid());
+  const bool made = std::ofstream(stand_in).good();
+  bool host_has_one = made;
+  for (const auto& e : std::filesystem::directory_iterator("/dev")) {
+    host_has_one = host_has_one || e.path().filename().string().rfind("nvidia", 0) == 0;
+  }
+  Verdict v = evaluate(Isolation::kStrict, std::string(KLOOP_TEST_FIXTURES) + "/attacks/attack_gpu_devices.cpp");
+  if (made) std::filesystem::remove(stand_in);
+  if (!host_has_one) GTEST_SKIP() << "no /dev/nvidia* on this host and /dev is not writable: nothing to hide";
+  expect_blocked_verdict(v);
+}
+
 // Strict: the daemon's setsid works, but it dies with the PID namespace.
 // Weak: setsid is refused, and the daemon dies with the process group.
 TEST_F(IsolationTest, DaemonDiesWithTheSandbox) {
