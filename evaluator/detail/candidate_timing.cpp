@@ -86,10 +86,14 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
   std::vector<double> wall;
   double claimed = 0, observed = 0;
   int run = 0, batches = 0;
-  // CPU only: the kernel's account of the candidate's CPU time over the
-  // batches, less what checking used (NaN: unknown).
-  const auto cpu_start = cpu ? process_tree_cpu_seconds(cand.pid()) : std::nullopt;
-  double cpu_checking = cpu_start ? 0 : std::nan("");
+  // CPU only: the kernel's account of the candidate tree's CPU time over
+  // the batches, the checked calls' taken out; unknown (nullopt) once any
+  // reading fails. It starts at minus the first reading.
+  auto cpu_now = [&]() -> std::optional<double> {
+    return cpu ? process_tree_cpu_seconds(cand.pid()) : std::nullopt;
+  };
+  std::optional<double> cpu_used = cpu_now();
+  if (cpu_used) *cpu_used = -*cpu_used;
   int batch = std::max(1, std::min(rules.min_samples, 1000));
   // Any output size: the size the module claims is its word, not a reason to skip checks.
   const bool checkable = static_cast<bool>(check_call);
@@ -123,14 +127,18 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
       if (out.checked_calls >= kMaxChecks) chance /= 4;
       if (!random.chance(std::min(1.0, chance))) return;
       const auto t0 = Clock::now();
-      const auto cpu0 = cpu ? process_tree_cpu_seconds(cand.pid()) : std::nullopt;
+      const auto cpu_before = cpu_used ? cpu_now() : std::nullopt;
       ++out.checked_calls;
       if (!fresh) checked_sets.insert(set);
       check_call(fresh ? first + i : set);
       checking += since(t0);
       out.checking_seconds += since(t0);
-      const auto cpu1 = cpu0 ? process_tree_cpu_seconds(cand.pid()) : std::nullopt;
-      cpu_checking = cpu1 ? cpu_checking + (*cpu1 - *cpu0) : std::nan("");
+      const auto cpu_after = cpu_before ? cpu_now() : std::nullopt;
+      if (cpu_after) {
+        *cpu_used -= *cpu_after - *cpu_before;
+      } else {
+        cpu_used.reset();
+      }
     };
     const auto t0 = Clock::now();
     auto reply = cand.call_stepwise(batch_cmd, timeout, on_step);
@@ -202,9 +210,8 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
   claims.overhead_per_sample = overhead_per_sample;
   claims.cpu_threads = cpu_threads;
   claims.clock_tick = 1.0 / static_cast<double>(std::max(1L, sysconf(_SC_CLK_TCK)));
-  if (cpu) {
-    const auto cpu_end = cpu_start ? process_tree_cpu_seconds(cand.pid()) : std::nullopt;
-    if (cpu_end && std::isfinite(cpu_checking)) claims.cpu_seconds = *cpu_end - *cpu_start - cpu_checking;
+  if (cpu_used) {
+    if (const auto end = cpu_now()) claims.cpu_seconds = *cpu_used + *end;
   }
   const TimingClaimCheck verdict = check_timing_claims(claims);
   out.check = {{"samples_run", run},          {"batches", batches},
