@@ -113,9 +113,15 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
         auto d = std::find_if(spec.audit.begin(), spec.audit.end(),
                               [&](const AuditDecision& a) { return a.flag == f.check; });
         if (f.check.rfind("centered_", 0) == 0) {
-          task_undecided = true;  // decided by the spec's centered_inputs, not an audit entry
-          std::printf("      decision: none yet (centered_inputs: false in %s leaves the case out)\n",
-                      spec.spec_path.c_str());
+          // Decided by the spec's centered_inputs, not an audit entry; a resumed row keeps a flag
+          // raised before the spec left the case out.
+          if (!spec.centered_inputs) {
+            std::printf("      decision: centered_inputs: false (strict leaves the zero-mean case out)\n");
+          } else {
+            task_undecided = true;
+            std::printf("      decision: none yet (centered_inputs: false in %s leaves the case out)\n",
+                        spec.spec_path.c_str());
+          }
         } else if (d == spec.audit.end()) {
           task_undecided = true;
           std::printf("      decision: none yet (add an audit entry to %s)\n", spec.spec_path.c_str());

@@ -103,5 +103,33 @@ TEST_F(BaselineCliTest, AuditResumeKeepsEarlierFindings) {
   EXPECT_EQ(rows[1]["dims"], "small");
 }
 
+// A zero-mean-case flag is settled by the spec's centered_inputs, not an
+// audit entry: a row resumed from before the spec left the case out still
+// carries the flag, and counts as decided once the spec says false.
+TEST_F(BaselineCliTest, ResumedCenteredFlagIsDecidedByTheSpec) {
+  const fs::path earlier = dir_ / "audit-earlier.json", table = dir_ / "audit.json";
+  auto row = [](const std::string& problem) {
+    return json{{"problem", problem},
+                {"level", 1},
+                {"max_abs_output", 0.5},
+                {"flags", json::array({{{"check", "centered_ill_conditioned"}, {"reason", "planted"}}})},
+                {"device", "cpu"},
+                {"dims", "small"}};
+  };
+  // 98_KLDivLoss's spec says centered_inputs: false; 19_ReLU's does not.
+  std::ofstream(earlier) << json::array({row("19_ReLU"), row("98_KLDivLoss")}).dump();
+  auto [rc, out] = run("audit 19_ReLU 98_KLDivLoss --device cpu --dims small --resume " + earlier.string() +
+                       " --json " + table.string());
+  (void)rc;
+  const auto relu = out.find("19_ReLU"), kl = out.find("98_KLDivLoss");
+  ASSERT_NE(relu, std::string::npos) << out;
+  ASSERT_NE(kl, std::string::npos) << out;
+  EXPECT_NE(out.substr(relu, kl - relu).find("decision: none yet (centered_inputs: false in"), std::string::npos) << out;
+  EXPECT_NE(out.substr(kl).find("decision: centered_inputs: false (strict leaves the zero-mean case out)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("2 flagged, 1 without a decision"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace kloop
