@@ -2,16 +2,13 @@
 #include <gtest/gtest.h>
 
 #include "agent/llm/provider_factories.h"
-#include "tests/support/fake_http_server.h"
-#include "tests/support/provider_test_support.h"
+#include "tests/support/provider_wire_test.h"
 
 namespace kloop {
 namespace {
 
 using nlohmann::json;
-using test_support::FakeHttpServer;
 using test_support::RecordedRequest;
-using test_support::ScopedEnv;
 
 constexpr char kKeyEnv[] = "KLOOP_TEST_GEMINI_KEY";
 constexpr char kKey[] = "AIza-test-5ecret-2222";
@@ -27,27 +24,10 @@ const char kAnswer[] = R"({
   "modelVersion": "gemini-test"
 })";
 
-class GeminiProviderTest : public ::testing::Test {
+class GeminiProviderTest : public test_support::ProviderWireTest {
  protected:
-  ProviderConfig config() {
-    ProviderConfig c;
-    c.kind = "gemini";
-    c.model = "gemini-test";
-    c.base_url = server_.base_url();
-    c.api_key_env = kKeyEnv;
-    c.max_retries = 0;
-    return c;
-  }
-  GenerationRequest conversation() {
-    GenerationRequest r;
-    r.system = "You write CUDA kernels.";
-    r.messages = {{"user", "Write a ReLU."}, {"assistant", "Done."}, {"user", "Faster."}};
-    return r;
-  }
-  json sent_body() { return json::parse(server_.requests().at(0).body); }
-
-  ScopedEnv key_{kKeyEnv, kKey};
-  FakeHttpServer server_;
+  GeminiProviderTest() : ProviderWireTest(kKeyEnv, kKey) {}
+  ProviderConfig config() const { return ProviderWireTest::config("gemini"); }
 };
 
 TEST_F(GeminiProviderTest, SendsGenerateContentRequestWithThinkingConfig) {

@@ -5,16 +5,13 @@
 #include <algorithm>
 
 #include "agent/llm/provider_factories.h"
-#include "tests/support/fake_http_server.h"
-#include "tests/support/provider_test_support.h"
+#include "tests/support/provider_wire_test.h"
 
 namespace kloop {
 namespace {
 
 using nlohmann::json;
-using test_support::FakeHttpServer;
 using test_support::RecordedRequest;
-using test_support::ScopedEnv;
 
 constexpr char kKeyEnv[] = "KLOOP_TEST_OPENAI_KEY";
 constexpr char kKey[] = "sk-test-openai-5ecret-0000";
@@ -27,28 +24,10 @@ const char kAnswer[] = R"({
             "completion_tokens_details": {"reasoning_tokens": 300}}
 })";
 
-GenerationRequest conversation() {
-  GenerationRequest r;
-  r.system = "You write CUDA kernels.";
-  r.messages = {{"user", "Write a ReLU."}, {"assistant", "Here is one."}, {"user", "Make it faster."}};
-  return r;
-}
-
-class OpenAiProviderTest : public ::testing::Test {
+class OpenAiProviderTest : public test_support::ProviderWireTest {
  protected:
-  ProviderConfig config() {
-    ProviderConfig c;
-    c.kind = "openai";
-    c.model = "gpt-test";
-    c.base_url = server_.base_url() + "/v1";
-    c.api_key_env = kKeyEnv;
-    c.max_retries = 0;
-    return c;
-  }
-  json sent_body(std::size_t i = 0) { return json::parse(server_.requests().at(i).body); }
-
-  ScopedEnv key_{kKeyEnv, kKey};
-  FakeHttpServer server_;
+  OpenAiProviderTest() : ProviderWireTest(kKeyEnv, kKey) {}
+  ProviderConfig config() const { return ProviderWireTest::config("openai", "/v1"); }
 };
 
 TEST_F(OpenAiProviderTest, SendsChatCompletionsRequest) {
@@ -76,7 +55,7 @@ TEST_F(OpenAiProviderTest, SendsChatCompletionsRequest) {
   EXPECT_EQ(body["messages"][0], json({{"role", "system"}, {"content", "You write CUDA kernels."}}));
   EXPECT_EQ(body["messages"][1], json({{"role", "user"}, {"content", "Write a ReLU."}}));
   EXPECT_EQ(body["messages"][2]["role"], "assistant");
-  EXPECT_EQ(body["messages"][3]["content"], "Make it faster.");
+  EXPECT_EQ(body["messages"][3]["content"], "Faster.");
   EXPECT_DOUBLE_EQ(body["temperature"].get<double>(), 0.2);
   EXPECT_DOUBLE_EQ(body["top_p"].get<double>(), 0.9);
   EXPECT_EQ(body["max_tokens"], 1000);

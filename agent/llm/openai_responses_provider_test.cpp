@@ -5,16 +5,13 @@
 #include <gtest/gtest.h>
 
 #include "agent/llm/provider_factories.h"
-#include "tests/support/fake_http_server.h"
-#include "tests/support/provider_test_support.h"
+#include "tests/support/provider_wire_test.h"
 
 namespace kloop {
 namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
-using test_support::FakeHttpServer;
-using test_support::ScopedEnv;
 
 constexpr char kKeyEnv[] = "KLOOP_TEST_RESPONSES_KEY";
 constexpr char kKey[] = "sk-test-responses-5ecret-5555";
@@ -30,28 +27,14 @@ const char kAnswer[] = R"({
             "output_tokens": 300, "output_tokens_details": {"reasoning_tokens": 200}, "total_tokens": 1200}
 })";
 
-class OpenAiResponsesTest : public ::testing::Test {
+class OpenAiResponsesTest : public test_support::ProviderWireTest {
  protected:
-  ProviderConfig config() {
-    ProviderConfig c;
-    c.kind = "openai_responses";
-    c.model = "gpt-test";
-    c.base_url = server_.base_url() + "/v1";
-    c.api_key_env = kKeyEnv;
-    c.max_retries = 0;
+  OpenAiResponsesTest() : ProviderWireTest(kKeyEnv, kKey) {}
+  ProviderConfig config() const {
+    ProviderConfig c = ProviderWireTest::config("openai_responses", "/v1");
     c.stream = false;
     return c;
   }
-  GenerationRequest conversation() {
-    GenerationRequest r;
-    r.system = "You write CUDA kernels.";
-    r.messages = {{"user", "Write a ReLU."}, {"assistant", "Done."}, {"user", "Faster."}};
-    return r;
-  }
-  json sent_body() { return json::parse(server_.requests().at(0).body); }
-
-  ScopedEnv key_{kKeyEnv, kKey};
-  FakeHttpServer server_;
 };
 
 TEST_F(OpenAiResponsesTest, RequestAndAnswer) {

@@ -6,15 +6,12 @@
 #include <thread>
 
 #include "agent/llm/provider_factories.h"
-#include "tests/support/fake_http_server.h"
-#include "tests/support/provider_test_support.h"
+#include "tests/support/provider_wire_test.h"
 
 namespace kloop {
 namespace {
 
 using namespace std::chrono_literals;
-using test_support::FakeHttpServer;
-using test_support::ScopedEnv;
 using test_support::SleepRecorder;
 
 constexpr char kKeyEnv[] = "KLOOP_TEST_RETRY_KEY";
@@ -29,14 +26,11 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-class ProviderRetryTest : public ::testing::Test {
+class ProviderRetryTest : public test_support::ProviderWireTest {
  protected:
-  ProviderConfig config(const std::string& kind) {
-    ProviderConfig c;
-    c.kind = kind;
-    c.model = kind == "anthropic" ? "claude-test" : "gpt-test";
-    c.base_url = server_.base_url();
-    c.api_key_env = kKeyEnv;
+  ProviderRetryTest() : ProviderWireTest(kKeyEnv, kKey) {}
+  ProviderConfig config(const std::string& kind) const {
+    ProviderConfig c = ProviderWireTest::config(kind);
     c.max_retries = 3;
     c.initial_backoff = 1000ms;
     c.max_backoff = 4000ms;
@@ -53,8 +47,6 @@ class ProviderRetryTest : public ::testing::Test {
     return r;
   }
 
-  ScopedEnv key_{kKeyEnv, kKey};
-  FakeHttpServer server_;
   SleepRecorder sleeper_;
   std::vector<std::string> notes_;  // what the console would show
 };
@@ -299,7 +291,7 @@ TEST_F(ProviderRetryTest, ThinkBlocksAndRefusalsAreSplitOut) {
 
 TEST_F(ProviderRetryTest, ConnectionRefusedIsRetriedThenGivesUp) {
   ProviderConfig c = config("openai");
-  c.base_url = "http://127.0.0.1:" + std::to_string(FakeHttpServer::unused_port());
+  c.base_url = "http://127.0.0.1:" + std::to_string(test_support::FakeHttpServer::unused_port());
   c.max_retries = 2;
   try {
     provider(c)->generate(hello());

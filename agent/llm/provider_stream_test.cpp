@@ -7,16 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "agent/llm/provider_factories.h"
-#include "tests/support/fake_http_server.h"
-#include "tests/support/provider_test_support.h"
+#include "tests/support/provider_wire_test.h"
 
 namespace kloop {
 namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
-using test_support::FakeHttpServer;
-using test_support::ScopedEnv;
 using test_support::SleepRecorder;
 
 constexpr char kKeyEnv[] = "KLOOP_TEST_STREAM_KEY";
@@ -65,14 +62,11 @@ const std::string kGeminiStream = sse({
     {"", R"({"candidates":[{"content":{"parts":[{"text":"it is."}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":70,"cachedContentTokenCount":50,"candidatesTokenCount":4,"thoughtsTokenCount":9}})"},
 });
 
-class ProviderStreamTest : public ::testing::Test {
+class ProviderStreamTest : public test_support::ProviderWireTest {
  protected:
-  ProviderConfig config(const std::string& kind) {
-    ProviderConfig c;
-    c.kind = kind;
-    c.model = kind == "anthropic" ? "claude-test" : kind == "gemini" ? "gemini-test" : "gpt-test";
-    c.base_url = server_.base_url();
-    c.api_key_env = kKeyEnv;
+  ProviderStreamTest() : ProviderWireTest(kKeyEnv, kKey) {}
+  ProviderConfig config(const std::string& kind) const {
+    ProviderConfig c = ProviderWireTest::config(kind);
     c.max_retries = 3;
     c.connect_timeout = 2000ms;
     c.total_timeout = 20000ms;
@@ -86,10 +80,6 @@ class ProviderStreamTest : public ::testing::Test {
   void enqueue_stream(const std::string& body) {
     server_.enqueue({200, {{"Content-Type", "text/event-stream"}}, body, 0ms});
   }
-  json sent_body(std::size_t i = 0) const { return json::parse(server_.requests().at(i).body); }
-
-  ScopedEnv key_{kKeyEnv, kKey};
-  FakeHttpServer server_;
   SleepRecorder sleeper_;
 };
 
