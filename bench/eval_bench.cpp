@@ -3,7 +3,10 @@
 // of the tensor exchange files; the compile time of a trivial candidate.
 // A program that prints figures, not a test: it asserts nothing.
 //
-//   kloop_eval_bench [--repeats N] [--target cpu|cuda] [--arch sm_90a]
+//   kloop_eval_bench [--repeats N] [--target cpu|cuda] [--arch sm_90a] [--check-repeats N] [--small]
+//
+// --check-repeats: rounds of the protocol comparison (section 5, default 3);
+// --small: run it at the small cpu dims on the GPU too.
 #include <unistd.h>
 
 #include <algorithm>
@@ -62,13 +65,18 @@ int main(int argc, char** argv) {
   int repeats = 5;
   std::string target = "cpu";
   std::string arch = "sm_90a";
+  int check_repeats = 3;
+  bool small = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--repeats" && i + 1 < argc) repeats = std::atoi(argv[++i]);
     else if (a == "--target" && i + 1 < argc) target = argv[++i];
     else if (a == "--arch" && i + 1 < argc) arch = argv[++i];
+    else if (a == "--check-repeats" && i + 1 < argc) check_repeats = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--small") small = true;
     else {
-      std::fprintf(stderr, "usage: %s [--repeats N] [--target cpu|cuda] [--arch sm_90a]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--repeats N] [--target cpu|cuda] [--arch sm_90a] [--check-repeats N] [--small]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -236,6 +244,53 @@ int main(int argc, char** argv) {
     for (int l = 0; l < 3; ++l) {
       std::printf("| %s | %.3f | %.3f | %.3fx |\n", kloop::isolation_name(levels[l]), median(totals[l]),
                   median(candidate[l]), median(totals[l]) / median(totals[0]));
+    }
+  }
+  // 5. What the integrity checks cost a cached evaluation: the same candidate
+  //    under kernelbench (no checks), verified and strict (checked timed
+  //    calls, the activity audit, the zero-mean case and the fp64 twin),
+  //    interleaved so drift hits all three alike. On the GPU at upstream size
+  //    (19_ReLU, 4096 x 393216) unless --small.
+  {
+    kloop::ProblemRegistry reg(kloop::ProblemRegistry::default_root());
+    kloop::ProblemSpec spec = reg.load("19_ReLU");
+    std::string cand = std::string(KLOOP_SOURCE_DIR) + "/examples/cpu/19_ReLU_loop.cpp";
+    kloop::EvalOptions base;
+    base.max_timing_seconds = 0.2;
+    if (target == "cuda") {
+      base.device = "cuda:0";
+      base.small_dims = small;
+      cand = std::string(KLOOP_SOURCE_DIR) + "/tests/gpu/fixtures/relu_correct.cu";
+    }
+    const char* protocols[] = {"kernelbench", "verified", "strict"};
+    std::vector<kloop::PhaseTimes> phases[3];
+    for (int r = 0; r <= check_repeats; ++r) {
+      for (int p = 0; p < 3; ++p) {
+        kloop::EvalOptions o = base;
+        o.protocol = protocols[p];
+        kloop::Evaluator ev(builder, o);
+        kloop::Verdict v = ev.evaluate(spec, cand);
+        if (v.verdict != kloop::VerdictClass::kCorrect) {
+          std::fprintf(stderr, "protocol %s: %s: %s\n", protocols[p], kloop::verdict_name(v.verdict), v.message.c_str());
+        }
+        if (r > 0) phases[p].push_back(v.phases);  // the first round warms the caches
+      }
+    }
+    auto med = [](const std::vector<kloop::PhaseTimes>& runs, double kloop::PhaseTimes::*field) {
+      std::vector<double> v;
+      for (const auto& t : runs) v.push_back(t.*field);
+      return median(v);
+    };
+    std::printf("\n| cached evaluation of 19_ReLU by protocol (%s, %s dims), median of %d | total s | reference s | "
+                "candidate s | compare s | checked timed calls s | activity audit s | total vs kernelbench |\n"
+                "|---|---|---|---|---|---|---|---|\n",
+                base.device.c_str(), target == "cuda" && !small ? "full" : "small", check_repeats);
+    for (int p = 0; p < 3; ++p) {
+      using T = kloop::PhaseTimes;
+      std::printf("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2fx |\n", protocols[p], med(phases[p], &T::total),
+                  med(phases[p], &T::reference), med(phases[p], &T::candidate), med(phases[p], &T::compare),
+                  med(phases[p], &T::timed_checks), med(phases[p], &T::activity_audit),
+                  med(phases[p], &T::total) / med(phases[0], &T::total));
     }
   }
   fs::remove_all(scratch);
