@@ -154,7 +154,7 @@ std::vector<DeviceUse> device_use(const RunView& v) {
   std::vector<DeviceUse> out;
   for (const auto& a : v.attempts) {
     const AttemptRecord& r = a.record;
-    if (r.verdict == "no_code" || r.verdict == "refused" || r.verdict == "context_overflow") continue;
+    if (codeless_verdict(r.verdict)) continue;
     auto it = std::find_if(out.begin(), out.end(), [&](const DeviceUse& d) { return d.device == r.device && d.gpu == r.gpu; });
     if (it == out.end()) it = out.insert(out.end(), {r.device, r.gpu, 0});
     ++it->attempts;
