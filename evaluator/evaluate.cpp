@@ -126,6 +126,11 @@ std::string detect_cuda_arch(const std::string& device) {
   return arch;
 }
 
+BuildResult Evaluator::build_reference(const ProblemSpec& spec) {
+  return builder_.build(spec.reference_path, ModuleRole::kReference,
+                        options_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+}
+
 Evaluator::Evaluator(Builder& builder, EvalOptions options) : builder_(builder), options_(std::move(options)) {
 #ifndef KLOOP_WITH_CUDA
   if (options_.device != "cpu") {
@@ -203,7 +208,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     return finish(VerdictClass::kCompileError,
                   std::to_string(errors) + " error(s)" + (first.empty() ? "" : "; first: " + first));
   }
-  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, target);
+  BuildResult rb = build_reference(spec);
   v.phases.build_reference = rb.seconds;
   if (!rb.ok) {
     throw EvaluationError("the reference " + spec.reference_path + " does not build:\n" +
@@ -698,7 +703,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   const TimingRules rules = timing_rules(protocol, cpu, options_);
   const bool fresh = fresh_timed_inputs(protocol, cpu, options_);
   BuildResult cb = builder_.build(candidate_path, ModuleRole::kCandidate, target);
-  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, target);
+  BuildResult rb = build_reference(spec);
   if (!cb.ok || !rb.ok) throw EvaluationError("repeat timing: the " + std::string(cb.ok ? "reference" : "candidate") + " does not build");
   const TestCase t = plan_tests(spec, protocol, cpu || options_.small_dims, options_.seed).front();
   const json c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,

@@ -153,6 +153,9 @@ class Evaluator {
   const EvalOptions& options() const { return options_; }
 
  private:
+  // The reference built for the evaluation's device (the CPU or a GPU).
+  BuildResult build_reference(const ProblemSpec& spec);
+
   Builder& builder_;
   EvalOptions options_;
 };

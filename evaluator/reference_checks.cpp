@@ -19,7 +19,7 @@ using namespace detail;  // work folders, worker sessions, cases and the baselin
 
 ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::string& dir) {
   const bool cpu = options_.device == "cpu";
-  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  BuildResult rb = build_reference(spec);
   if (!rb.ok) throw EvaluationError("the reference of " + spec.name + " " + build_failure_text(rb));
   WorkDir work(options_.work_root, options_.keep_work_dir);
   const DimValues dims = spec.resolve_dims(cpu || options_.small_dims);
@@ -45,7 +45,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   r.problem = spec.name;
   const bool cpu = options_.device == "cpu";
   const bool small = cpu || options_.small_dims;
-  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  BuildResult rb = build_reference(spec);
   r.build_seconds = rb.seconds;
   if (!rb.ok) {
     r.error = build_failure_text(rb);
@@ -111,7 +111,7 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   const bool cpu = options_.device == "cpu";
   const bool small = cpu || options_.small_dims;
   const Protocol protocol = protocol_by_name(options_.protocol);
-  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  BuildResult rb = build_reference(spec);
   if (!rb.ok) {
     r.error = "the reference does not build";
     return r;
@@ -219,7 +219,7 @@ BaselineReport Evaluator::measure_baseline(const ProblemSpec& spec, bool use_cac
   const Protocol protocol = protocol_by_name(options_.protocol);
   const bool cpu = options_.device == "cpu";
   const TimingRules rules = timing_rules(protocol, cpu, options_);
-  BuildResult rb = builder_.build(spec.reference_path, ModuleRole::kReference, cpu ? BuildTarget::kCpu : BuildTarget::kCuda);
+  BuildResult rb = build_reference(spec);
   if (!rb.ok) {
     r.error = "the reference does not build: " + summarize_diagnostics(rb.diagnostics, 3);
     return r;
