@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,54 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double median(const std::vector<double>& v) { return kloop::summarize(v).median; }  // 0 for none
+
+double median_of(const std::vector<kloop::PhaseTimes>& runs, double kloop::PhaseTimes::*phase) {
+  std::vector<double> v;
+  for (const auto& t : runs) v.push_back(t.*phase);
+  return median(v);
+}
+
+// 19_ReLU with a correct candidate: the cached evaluation the sandbox and
+// protocol comparisons time (on the GPU at small dims when small_dims).
+struct ReluEvaluation {
+  kloop::ProblemSpec spec;
+  std::string candidate;
+  kloop::EvalOptions options;
+};
+
+ReluEvaluation relu_evaluation(const std::string& target, bool small_dims) {
+  kloop::ProblemRegistry reg(kloop::ProblemRegistry::default_root());
+  ReluEvaluation r{reg.load("19_ReLU"), std::string(KLOOP_SOURCE_DIR) + "/examples/cpu/19_ReLU_loop.cpp", {}};
+  r.options.max_timing_seconds = 0.2;
+  if (target == "cuda") {
+    r.options.device = "cuda:0";
+    r.options.small_dims = small_dims;
+    r.candidate = std::string(KLOOP_SOURCE_DIR) + "/tests/gpu/fixtures/relu_correct.cu";
+  }
+  return r;
+}
+
+// The evaluation under `variants` settings (vary sets variant i's and names
+// it), interleaved over rounds + 1 rounds so drift hits all alike; the first
+// round warms the caches and is not kept. Phase times per variant.
+std::vector<std::vector<kloop::PhaseTimes>> interleaved_phases(
+    kloop::Builder& builder, const ReluEvaluation& e, int rounds, int variants,
+    const std::function<std::string(kloop::EvalOptions&, int)>& vary) {
+  std::vector<std::vector<kloop::PhaseTimes>> out(static_cast<std::size_t>(variants));
+  for (int r = 0; r <= rounds; ++r) {
+    for (int i = 0; i < variants; ++i) {
+      kloop::EvalOptions o = e.options;
+      const std::string name = vary(o, i);
+      kloop::Evaluator ev(builder, o);
+      kloop::Verdict v = ev.evaluate(e.spec, e.candidate);
+      if (v.verdict != kloop::VerdictClass::kCorrect) {
+        std::fprintf(stderr, "%s: %s: %s\n", name.c_str(), kloop::verdict_name(v.verdict), v.message.c_str());
+      }
+      if (r > 0) out[static_cast<std::size_t>(i)].push_back(v.phases);
+    }
+  }
+  return out;
+}
 
 const char* kTrivial =
     "#include <kloop/kernel_api.h>\n"
@@ -211,39 +260,19 @@ int main(int argc, char** argv) {
   //    the candidate unsandboxed (kloop before the sandbox), weak and strict,
   //    interleaved so drift hits all three alike.
   {
-    kloop::ProblemRegistry reg(kloop::ProblemRegistry::default_root());
-    kloop::ProblemSpec spec = reg.load("19_ReLU");
-    std::string cand = std::string(KLOOP_SOURCE_DIR) + "/examples/cpu/19_ReLU_loop.cpp";
-    kloop::EvalOptions base;
-    base.max_timing_seconds = 0.2;
-    if (target == "cuda") {
-      base.device = "cuda:0";
-      base.small_dims = true;
-      cand = std::string(KLOOP_SOURCE_DIR) + "/tests/gpu/fixtures/relu_correct.cu";
-    }
     const kloop::Isolation levels[] = {kloop::Isolation::kNone, kloop::Isolation::kWeak, kloop::Isolation::kStrict};
-    std::vector<double> totals[3], candidate[3];
-    for (int r = 0; r <= repeats; ++r) {
-      for (int l = 0; l < 3; ++l) {
-        kloop::EvalOptions o = base;
-        o.isolation = levels[l];
-        kloop::Evaluator ev(builder, o);
-        kloop::Verdict v = ev.evaluate(spec, cand);
-        if (v.verdict != kloop::VerdictClass::kCorrect) {
-          std::fprintf(stderr, "isolation %s: %s: %s\n", kloop::isolation_name(levels[l]), kloop::verdict_name(v.verdict),
-                       v.message.c_str());
-        }
-        if (r == 0) continue;  // the first round warms the caches
-        totals[l].push_back(v.phases.total);
-        candidate[l].push_back(v.phases.candidate);
-      }
-    }
+    const ReluEvaluation relu = relu_evaluation(target, /*small_dims=*/true);
+    const auto phases = interleaved_phases(builder, relu, repeats, 3, [&](kloop::EvalOptions& o, int l) {
+      o.isolation = levels[l];
+      return std::string("isolation ") + kloop::isolation_name(levels[l]);
+    });
+    using T = kloop::PhaseTimes;
     std::printf("\n| cached evaluation of 19_ReLU by sandbox (%s), median of %d | total s | candidate s | total vs none |\n"
                 "|---|---|---|---|\n",
-                base.device.c_str(), repeats);
+                relu.options.device.c_str(), repeats);
     for (int l = 0; l < 3; ++l) {
-      std::printf("| %s | %.3f | %.3f | %.3fx |\n", kloop::isolation_name(levels[l]), median(totals[l]),
-                  median(candidate[l]), median(totals[l]) / median(totals[0]));
+      std::printf("| %s | %.3f | %.3f | %.3fx |\n", kloop::isolation_name(levels[l]), median_of(phases[l], &T::total),
+                  median_of(phases[l], &T::candidate), median_of(phases[l], &T::total) / median_of(phases[0], &T::total));
     }
   }
   // 5. What the integrity checks cost a cached evaluation: the same candidate
@@ -252,45 +281,23 @@ int main(int argc, char** argv) {
   //    interleaved so drift hits all three alike. On the GPU at upstream size
   //    (19_ReLU, 4096 x 393216) unless --small.
   {
-    kloop::ProblemRegistry reg(kloop::ProblemRegistry::default_root());
-    kloop::ProblemSpec spec = reg.load("19_ReLU");
-    std::string cand = std::string(KLOOP_SOURCE_DIR) + "/examples/cpu/19_ReLU_loop.cpp";
-    kloop::EvalOptions base;
-    base.max_timing_seconds = 0.2;
-    if (target == "cuda") {
-      base.device = "cuda:0";
-      base.small_dims = small;
-      cand = std::string(KLOOP_SOURCE_DIR) + "/tests/gpu/fixtures/relu_correct.cu";
-    }
     const char* protocols[] = {"kernelbench", "verified", "strict"};
-    std::vector<kloop::PhaseTimes> phases[3];
-    for (int r = 0; r <= check_repeats; ++r) {
-      for (int p = 0; p < 3; ++p) {
-        kloop::EvalOptions o = base;
-        o.protocol = protocols[p];
-        kloop::Evaluator ev(builder, o);
-        kloop::Verdict v = ev.evaluate(spec, cand);
-        if (v.verdict != kloop::VerdictClass::kCorrect) {
-          std::fprintf(stderr, "protocol %s: %s: %s\n", protocols[p], kloop::verdict_name(v.verdict), v.message.c_str());
-        }
-        if (r > 0) phases[p].push_back(v.phases);  // the first round warms the caches
-      }
-    }
-    auto med = [](const std::vector<kloop::PhaseTimes>& runs, double kloop::PhaseTimes::*field) {
-      std::vector<double> v;
-      for (const auto& t : runs) v.push_back(t.*field);
-      return median(v);
-    };
+    const ReluEvaluation relu = relu_evaluation(target, small);
+    const auto phases = interleaved_phases(builder, relu, check_repeats, 3, [&](kloop::EvalOptions& o, int p) {
+      o.protocol = protocols[p];
+      return std::string("protocol ") + protocols[p];
+    });
     std::printf("\n| cached evaluation of 19_ReLU by protocol (%s, %s dims), median of %d | total s | reference s | "
                 "candidate s | compare s | checked timed calls s | activity audit s | total vs kernelbench |\n"
                 "|---|---|---|---|---|---|---|---|\n",
-                base.device.c_str(), target == "cuda" && !small ? "full" : "small", check_repeats);
+                relu.options.device.c_str(), target == "cuda" && !small ? "full" : "small", check_repeats);
     for (int p = 0; p < 3; ++p) {
       using T = kloop::PhaseTimes;
-      std::printf("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2fx |\n", protocols[p], med(phases[p], &T::total),
-                  med(phases[p], &T::reference), med(phases[p], &T::candidate), med(phases[p], &T::compare),
-                  med(phases[p], &T::timed_checks), med(phases[p], &T::activity_audit),
-                  med(phases[p], &T::total) / med(phases[0], &T::total));
+      const auto& t = phases[p];
+      std::printf("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2fx |\n", protocols[p], median_of(t, &T::total),
+                  median_of(t, &T::reference), median_of(t, &T::candidate), median_of(t, &T::compare),
+                  median_of(t, &T::timed_checks), median_of(t, &T::activity_audit),
+                  median_of(t, &T::total) / median_of(phases[0], &T::total));
     }
   }
   fs::remove_all(scratch);
