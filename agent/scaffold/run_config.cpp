@@ -163,7 +163,8 @@ json RunConfig::to_json() const {
             {"early_stop_speedup", scaffold.early_stop_speedup ? json(*scaffold.early_stop_speedup) : json(nullptr)}}},
           {"prompts", {{"dir", prompts.dir}, {"max_feedback_chars", prompts.max_feedback_chars}}},
           {"evaluation", evaluation},
-          {"parallel_chains", parallel_chains}};
+          {"parallel_chains", parallel_chains},
+          {"compile_jobs", compile_jobs}};
 }
 
 json read_config_json(const std::string& path) {
@@ -192,7 +193,7 @@ RunConfig load_run_config(const std::string& path) {
 RunConfig run_config_from_json(const json& j, const std::string& path) {
   Reader r(path);
   r.known(j, "", {"name", "runs_dir", "problems_dir", "problems", "device", "devices", "protocol", "seed", "provider",
-                  "scaffold", "prompts", "evaluation", "parallel_chains"});
+                  "scaffold", "prompts", "evaluation", "parallel_chains", "compile_jobs"});
 
   RunConfig c;
   c.path = path;
@@ -253,6 +254,8 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
   }
   c.seed = r.get<unsigned long long>(j, "seed", "seed", 1);
   c.parallel_chains = r.get<int>(j, "parallel_chains", "parallel_chains", 0);
+  c.compile_jobs = r.get<int>(j, "compile_jobs", "compile_jobs", 0);
+  if (c.compile_jobs < 0) r.fail("compile_jobs", "must be 0 (one per core) or a positive number of compiles at once");
 
   const json problems = j.value("problems", json::object());
   if (!problems.is_object()) r.fail("problems", "expected a map with suite, level and/or names");

@@ -80,6 +80,7 @@ struct RunConfig {
   std::string isolation = "strict";  // the candidate's sandbox: strict or weak (evaluator/isolation/sandbox.h)
   bool activity_audit = true;  // GPU: trace the candidate's kernels (false: timings stand unaudited)
   int parallel_chains = 0;  // 0: the provider's concurrency
+  int compile_jobs = 0;     // compiles at once; 0: the cores this process may run on
 
   // The resolved config as stored in the run folder (no secrets: only the
   // name of the key's environment variable).

@@ -16,6 +16,7 @@
 
 #include "agent/extract/code_extract.h"
 #include "agent/prompt/prompt_builder.h"
+#include "agent/scaffold/compile_pool.h"
 #include "agent/scaffold/redaction.h"
 #include "agent/scaffold/search.h"
 #include "agent/scaffold/status_line.h"
@@ -362,6 +363,8 @@ LoopSummary TurnLoop::run() {
                                               [&](const Chain& c) { return c.spec == &spec && !c.done; });
     if (pending) to_build.push_back(&spec);
   }
+  // Every compile of the run holds one of these while it runs.
+  CompilePool compile_pool(config_.compile_jobs > 0 ? config_.compile_jobs : available_cores());
   std::atomic<std::size_t> next_reference{0};
   std::atomic<bool> stop_building{false};
   std::vector<std::thread> reference_builders;
@@ -372,6 +375,9 @@ LoopSummary TurnLoop::run() {
       for (std::size_t i = next_reference++; i < to_build.size() && !stop_building; i = next_reference++) {
         for (const auto& c : build_configs) {
           try {
+            // The slot before the build's cache lock: whoever waits on
+            // that lock waits for a build that already has its core.
+            const CompilePool::Slot slot = compile_pool.acquire();
             Builder(c).build(to_build[i]->reference_path, ModuleRole::kReference,
                              config_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
           } catch (const std::exception&) {
@@ -533,10 +539,15 @@ LoopSummary TurnLoop::run() {
           {
             const Phase compiling(status, "compile");
             for (auto& prebuilder : prebuilders) {
-              rec.compile_seconds += prebuilder->build(source, ModuleRole::kCandidate, target).seconds;
+              {
+                const CompilePool::Slot slot = compile_pool.acquire();
+                rec.compile_seconds += prebuilder->build(source, ModuleRole::kCandidate, target).seconds;
+              }
               // The reference too (built at run start; this waits for that
               // build when it is still running), so no evaluation holds a
-              // device while a build finishes.
+              // device while a build finishes. No slot: this is a cache hit
+              // or a wait on the run-start build, which holds one; holding
+              // another would leave a core idle.
               const auto ref_start = Clock::now();
               prebuilder->build(spec.reference_path, ModuleRole::kReference, target);
               reference_wait += std::chrono::duration<double>(Clock::now() - ref_start).count();
@@ -690,6 +701,7 @@ LoopSummary TurnLoop::run() {
   }
   for (auto& t : pool) t.join();
   summary.queues = queues.figures();
+  summary.compiles = compile_pool.figures();
   summary.seconds = queues.seconds();
 
   // Best so far, per turn, over all samples (what fast_p at turn t
@@ -871,6 +883,12 @@ std::string format_summary(const LoopSummary& s) {
                     s.seconds > 0 ? 100.0 * q.busy_seconds / s.seconds : 0.0);
       out << line;
     }
+  }
+  if (s.compiles.builds > 0) {
+    char line[160];
+    std::snprintf(line, sizeof(line), "compiles: %d on %d slot(s), at most %d at once, %.1f s waited for a slot\n",
+                  s.compiles.builds, s.compiles.slots, s.compiles.most_in_flight, s.compiles.wait_seconds);
+    out << line;
   }
   for (const auto& e : s.errors) out << "error: " << e << "\n";
   if (s.chains_incomplete) out << s.chains_incomplete << " chain(s) incomplete; run the same command again to resume\n";

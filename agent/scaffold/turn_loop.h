@@ -1,7 +1,8 @@
 // TurnLoop: runs an experiment. For every problem and sample it asks the
 // model for a candidate, evaluates it, and feeds the verdict back for the
-// next turn, recording every attempt in the run store. LLM requests and
-// compiles run in parallel across chains; evaluations go to one queue per
+// next turn, recording every attempt in the run store. LLM requests run in
+// parallel across chains; compiles too, at most one per slot of the run's
+// CompilePool (one per core by default); evaluations go to one queue per
 // device (DeviceQueues) and run one at a time on each, so timings do not
 // disturb each other.
 //
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "agent/llm/provider.h"
+#include "agent/scaffold/compile_pool.h"
 #include "agent/scaffold/device_queues.h"
 #include "agent/scaffold/run_config.h"
 #include "agent/llm/redactor.h"
@@ -46,6 +48,7 @@ struct LoopSummary {
   std::vector<std::string> excluded;  // problems the protocol leaves out (not in `problems`)
   std::string shard;                  // "2/8" for a shard's driver
   std::vector<QueueFigures> queues;   // the evaluation queues, one per device
+  CompilePoolFigures compiles;        // the run's compile slots (candidates and run-start references)
   double seconds = 0;                 // wall time of the run's attempts
 };
 

@@ -179,9 +179,11 @@ TEST_F(TurnLoopTest, NoCodeIsAFeedbackTurnAndAblationsHideDetails) {
   EXPECT_EQ(fb.find("Compiler diagnostics"), std::string::npos) << "compiler feedback is off: " << fb;
 }
 
+// Three chains side by side, their compiles through one slot (compile_jobs).
 TEST_F(TurnLoopTest, BestOfKRunsIndependentSamplesInParallel) {
   transcript({kHack, kProse, kGood}, /*per_sample=*/true);
   std::ofstream(dir_ / "run.yaml") << "name: t\nruns_dir: runs\nproblems: {names: [19_ReLU]}\nparallel_chains: 3\n"
+                                      "compile_jobs: 1\n"
                                       "provider: {kind: replay, model: scripted, transcript: t.jsonl}\n"
                                       "scaffold: {kind: best_of_k, samples: 3}\n"
                                       "evaluation: {timeout_s: 30, max_timing_seconds: 0.05, threads: 1}\n";
@@ -193,6 +195,11 @@ TEST_F(TurnLoopTest, BestOfKRunsIndependentSamplesInParallel) {
   EXPECT_EQ(verdicts, (std::map<int, std::string>{{0, "integrity_violation"}, {1, "no_code"}, {2, "correct"}}));
   ASSERT_EQ(s.by_turn.size(), 1u);
   EXPECT_EQ(s.by_turn[0].correct, 1) << "best of k: one correct sample makes the problem correct";
+  // The reference's run-start build and the two candidates with code, one at a time.
+  EXPECT_EQ(s.compiles.slots, 1);
+  EXPECT_EQ(s.compiles.builds, 3);
+  EXPECT_EQ(s.compiles.most_in_flight, 1);
+  EXPECT_NE(format_summary(s).find("compiles: 3 on 1 slot(s), at most 1 at once"), std::string::npos) << format_summary(s);
 }
 
 TEST_F(TurnLoopTest, KeepBestShowsTheBestCorrectAttempt) {
@@ -303,6 +310,7 @@ TEST_F(TurnLoopTest, ConfigValuesAreCheckedBeforeAnyRequest) {
   config_error(head + "problems: {level: 1, names: [19_ReLU]}\n", "problems", "not both");
   config_error(head + "protocol: kernelbnch\n", "protocol", "unknown protocol 'kernelbnch'");
   config_error(head + "device: gpu\n", "device", "cpu, cuda or cuda:N");
+  config_error(head + "compile_jobs: -2\n", "compile_jobs", "positive number");
 #ifndef KLOOP_WITH_CUDA
   config_error(head + "device: cuda\n", "device", "built without CUDA");
 #endif
