@@ -387,6 +387,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
         o.case_id = t.id;
         o.call = call;
         o.label = t.label();
+        o.scaling = t.scaling;
+        o.variant = t.variant;
+        o.centered = t.centered;
         const bool first = ti == 0 && call == 0;
         // The fp64 twin: the first call (--fp64-reference, and strict's
         // precision check), and under strict every call of the centered
@@ -445,6 +448,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
           const auto& w = info["wrong_device"][0];
           o.problem = "output " + std::to_string(w.at("output").get<int>()) + " is on " +
                       w.at("device").get<std::string>() + ", expected " + options_.device;
+          o.problem_kind = "device";
         } else {
           const std::string stem = work.sandbox() + "/case" + std::to_string(t.id) + ".call" + std::to_string(call) + ".candidate";
           const json j = judge(info.value("exchange", json()), stem, false, call + 1 < calls, analyzed);
@@ -459,6 +463,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
           const int got = j.at("output_count");
           if (got != expected_count) {
             o.problem = "forward returned " + std::to_string(got) + " output(s), expected " + std::to_string(expected_count);
+            o.problem_kind = "output_count";
           } else {
             for (const auto& cmp : j.at("outputs")) o.outputs.push_back(comparison_from_json(cmp));
           }
@@ -476,6 +481,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                   precision_failure(num("candidate_rms_error"), num("reference_rms_error"), num("rms_fp64"));
               if (!why.empty()) {
                 o.problem = "output " + std::to_string(row.value("output", 0)) + ": " + why;
+                o.problem_kind = "precision";
                 break;
               }
             }

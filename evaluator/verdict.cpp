@@ -52,8 +52,10 @@ json Verdict::to_json() const {
     passed += t.passed ? 1 : 0;
     json outs = json::array();
     for (const auto& c : t.outputs) outs.push_back(kloop::to_json(c));
-    json tj = {{"case", t.case_id}, {"call", t.call}, {"label", t.label}, {"passed", t.passed}, {"outputs", outs}};
+    json tj = {{"case", t.case_id}, {"call", t.call},         {"label", t.label},       {"scaling", t.scaling},
+               {"variant", t.variant}, {"centered", t.centered}, {"passed", t.passed}, {"outputs", outs}};
     if (!t.problem.empty()) tj["problem"] = t.problem;
+    if (!t.problem_kind.empty()) tj["problem_kind"] = t.problem_kind;
     tests_json.push_back(tj);
   }
   json integ = json::array();

@@ -32,8 +32,14 @@ struct TestOutcome {
   int case_id = 0;
   int call = 0;
   std::string label;
+  // The case's inputs, as the protocol planned them (TestCase): for
+  // reports, which classify failures by these rather than by the label.
+  std::string scaling;  // "x1", "x3", "x0.01", "x-1", "centered"
+  std::string variant;  // the hidden shape variant; "" for the default shape
+  bool centered = false;
   bool passed = false;
-  std::string problem;  // output count or device mismatch, missing output
+  std::string problem;       // output count or device mismatch, precision
+  std::string problem_kind;  // what `problem` is: "output_count", "device", "precision"
   std::vector<TensorComparison> outputs;
 };
 

@@ -39,6 +39,46 @@ TEST(FailureKindTest, IncorrectKindsFromTheFailingTests) {
   EXPECT_EQ(failure_kind("incorrect", "", &count), "output_count");
 }
 
+// Verdicts since the test calls carry their case (scaling, variant,
+// centered) and problem_kind: the kind comes from those, whatever the texts
+// say, and precision, degenerate outputs and the zero-mean case have kinds
+// of their own.
+json structured(const std::string& scaling, const std::string& variant, bool passed, json output = json::object()) {
+  output["passed"] = passed;
+  return {{"label", "(not read)"}, {"scaling", scaling},  {"variant", variant},
+          {"centered", scaling == "centered"}, {"passed", passed}, {"outputs", json::array({output})}};
+}
+
+TEST(FailureKindTest, IncorrectKindsFromTheTestCallsCaseAndProblemKind) {
+  const json plain = verdict_with({structured("x1", "", false), structured("x3", "", false)});
+  EXPECT_EQ(failure_kind("incorrect", "", &plain), "wrong_values");
+  const json scaled = verdict_with({structured("x1", "", true), structured("x0.01", "", false)});
+  EXPECT_EQ(failure_kind("incorrect", "", &scaled), "input_scaling");
+  const json centered = verdict_with({structured("x1", "", true), structured("x-1", "", true),
+                                      structured("centered", "", false)});
+  EXPECT_EQ(failure_kind("incorrect", "", &centered), "centered_inputs");
+  const json hidden = verdict_with({structured("x1", "", true), structured("x-1", "odd", false)});
+  EXPECT_EQ(failure_kind("incorrect", "", &hidden), "hidden_shape");
+
+  const json broadcast = verdict_with(
+      {structured("x1", "", false, {{"problem", "(any text)"}, {"problem_kind", "broadcast_output"}})});
+  EXPECT_EQ(failure_kind("incorrect", "", &broadcast), "broadcast_output");
+  const json constant = verdict_with({structured("x3", "", false, {{"problem_kind", "constant_output"}})});
+  EXPECT_EQ(failure_kind("incorrect", "", &constant), "constant_output");
+
+  json precision = verdict_with({structured("x1", "", false), structured("x3", "", true)});
+  precision["tests"][0]["outputs"][0]["passed"] = true;
+  precision["tests"][0]["problem"] = "output 0: precision: its RMS error against an fp64 reference is ...";
+  precision["tests"][0]["problem_kind"] = "precision";
+  EXPECT_EQ(failure_kind("incorrect", "", &precision), "precision");
+  precision["tests"][0].erase("problem_kind");  // a verdict file from before the field
+  EXPECT_EQ(failure_kind("incorrect", "", &precision), "precision");
+
+  json device = verdict_with({structured("x1", "", false)});
+  device["tests"][0]["problem_kind"] = "device";
+  EXPECT_EQ(failure_kind("incorrect", "", &device), "output_count");
+}
+
 TEST(FailureKindTest, IncorrectKindFromTheMessageWithoutAVerdictFile) {
   EXPECT_EQ(failure_kind("incorrect",
                          "8 of 24 test calls failed; first: seed 9, inputs x1, shape variant 'odd': output0 differs",
@@ -48,6 +88,12 @@ TEST(FailureKindTest, IncorrectKindFromTheMessageWithoutAVerdictFile) {
             "input_scaling");
   EXPECT_EQ(failure_kind("incorrect", "24 of 24 test calls failed; first: seed 1, inputs x1: output0 differs", nullptr),
             "wrong_values");
+  EXPECT_EQ(failure_kind("incorrect", "1 of 26 test calls failed; first: seed 7, inputs centered: output0 differs", nullptr),
+            "centered_inputs");
+  EXPECT_EQ(failure_kind("incorrect",
+                         "1 of 26 test calls failed; first: seed 1, inputs x1: output 0: precision: its RMS error ...",
+                         nullptr),
+            "precision");
   EXPECT_EQ(failure_kind("incorrect", "something else", nullptr), "unclassified");
 }
 

@@ -43,11 +43,13 @@ TensorComparison compare_tensors(const HostTensor& expected, const HostTensor& a
   c.numel = expected.numel();
   if (expected.shape != actual.shape) {
     c.problem = "shape mismatch: expected " + expected.shape_string() + ", got " + actual.shape_string();
+    c.problem_kind = "shape";
     return c;
   }
   if (expected.dtype != actual.dtype) {
     c.problem = std::string("dtype mismatch: expected ") + dtype_name(expected.dtype) + ", got " +
                 dtype_name(actual.dtype);
+    c.problem_kind = "dtype";
     return c;
   }
   double squares = 0;
@@ -100,6 +102,7 @@ TensorComparison compare_tensors(const HostTensor& expected, const HostTensor& a
   if (tol.magnitude > 0 && c.numel > 1 && !a_nan && a_min == a_max && e_min < e_max) {
     c.passed = false;
     c.problem = "constant output: every element is " + std::to_string(a_min) + " where the expected values vary";
+    c.problem_kind = "constant_output";
   }
   return c;
 }
@@ -121,6 +124,7 @@ nlohmann::json to_json(const TensorComparison& c) {
                       {"atol_used", c.atol_used},
                       {"first_mismatches", mism}};
   if (!c.problem.empty()) j["problem"] = c.problem;
+  if (!c.problem_kind.empty()) j["problem_kind"] = c.problem_kind;
   if (c.against_exact) j["against_exact"] = true;
   return j;
 }
@@ -133,6 +137,7 @@ TensorComparison comparison_from_json(const nlohmann::json& j) {
   c.name = j.value("name", "");
   c.passed = j.value("passed", false);
   c.problem = j.value("problem", "");
+  c.problem_kind = j.value("problem_kind", "");
   c.numel = j.value("numel", int64_t{0});
   c.mismatches = j.value("mismatches", int64_t{0});
   c.non_finite = j.value("non_finite", int64_t{0});

@@ -40,7 +40,10 @@ struct Mismatch {
 struct TensorComparison {
   std::string name;
   bool passed = false;
-  std::string problem;  // set when the tensors cannot be compared (shape, dtype)
+  std::string problem;  // set when the tensors cannot be compared (shape, dtype) or an output is degenerate
+  // What `problem` is, for reports: "shape", "dtype", "constant_output",
+  // "broadcast_output"; "" when there is none.
+  std::string problem_kind;
   int64_t numel = 0;
   int64_t mismatches = 0;
   int64_t non_finite = 0;  // NaN/Inf in actual where expected is finite

@@ -54,11 +54,13 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
   c.numel = expected.numel();
   if (expected.sizes() != actual.sizes()) {
     c.problem = "shape mismatch: expected " + shape_text(expected) + ", got " + shape_text(actual);
+    c.problem_kind = "shape";
     return c;
   }
   if (expected.scalar_type() != actual.scalar_type()) {
     c.problem = std::string("dtype mismatch: expected ") + dtype_name(dtype_of(expected)) + ", got " +
                 dtype_name(dtype_of(actual));
+    c.problem_kind = "dtype";
     return c;
   }
   const at::Tensor e_all = expected.contiguous().view({-1});
@@ -83,8 +85,10 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
         if (tol.magnitude > 0 && c.numel > 1 && !s.a_nan && s.a_min == s.a_max && s.finite > 0 && s.e_min < s.e_max) {
           c.passed = false;
           c.problem = "constant output: every element is " + std::to_string(s.a_min) + " where the expected values vary";
+          c.problem_kind = "constant_output";
         } else if (tol.magnitude > 0) {
           c.problem = broadcast_problem(expected, actual, c.atol_used);
+          if (!c.problem.empty()) c.problem_kind = "broadcast_output";
           c.passed = c.problem.empty();
         }
         return c;
@@ -164,8 +168,10 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
   if (tol.magnitude > 0 && c.numel > 1 && !a_nan && a_min == a_max && e_min < e_max) {
     c.passed = false;
     c.problem = "constant output: every element is " + std::to_string(a_min) + " where the expected values vary";
+    c.problem_kind = "constant_output";
   } else if (c.passed && tol.magnitude > 0) {
     c.problem = broadcast_problem(expected, actual, c.atol_used);
+    if (!c.problem.empty()) c.problem_kind = "broadcast_output";
     c.passed = c.problem.empty();
   }
   return c;

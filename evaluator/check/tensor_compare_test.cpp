@@ -185,6 +185,8 @@ TEST(TensorCompareTest, MagnitudeAwareToleranceFailsZerosAndConstantsOnTinyOutpu
     const TensorComparison c = compare_tensors(e, constant, "output0", strict, 5, chunk);
     EXPECT_FALSE(c.passed);
     EXPECT_NE(c.problem.find("constant output"), std::string::npos) << c.problem;
+    EXPECT_EQ(c.problem_kind, "constant_output");
+    EXPECT_EQ(comparison_from_json(to_json(c)).problem_kind, "constant_output") << "the kind travels with the comparison";
     expect_same(on_host(e, constant, strict), c);
     const TensorComparison r = compare_tensors(e, rounded, "output0", strict, 5, chunk);
     EXPECT_TRUE(r.passed) << r.max_abs_error << " vs atol " << r.atol_used;
@@ -256,6 +258,7 @@ TEST(TensorCompareTest, StrictFailsAnOutputRepeatedAlongADimensionWhereTheExpect
   for (int64_t chunk : {int64_t{1} << 26, int64_t{100}}) {
     const TensorComparison b = compare_tensors(e, repeated, "output0", strict, 5, chunk);
     EXPECT_FALSE(b.passed);
+    EXPECT_EQ(b.problem_kind, "broadcast_output");
     EXPECT_NE(b.problem.find("broadcast output: every slice along dim 0 (size 16) is the same"), std::string::npos)
         << b.problem;
     EXPECT_TRUE(compare_tensors(e, e.clone(), "output0", strict, 5, chunk).passed);

@@ -103,6 +103,15 @@ TEST(PrecisionCheckTest, ReducedPrecisionFailsStrictHonestFp32DoesNot) {
     EXPECT_EQ(v.value("verdict", ""), c.verdict) << c.fixture << " " << c.protocol << ": " << v.dump(2).substr(0, 3000);
     const bool imprecise = v.value("message", "").find("precision:") != std::string::npos;
     EXPECT_EQ(imprecise, c.verdict == "incorrect") << c.fixture << ": " << v.value("message", "");
+    // Reports classify by these fields, not by the texts.
+    bool tagged = false, centered = false;
+    for (const auto& t : v.value("tests", json::array())) {
+      EXPECT_TRUE(t.contains("scaling") && t.contains("variant") && t.contains("centered")) << t.dump();
+      tagged = tagged || t.value("problem_kind", "") == "precision";
+      centered = centered || t.value("centered", false);
+    }
+    EXPECT_EQ(tagged, c.verdict == "incorrect") << c.fixture;
+    EXPECT_EQ(centered, c.protocol == "strict") << c.fixture << ": strict's zero-mean case";
     if (c.protocol == "strict") {
       ASSERT_TRUE(v.contains("error_analysis")) << c.fixture << ": strict keeps the fp64 analysis";
       EXPECT_TRUE(v["error_analysis"].is_array() && !v["error_analysis"].empty()) << v["error_analysis"].dump();
