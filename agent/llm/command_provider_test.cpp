@@ -1,6 +1,13 @@
 // The command provider: conversation in on stdin, answer out on stdout,
 // failures and hangs reported with what the command said.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
 
 #include "agent/llm/provider_factories.h"
 
@@ -76,17 +83,40 @@ TEST(CommandProviderTest, MissingProgramIsAProviderError) {
   }
 }
 
+// Running: the process exists and is not a zombie waiting to be reaped.
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z' && line[paren + 2] != 'X';
+}
+
+// The command and what it started are killed with their process group, not
+// waited out: both are gone long before the 30 s they would have slept.
 TEST(CommandProviderTest, HangingCommandIsKilledAtTheTimeout) {
-  ProviderConfig c = command({"sh", "-c", "sleep 30"});
+  const std::string pids = ::testing::TempDir() + "kloop-hanging-" + std::to_string(getpid());
+  ProviderConfig c = command({"sh", "-c", "sleep 30 & echo $! > " + pids + "; echo $$ >> " + pids + "; wait"});
   c.total_timeout = 200ms;
-  auto start = std::chrono::steady_clock::now();
   try {
     make_provider(c)->generate(conversation());
     FAIL() << "expected ProviderError";
   } catch (const ProviderError& e) {
     EXPECT_NE(std::string(e.what()).find("provider.timeout_s"), std::string::npos) << e.what();
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  std::vector<pid_t> started;
+  std::ifstream in(pids);
+  for (pid_t pid; in >> pid;) started.push_back(pid);
+  ASSERT_EQ(started.size(), 2u) << "the shell wrote its pid and its sleep's";
+  // SIGKILL lands asynchronously: wait for it, but never as long as the
+  // sleep itself would have run.
+  const auto sleep_end = std::chrono::steady_clock::now() + 29s;
+  auto any_running = [&] {
+    return std::any_of(started.begin(), started.end(), [](pid_t pid) { return running(pid); });
+  };
+  while (any_running() && std::chrono::steady_clock::now() < sleep_end) std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(any_running()) << "the command's group outlived the timeout";
+  std::remove(pids.c_str());
 }
 
 TEST(CommandProviderTest, EmptyCommandIsAConfigError) {
