@@ -1,6 +1,7 @@
-// Chunked elementwise comparison with ATen operations; on a GPU, two fused
-// kernels (tensor_compare_device.h) where the outputs pass, ATen where they
-// do not (for the listing of the first mismatches).
+// Elementwise comparison: two fused passes where the outputs are (host loops
+// or device kernels, compare_passes.h) when they pass, chunked ATen
+// operations where they do not (for the listing of the first mismatches)
+// or where the fused passes do not apply.
 #include "evaluator/check/tensor_compare.h"
 
 #include <ATen/ATen.h>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "evaluator/check/compare_passes.h"
 #include "evaluator/isolation/tensor_bridge.h"
 #ifdef KLOOP_WITH_CUDA
 #include "evaluator/check/tensor_compare_device.h"
@@ -66,16 +68,34 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
   const at::Tensor e_all = expected.contiguous().view({-1});
   const at::Tensor a_all = actual.contiguous().view({-1});
   const std::vector<int64_t> shape = expected.sizes().vec();
-#ifdef KLOOP_WITH_CUDA
-  if (e_all.is_cuda() && a_all.device() == e_all.device() && c.numel > 0) {
-    DeviceScale s;
-    DeviceErrors r;
+  // The fused passes where the outputs live (host loops or device kernels):
+  // when nothing mismatches they decide; otherwise ATen below lists the
+  // mismatches.
+  if (c.numel > 0 && a_all.device() == e_all.device() && (e_all.is_cpu() || e_all.is_cuda())) {
     const DType dtype = dtype_of(expected);
-    if (device_scale(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, s)) {
+    const bool on_host = e_all.is_cpu();
+    PassScale s;
+    PassErrors r;
+    bool scaled = false;
+    if (on_host) {
+      scaled = host_scale(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, s);
+    } else {
+#ifdef KLOOP_WITH_CUDA
+      scaled = device_scale(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, s);
+#endif
+    }
+    if (scaled) {
       c.rms_expected = s.finite ? std::sqrt(s.squares / static_cast<double>(s.finite)) : 0.0;
       c.atol_used = effective_atol(tol, c.rms_expected);
-      if (device_errors(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, c.atol_used, tol.rtol, r) &&
-          r.mismatches == 0) {
+      bool counted = false;
+      if (on_host) {
+        counted = host_errors(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, c.atol_used, tol.rtol, r);
+      } else {
+#ifdef KLOOP_WITH_CUDA
+        counted = device_errors(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, c.atol_used, tol.rtol, r);
+#endif
+      }
+      if (counted && r.mismatches == 0) {
         c.mismatches = 0;
         c.non_finite = r.non_finite;
         c.max_abs_error = r.max_abs_error;
@@ -97,7 +117,6 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
       c.atol_used = 0;
     }
   }
-#endif
   // First pass: the expected's scale (for a magnitude-aware atol) and
   // whether either side is constant.
   double squares = 0;

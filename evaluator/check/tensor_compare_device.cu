@@ -168,8 +168,8 @@ bool with_type(DType dtype, F f) {
 
 }  // namespace
 
-bool device_scale(const void* expected, const void* actual, DType dtype, int64_t numel, DeviceScale& out) {
-  out = DeviceScale{};
+bool device_scale(const void* expected, const void* actual, DType dtype, int64_t numel, PassScale& out) {
+  out = PassScale{};
   if (numel <= 0) return true;
   return with_type(dtype, [&](auto type) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(type)>>;
@@ -191,8 +191,8 @@ bool device_scale(const void* expected, const void* actual, DType dtype, int64_t
 }
 
 bool device_errors(const void* expected, const void* actual, DType dtype, int64_t numel, double atol, double rtol,
-                   DeviceErrors& out) {
-  out = DeviceErrors{};
+                   PassErrors& out) {
+  out = PassErrors{};
   if (numel <= 0) return true;
   return with_type(dtype, [&](auto type) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(type)>>;

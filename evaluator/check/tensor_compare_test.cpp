@@ -72,6 +72,56 @@ TEST(TensorCompareTest, AgreesWithTheHostComparisonOnEveryRule) {
   EXPECT_TRUE(compare_tensors(close, close * (1 + 1e-6), "output0", tol).passed);
 }
 
+// On the host, passing outputs are judged by fused loops (compare_passes.h),
+// failing ones by ATen: both must give the host comparison's figures for
+// every dtype, including halves' subnormals, NaN and infinities on both
+// sides, and strict's constant-output rule.
+TEST(TensorCompareTest, FusedHostPassesAgreeWithTheHostComparisonForEveryDtype) {
+  at::manual_seed(11);
+  Tolerance strict{1e-3, 1e-3};
+  strict.magnitude = 1e-2;
+  const Tolerance plain{1e-3, 1e-3};
+  const at::Tensor e = at::randn({4099});
+  at::Tensor nan_inf = e.clone();
+  nan_inf[17] = NAN;
+  nan_inf[99] = -INFINITY;
+  const at::Tensor tiny = 3e-6 * at::rand({512});  // subnormal in half precision
+  struct Pair {
+    const char* what;
+    at::Tensor expected, actual;
+    bool passes;
+  };
+  const std::vector<Pair> pairs = {
+      {"float", e, e + 1e-5 * at::randn({4099}), true},
+      {"double", e.to(at::kDouble), (e + 1e-5 * at::randn({4099})).to(at::kDouble), true},
+      {"half", e.to(at::kHalf), (e + 1e-4 * at::randn({4099})).to(at::kHalf), true},
+      {"half subnormals", tiny.to(at::kHalf), tiny.to(at::kHalf).clone(), true},
+      {"bfloat16", e.to(at::kBFloat16), e.to(at::kBFloat16), true},
+      {"int64", at::arange(-50, 50, at::kLong), at::arange(-50, 50, at::kLong), true},
+      {"uint8", at::arange(0, 200).to(at::kByte), at::arange(0, 200).to(at::kByte), true},
+      {"bool", e.gt(0), e.gt(0), true},
+      {"nan and inf on both sides", nan_inf, nan_inf.clone(), true},
+      {"one value off", e, e.clone().index_fill_(0, at::tensor({int64_t{7}}), 9.0), false},
+      {"int off by one", at::arange(0, 64, at::kInt), at::arange(1, 65, at::kInt), false},
+  };
+  for (const Pair& p : pairs) {
+    for (const Tolerance& tol : {plain, strict}) {
+      SCOPED_TRACE(std::string(p.what) + (tol.magnitude > 0 ? ", strict" : ", plain"));
+      const TensorComparison fused = compare_tensors(p.expected, p.actual, "output0", tol);
+      expect_same(on_host(p.expected, p.actual, tol), fused);
+      EXPECT_EQ(fused.passed, p.passes);
+    }
+  }
+  // A constant answer on outputs that vary: within plain tolerance, but not strict's.
+  const at::Tensor level = 5 + 1e-6 * at::randn({4096});
+  const at::Tensor flat = at::full({4096}, 5.0f);
+  EXPECT_TRUE(compare_tensors(level, flat, "output0", plain).passed);
+  const TensorComparison c = compare_tensors(level, flat, "output0", strict);
+  expect_same(on_host(level, flat, strict), c);
+  EXPECT_FALSE(c.passed);
+  EXPECT_EQ(c.problem_kind, "constant_output");
+}
+
 TEST(TensorCompareTest, ListsOnlyTheFirstMismatchesInIndexOrder) {
   at::Tensor e = at::zeros({4, 50});
   at::Tensor a = e.clone();
