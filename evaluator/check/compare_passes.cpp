@@ -4,13 +4,11 @@
 #include "evaluator/check/compare_passes.h"
 
 #include <cmath>
-#include <cstring>
-#include <type_traits>
 
 namespace kloop {
 namespace {
 
-// The 16-bit floats as their bits; loads widen them exactly.
+// The 16-bit floats as their bits; loads widen them exactly (dtype.h).
 struct Half16 {
   uint16_t bits;
 };
@@ -18,46 +16,59 @@ struct BFloat16 {
   uint16_t bits;
 };
 
-double load(const Half16* p, int64_t i) {
-  const uint32_t h = p[i].bits;
-  const uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  if (exponent == 0x1f) {  // Inf or NaN
-    const double v = mantissa ? NAN : INFINITY;
-    return sign ? -v : v;
-  }
-  // Normal: (1 + m/1024) * 2^(e-15); subnormal: (m/1024) * 2^-14.
-  const double v = exponent ? std::ldexp(1.0 + mantissa / 1024.0, static_cast<int>(exponent) - 15)
-                            : std::ldexp(mantissa / 1024.0, -14);
-  return sign ? -v : v;
-}
-double load(const BFloat16* p, int64_t i) {
-  const uint32_t bits = static_cast<uint32_t>(p[i].bits) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
+double load(const Half16* p, int64_t i) { return half_to_float(p[i].bits); }
+double load(const BFloat16* p, int64_t i) { return bfloat16_to_float(p[i].bits); }
 double load(const bool* p, int64_t i) { return p[i] ? 1.0 : 0.0; }
 template <typename T>
 double load(const T* p, int64_t i) {
   return static_cast<double>(p[i]);
 }
 
-// Calls f with a null pointer of the element type of `dtype`.
+// Calls f(type) with a null pointer of the element type of `dtype`.
 template <typename F>
 bool with_type(DType dtype, F f) {
   switch (dtype) {
-    case DType::kFloat32: f(static_cast<const float*>(nullptr)); return true;
-    case DType::kFloat64: f(static_cast<const double*>(nullptr)); return true;
-    case DType::kFloat16: f(static_cast<const Half16*>(nullptr)); return true;
-    case DType::kBFloat16: f(static_cast<const BFloat16*>(nullptr)); return true;
-    case DType::kInt64: f(static_cast<const int64_t*>(nullptr)); return true;
-    case DType::kInt32: f(static_cast<const int32_t*>(nullptr)); return true;
-    case DType::kInt16: f(static_cast<const int16_t*>(nullptr)); return true;
-    case DType::kInt8: f(static_cast<const int8_t*>(nullptr)); return true;
-    case DType::kUInt8: f(static_cast<const uint8_t*>(nullptr)); return true;
-    case DType::kBool: f(static_cast<const bool*>(nullptr)); return true;
+    case DType::kFloat32:
+      f(static_cast<const float*>(nullptr));
+      return true;
+    case DType::kFloat64:
+      f(static_cast<const double*>(nullptr));
+      return true;
+    case DType::kFloat16:
+      f(static_cast<const Half16*>(nullptr));
+      return true;
+    case DType::kBFloat16:
+      f(static_cast<const BFloat16*>(nullptr));
+      return true;
+    case DType::kInt64:
+      f(static_cast<const int64_t*>(nullptr));
+      return true;
+    case DType::kInt32:
+      f(static_cast<const int32_t*>(nullptr));
+      return true;
+    case DType::kInt16:
+      f(static_cast<const int16_t*>(nullptr));
+      return true;
+    case DType::kInt8:
+      f(static_cast<const int8_t*>(nullptr));
+      return true;
+    case DType::kUInt8:
+      f(static_cast<const uint8_t*>(nullptr));
+      return true;
+    case DType::kBool:
+      f(static_cast<const bool*>(nullptr));
+      return true;
   }
   return false;
+}
+
+// Calls f(e, a) with both buffers as pointers to the element type of `dtype`.
+template <typename F>
+bool with_buffers(DType dtype, const void* expected, const void* actual, F f) {
+  return with_type(dtype, [&](auto type) {
+    using T = decltype(type);
+    f(static_cast<T>(expected), static_cast<T>(actual));
+  });
 }
 
 }  // namespace
@@ -66,10 +77,7 @@ bool host_scale(const void* expected, const void* actual, DType dtype, int64_t n
   out = PassScale{};
   out.e_min = out.a_min = INFINITY;
   out.e_max = out.a_max = -INFINITY;
-  return with_type(dtype, [&](auto type) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(type)>>;
-    const T* e = static_cast<const T*>(expected);
-    const T* a = static_cast<const T*>(actual);
+  return with_buffers(dtype, expected, actual, [&](auto e, auto a) {
     for (int64_t i = 0; i < numel; ++i) {
       const double x = load(e, i), y = load(a, i);
       if (std::isfinite(x)) {
@@ -91,10 +99,7 @@ bool host_scale(const void* expected, const void* actual, DType dtype, int64_t n
 bool host_errors(const void* expected, const void* actual, DType dtype, int64_t numel, double atol, double rtol,
                  PassErrors& out) {
   out = PassErrors{};
-  return with_type(dtype, [&](auto type) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(type)>>;
-    const T* e = static_cast<const T*>(expected);
-    const T* a = static_cast<const T*>(actual);
+  return with_buffers(dtype, expected, actual, [&](auto e, auto a) {
     for (int64_t i = 0; i < numel; ++i) {
       const double x = load(e, i), y = load(a, i);
       const bool x_nan = std::isnan(x), y_nan = std::isnan(y), x_fin = std::isfinite(x), y_fin = std::isfinite(y);

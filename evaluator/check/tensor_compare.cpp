@@ -47,6 +47,22 @@ std::string broadcast_problem(const at::Tensor& expected, const at::Tensor& actu
   return "";
 }
 
+// The fused passes where the tensors live; false where none applies.
+bool scale_pass(const at::Tensor& e, const at::Tensor& a, int64_t n, PassScale& s) {
+  if (e.is_cpu()) return host_scale(e.data_ptr(), a.data_ptr(), dtype_of(e), n, s);
+#ifdef KLOOP_WITH_CUDA
+  if (e.is_cuda()) return device_scale(e.data_ptr(), a.data_ptr(), dtype_of(e), n, s);
+#endif
+  return false;
+}
+bool error_pass(const at::Tensor& e, const at::Tensor& a, int64_t n, double atol, double rtol, PassErrors& r) {
+  if (e.is_cpu()) return host_errors(e.data_ptr(), a.data_ptr(), dtype_of(e), n, atol, rtol, r);
+#ifdef KLOOP_WITH_CUDA
+  if (e.is_cuda()) return device_errors(e.data_ptr(), a.data_ptr(), dtype_of(e), n, atol, rtol, r);
+#endif
+  return false;
+}
+
 }  // namespace
 
 TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& actual, const std::string& name,
@@ -71,51 +87,32 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
   // The fused passes where the outputs live (host loops or device kernels):
   // when nothing mismatches they decide; otherwise ATen below lists the
   // mismatches.
-  if (c.numel > 0 && a_all.device() == e_all.device() && (e_all.is_cpu() || e_all.is_cuda())) {
-    const DType dtype = dtype_of(expected);
-    const bool on_host = e_all.is_cpu();
-    PassScale s;
+  PassScale s;
+  if (c.numel > 0 && a_all.device() == e_all.device() && scale_pass(e_all, a_all, c.numel, s)) {
+    c.rms_expected = s.finite ? std::sqrt(s.squares / static_cast<double>(s.finite)) : 0.0;
+    c.atol_used = effective_atol(tol, c.rms_expected);
     PassErrors r;
-    bool scaled = false;
-    if (on_host) {
-      scaled = host_scale(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, s);
-    } else {
-#ifdef KLOOP_WITH_CUDA
-      scaled = device_scale(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, s);
-#endif
-    }
-    if (scaled) {
-      c.rms_expected = s.finite ? std::sqrt(s.squares / static_cast<double>(s.finite)) : 0.0;
-      c.atol_used = effective_atol(tol, c.rms_expected);
-      bool counted = false;
-      if (on_host) {
-        counted = host_errors(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, c.atol_used, tol.rtol, r);
-      } else {
-#ifdef KLOOP_WITH_CUDA
-        counted = device_errors(e_all.data_ptr(), a_all.data_ptr(), dtype, c.numel, c.atol_used, tol.rtol, r);
-#endif
+    const bool counted = error_pass(e_all, a_all, c.numel, c.atol_used, tol.rtol, r);
+    if (counted && r.mismatches == 0) {
+      c.mismatches = 0;
+      c.non_finite = r.non_finite;
+      c.max_abs_error = r.max_abs_error;
+      c.max_rel_error = r.max_rel_error;
+      c.max_abs_expected = r.max_abs_expected;
+      c.passed = true;
+      if (tol.magnitude > 0 && c.numel > 1 && !s.a_nan && s.a_min == s.a_max && s.finite > 0 && s.e_min < s.e_max) {
+        c.passed = false;
+        c.problem = "constant output: every element is " + std::to_string(s.a_min) + " where the expected values vary";
+        c.problem_kind = "constant_output";
+      } else if (tol.magnitude > 0) {
+        c.problem = broadcast_problem(expected, actual, c.atol_used);
+        if (!c.problem.empty()) c.problem_kind = "broadcast_output";
+        c.passed = c.problem.empty();
       }
-      if (counted && r.mismatches == 0) {
-        c.mismatches = 0;
-        c.non_finite = r.non_finite;
-        c.max_abs_error = r.max_abs_error;
-        c.max_rel_error = r.max_rel_error;
-        c.max_abs_expected = r.max_abs_expected;
-        c.passed = true;
-        if (tol.magnitude > 0 && c.numel > 1 && !s.a_nan && s.a_min == s.a_max && s.finite > 0 && s.e_min < s.e_max) {
-          c.passed = false;
-          c.problem = "constant output: every element is " + std::to_string(s.a_min) + " where the expected values vary";
-          c.problem_kind = "constant_output";
-        } else if (tol.magnitude > 0) {
-          c.problem = broadcast_problem(expected, actual, c.atol_used);
-          if (!c.problem.empty()) c.problem_kind = "broadcast_output";
-          c.passed = c.problem.empty();
-        }
-        return c;
-      }
-      c.rms_expected = 0;  // recomputed below, with the mismatches listed
-      c.atol_used = 0;
+      return c;
     }
+    c.rms_expected = 0;  // recomputed below, with the mismatches listed
+    c.atol_used = 0;
   }
   // First pass: the expected's scale (for a magnitude-aware atol) and
   // whether either side is constant.
@@ -158,8 +155,10 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
     // NaN matches only NaN; an infinity only the same infinity; finite
     // values within atol + rtol * |expected|.
     const at::Tensor ok = at::where(either_nan, e_nan.logical_and(a_nan), at::where(both_finite, within, e.eq(a)));
-    const at::Tensor abs_err = at::where(both_finite, diff, at::where(ok, at::zeros_like(diff), at::full_like(diff, INFINITY)));
-    c.max_abs_expected = std::max(c.max_abs_expected, at::where(e_fin, e.abs(), at::zeros_like(e)).max().item<double>());
+    const at::Tensor abs_err =
+        at::where(both_finite, diff, at::where(ok, at::zeros_like(diff), at::full_like(diff, INFINITY)));
+    c.max_abs_expected =
+        std::max(c.max_abs_expected, at::where(e_fin, e.abs(), at::zeros_like(e)).max().item<double>());
     c.non_finite += e_fin.logical_and(a_fin.logical_not()).sum().item<int64_t>();
     c.max_abs_error = std::max(c.max_abs_error, abs_err.max().item<double>());
     const at::Tensor has_rel = e.ne(0).logical_and(e_fin);
@@ -178,8 +177,7 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
       if (!rest.any().item<bool>()) break;
       const int64_t at_rest = rest.to(at::kByte).argmax().item<int64_t>();
       const int64_t i = from + at_rest;
-      c.first_mismatches.push_back(
-          {unravel_index(begin + i, shape), e[i].item<double>(), a[i].item<double>()});
+      c.first_mismatches.push_back({unravel_index(begin + i, shape), e[i].item<double>(), a[i].item<double>()});
       from = i + 1;
     }
   }
@@ -216,7 +214,8 @@ TensorComparison compare_with_exact_allowance(const at::Tensor& expected, const 
 
 ErrorVsExact error_against(const at::Tensor& exact, const at::Tensor& approx, int64_t chunk) {
   if (exact.sizes() != approx.sizes()) {
-    throw std::invalid_argument("error analysis: shapes " + shape_text(exact) + " and " + shape_text(approx) + " differ");
+    throw std::invalid_argument("error analysis: shapes " + shape_text(exact) + " and " + shape_text(approx) +
+                                " differ");
   }
   ErrorVsExact r;
   const int64_t n = exact.numel();

@@ -29,6 +29,8 @@ const DTypeInfo& info(DType dtype) {
   return kInfos[0];
 }
 
+}  // namespace
+
 float half_to_float(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1f;
@@ -56,7 +58,12 @@ float half_to_float(uint16_t h) {
   return f;
 }
 
-}  // namespace
+float bfloat16_to_float(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 
 const char* dtype_name(DType dtype) { return info(dtype).name; }
 std::size_t dtype_size(DType dtype) { return info(dtype).size; }
@@ -96,10 +103,7 @@ double dtype_load(DType dtype, const void* data, std::size_t i) {
     case DType::kBFloat16: {
       uint16_t v;
       std::memcpy(&v, bytes + i * 2, 2);
-      uint32_t bits = static_cast<uint32_t>(v) << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      return f;
+      return bfloat16_to_float(v);
     }
     case DType::kInt64: {
       int64_t v;

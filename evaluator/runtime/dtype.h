@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,9 @@ const char* dtype_name(DType dtype);
 std::optional<DType> parse_dtype(const std::string& name);
 std::size_t dtype_size(DType dtype);
 bool dtype_is_floating(DType dtype);
+// The 16-bit floats from their bits, exactly.
+float half_to_float(uint16_t bits);
+float bfloat16_to_float(uint16_t bits);
 // Reads element `i` of a buffer of this dtype as a double.
 double dtype_load(DType dtype, const void* data, std::size_t i);
 // Names accepted by parse_dtype, for error messages.
