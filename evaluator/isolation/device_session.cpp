@@ -9,6 +9,7 @@
 
 #ifdef KLOOP_WITH_CUDA
 #include <ATen/Context.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 #endif
@@ -139,6 +140,15 @@ void DeviceSession::synchronize() {
   if (cuda_) {
     check(cudaDeviceSynchronize(), "the module's kernels");
     check(cudaGetLastError(), "the module's kernel launches");
+  }
+#endif
+}
+
+void DeviceSession::release_cached_memory() {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) {
+    synchronize();
+    c10::cuda::CUDACachingAllocator::emptyCache();
   }
 #endif
 }

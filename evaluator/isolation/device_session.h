@@ -31,6 +31,11 @@ class DeviceSession {
   // ordered before it, other streams are not). The activity audit looks for
   // work that outlives it.
   void synchronize_stream();
+  // Returns the blocks LibTorch's caching allocator holds but no tensor
+  // uses to the driver (after a synchronize): what a profiler that saves and
+  // restores device memory per replay pass must then copy shrinks to the
+  // live tensors. No-op on the CPU.
+  void release_cached_memory();
   // A 4-byte memset on the legacy default stream, so a trace can tell that
   // stream (where a plain <<<grid, block>>> launch goes) from side streams.
   void mark_legacy_stream();

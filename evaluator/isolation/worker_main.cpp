@@ -1201,10 +1201,16 @@ class Worker {
       }
     }
     if (cmd.value("counters", false)) {
+      // Kernel replay saves and restores device memory around every pass:
+      // only the inputs the profiled call reads stay allocated, so that
+      // copy is one call's inputs and outputs, not every traced set.
+      std::vector<at::Tensor> profiled = inputs_of(traced + 1);
+      sets.assign(1, std::move(profiled));
+      session_->release_cached_memory();
       set_phase("hardware counters, " + label);
       profiler::RangeProfiler counters;
       answer["metrics"] = profiler::to_json(counters.profile([&] {
-        module->forward(inputs_of(traced + 1));
+        module->forward(inputs_of(0));
         synchronize();
       }));
     }
