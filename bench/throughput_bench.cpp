@@ -409,7 +409,7 @@ int main(int argc, char** argv) {
 
     std::cout << "\n## turn " << turn << (turn == 1 ? " (builds and baselines made here)" : " (builds and baselines cached)")
               << "\n| problem | verdict | compile s | cached | queue s | eval s | reference s | candidate s | compare s | "
-                 "speedup |\n|---|---|---|---|---|---|---|---|---|---|\n";
+                 "speedup | baseline | candidate timing |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     std::map<std::string, std::vector<double>> p;  // phase -> values
     int n = 0;
     for (const auto& entry : fs::directory_iterator(summary.run_path)) {
@@ -437,11 +437,26 @@ int main(int argc, char** argv) {
         p["queue"].push_back(num(r, "queue_seconds"));
         p["eval"].push_back(eval);
         for (const char* k : {"reference", "candidate", "compare", "build_reference"}) p[k].push_back(num(ph, k));
-        char row[512];
-        std::snprintf(row, sizeof row, "| %s | %s | %.2f | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3g |\n",
+        // Where the timing went: the baseline from the cache or measured
+        // now (its samples and seconds), and the candidate's samples,
+        // seconds and why its loop stopped (the noise target or a cap).
+        const json timing = v.is_object() ? v.value("timing", json::object()) : json::object();
+        auto loop = [](const json& t) {
+          if (!t.is_object()) return std::string("-");
+          char s[160];
+          std::snprintf(s, sizeof s, "%d in %.2f s, %s", static_cast<int>(num(t, "n")), num(t, "total"),
+                        t.value("stop_reason", "").c_str());
+          return std::string(s);
+        };
+        const std::string baseline = timing.value("baseline_cached", false)
+                                         ? "cached"
+                                         : "measured: " + loop(timing.value("reference", json()));
+        char row[1024];
+        std::snprintf(row, sizeof row, "| %s | %s | %.2f | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3g | %s | %s |\n",
                       r.value("problem", "").c_str(), verdict.c_str(), num(r, "compile_seconds"),
                       r.value("build_cached", false) ? "yes" : "no", num(r, "queue_seconds"), eval, num(ph, "reference"),
-                      num(ph, "candidate"), num(ph, "compare"), num(r, "speedup"));
+                      num(ph, "candidate"), num(ph, "compare"), num(r, "speedup"), baseline.c_str(),
+                      loop(timing.value("candidate", json())).c_str());
         std::cout << row;
         if (verdict != "correct") std::cout << "  " << r.value("message", "").substr(0, 300) << "\n";
       }

@@ -37,6 +37,10 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace detail;  // worker sessions, work folders and the timing loop
 
+// Part of the cached reference counters' key: bump it when the profiler's
+// metric set (RangeProfiler::metric_names) or their JSON form changes.
+constexpr int kReferenceMetricsFormat = 1;
+
 // The candidate's worker in its sandbox: it sees the system folders, the
 // worker, its module, the reference's shared folder (read-only) and its own
 // folder. A sandbox that cannot be set up refuses the evaluation.
@@ -538,12 +542,33 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     json reference_profile;
     if (options_.measure_time) {
       if (!cpu && options_.activity_audit) {
+        // The trace is taken every time (the audit compares this run's
+        // launches); the counters come from the cache when this reference
+        // was profiled before on this device, since their replay passes
+        // cost tens of seconds at upstream sizes.
+        const BaselineKey counters_key{spec.name, rb.key, json(tests[0].dims), device_info, KLOOP_TORCH_VERSION,
+                                       {{"counters", kReferenceMetricsFormat}}};
+        std::optional<json> cached_metrics;
+        if (options_.profile) cached_metrics = load_reference_metrics(builder_.config().cache_dir, counters_key);
         const auto t0 = Clock::now();
-        auto r = ref.call({{"op", "profile"}, {"dir", work.shared()}, {"case", cases[0]}, {"counters", options_.profile}},
+        auto r = ref.call({{"op", "profile"},
+                           {"dir", work.shared()},
+                           {"case", cases[0]},
+                           {"counters", options_.profile && !cached_metrics}},
                           options_.run_timeout);
         v.phases.reference += since(t0);
         if (!r) throw EvaluationError("the reference of " + spec.name + " failed (" + ref.failure() + ")\n" + ref.log_tail());
-        if (r->value("ok", false)) reference_profile = *r;
+        if (r->value("ok", false)) {
+          reference_profile = *r;
+          if (cached_metrics) {
+            reference_profile["metrics"] = *cached_metrics;
+            reference_profile["metrics_cached"] = true;
+          } else if (options_.profile && reference_profile.contains("metrics") &&
+                     reference_profile["metrics"].value("unavailable", "").empty() &&
+                     !reference_profile["metrics"].value("kernels", json::array()).empty()) {
+            store_reference_metrics(builder_.config().cache_dir, counters_key, reference_profile["metrics"]);
+          }
+        }
       }
     }
 

@@ -156,6 +156,23 @@ void store_baseline(const std::string& cache_dir, const BaselineKey& key, const 
   write_json_atomically(fs::path(cache_dir) / "baselines" / (name + ".json"), sign(cache_dir, "kloop-baseline", name, j));
 }
 
+std::optional<json> load_reference_metrics(const std::string& cache_dir, const BaselineKey& key) {
+  const std::string name = key.hash();
+  auto j = read_signed_json(cache_dir, "kloop-reference-metrics", name,
+                            fs::path(cache_dir) / "reference-metrics" / (name + ".json"), "reference counters");
+  if (!j || !j->contains("metrics") || !(*j)["metrics"].is_object()) return std::nullopt;
+  return (*j)["metrics"];
+}
+
+void store_reference_metrics(const std::string& cache_dir, const BaselineKey& key, const json& metrics) {
+  json j = {{"problem", key.problem}, {"dims", key.dims},        {"device", key.device},
+            {"torch_version", key.torch_version}, {"rules", key.rules}, {"metrics", metrics},
+            {"measured_at", utc_now()}};
+  const std::string name = key.hash();
+  write_json_atomically(fs::path(cache_dir) / "reference-metrics" / (name + ".json"),
+                        sign(cache_dir, "kloop-reference-metrics", name, j));
+}
+
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};

@@ -69,6 +69,14 @@ struct Baseline {
 std::optional<Baseline> load_baseline(const std::string& cache_dir, const BaselineKey& key);
 void store_baseline(const std::string& cache_dir, const BaselineKey& key, const Baseline& b);
 
+// The reference's hardware counters (the `metrics` of the worker's profile
+// reply) for the same key, with `rules` naming the counter set: the
+// reference and its inputs do not change between evaluations, so only the
+// first evaluation of a problem pays for the replay passes, which cost
+// tens of seconds at upstream sizes. Signed like the baselines.
+std::optional<nlohmann::json> load_reference_metrics(const std::string& cache_dir, const BaselineKey& key);
+void store_reference_metrics(const std::string& cache_dir, const BaselineKey& key, const nlohmann::json& metrics);
+
 std::string utc_now();  // ISO 8601, for measured_at
 
 }  // namespace kloop

@@ -122,6 +122,42 @@ TEST_F(DeviceFiguresCache, TamperedOrUnsignedBaselineIsNotUsed) {
   EXPECT_DOUBLE_EQ(back->fp32.median, 1e-3);
 }
 
+// The reference's counters are reused only for the same reference, dims,
+// device and counter format; edited ones (a candidate that could write the
+// cache would make the reference look memory-bound in its feedback) are
+// profiled again.
+TEST_F(DeviceFiguresCache, ReferenceCountersAreReusedOnlyUnderTheSameKeyAndSignature) {
+  BaselineKey key{"19_ReLU", "buildkey", {{"batch_size", 16}}, {{"name", "NVIDIA H200"}, {"cuda_driver", 13000}},
+                  "2.11.0", {{"counters", 1}}};
+  const nlohmann::json metrics = {{"kernels", {{{"name", "relu"}, {"dram_bytes", 1024}}}}, {"passes", 12}};
+  EXPECT_FALSE(load_reference_metrics(dir_, key));
+  store_reference_metrics(dir_, key, metrics);
+  auto back = load_reference_metrics(dir_, key);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, metrics);
+  for (auto change : {+[](BaselineKey& k) { k.reference_build = "edited reference"; },
+                      +[](BaselineKey& k) { k.dims["batch_size"] = 32; },
+                      +[](BaselineKey& k) { k.device["name"] = "NVIDIA H100"; },
+                      +[](BaselineKey& k) { k.rules["counters"] = 2; }}) {
+    BaselineKey changed = key;
+    change(changed);
+    EXPECT_FALSE(load_reference_metrics(dir_, changed)) << changed.hash();
+  }
+  EXPECT_FALSE(load_baseline(dir_, key)) << "counters are not a baseline";
+
+  const fs::path file = fs::path(dir_) / "reference-metrics" / (key.hash() + ".json");
+  ASSERT_TRUE(fs::exists(file));
+  const nlohmann::json stored = read_json_file(file);
+  nlohmann::json edited = stored;
+  edited["metrics"]["passes"] = 13;
+  write_json_file(file, edited);
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(load_reference_metrics(dir_, key)) << "edited counters must not be used";
+  ::testing::internal::GetCapturedStderr();
+  write_json_file(file, stored);
+  EXPECT_TRUE(load_reference_metrics(dir_, key)) << "the untouched file is trusted again";
+}
+
 TEST_F(DeviceFiguresCache, TamperedCalibrationIsNotUsed) {
   store_calibration(dir_, h200_like());
   const fs::path file = calibration_path(dir_, h200_like().device);
