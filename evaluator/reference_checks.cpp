@@ -69,7 +69,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
     variant_names.push_back(v.name);
     cases.push_back(make_case(static_cast<int>(cases.size()), options_.seed, spec.resolve_dims(small, &v)));
   }
-  r.error = generate_reference_cases(rb, spec, cases, work, options_);
+  r.error = generate_reference_cases(rb, spec, cases, work, options_, /*with_weights_and_inputs=*/false);
   r.run_seconds = since(start);
   if (!r.error.empty()) return r;
   std::vector<std::vector<HostTensor>> out;

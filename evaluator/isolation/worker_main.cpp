@@ -338,7 +338,10 @@ class Worker {
   // Draws every parameter of a freshly constructed module from kloop's
   // generator (the audit varies weights and inputs separately; otherwise
   // one seed drives both) and returns them with the buffers, for the file.
-  std::vector<HostTensor> draw_weights(ModuleRunner& module, const json& c) {
+  // Draws the case's weights into the module. `keep`: also return them
+  // (for the weights file); without it a CPU parameter is drawn in place,
+  // with no host copy (a level-3 network's weights are hundreds of MB).
+  std::vector<HostTensor> draw_weights(ModuleRunner& module, const json& c, bool keep = true) {
     const uint64_t weight_seed = c.value("weight_seed", c.at("seed").get<uint64_t>());
     // A misspelt name in the spec's `weights:` would otherwise fall back to
     // the default draw without a word.
@@ -361,11 +364,18 @@ class Worker {
     std::vector<HostTensor> weights;
     for (const auto& [name, p] : params) {
       DrawSpec draw = weight_draw(name, p, params, c);
-      HostTensor h = generate_tensor(name, dtype_of(p), shape_of(p), draw, stream_seed(weight_seed, "weights"));
+      const uint64_t seed = stream_seed(weight_seed, "weights");
+      if (!keep && p.device().is_cpu() && p.is_contiguous()) {  // the same values, drawn where they live
+        generate_into(p.data_ptr(), name, dtype_of(p), p.numel(), draw, seed);
+        continue;
+      }
+      HostTensor h = generate_tensor(name, dtype_of(p), shape_of(p), draw, seed);
       p.copy_(to_device(host_to_tensor(h), device_));
-      weights.push_back(std::move(h));
+      if (keep) weights.push_back(std::move(h));
     }
-    for (auto& [name, b] : module.buffers()) weights.push_back(tensor_to_host(b, name));
+    if (keep) {
+      for (auto& [name, b] : module.buffers()) weights.push_back(tensor_to_host(b, name));
+    }
     return weights;
   }
 
@@ -446,19 +456,21 @@ class Worker {
     if (role_ != "reference") throw WorkerError{"runtime_error", "generate is for references"};
     at::AutoGradMode no_grad(false);
     session_->set_deterministic(true);  // expected outputs: reproducible bit for bit
+    const bool files = cmd.value("weights_and_inputs", true);  // else only the expected outputs
     json cases = json::array();
     for (const auto& c : cmd.at("cases")) {
       const int id = c.at("id");
       const std::string label = "case " + std::to_string(id);
       auto module = construct({}, c.at("args"), label);
-      write_tensor_file(file(cmd, "case" + std::to_string(id) + ".weights.safetensors"), draw_weights(*module, c));
+      auto weights = draw_weights(*module, c, /*keep=*/files);
+      if (files) write_tensor_file(file(cmd, "case" + std::to_string(id) + ".weights.safetensors"), weights);
 
       const int calls = c.value("calls", 1);
       json outputs = json::array();
       for (int call = 0; call < calls; ++call) {
         auto [inputs, args] = draw_inputs(c, call);
         const std::string stem = "case" + std::to_string(id) + ".call" + std::to_string(call);
-        write_tensor_file(file(cmd, stem + ".inputs.safetensors"), inputs);
+        if (files) write_tensor_file(file(cmd, stem + ".inputs.safetensors"), inputs);
         set_phase("reference forward, " + label + " call " + std::to_string(call));
         auto out = module->forward(args);
         synchronize();
@@ -488,7 +500,7 @@ class Worker {
     const std::string label = "case " + std::to_string(c.value("id", 0));
     auto module = construct({}, c.at("args"), label);
     set_phase("drawing weights for " + label);
-    draw_weights(*module, c);
+    draw_weights(*module, c, /*keep=*/false);
     std::vector<std::vector<at::Tensor>> sets;
     double input_bytes = 0;
     for (int call = 0; call < c.value("calls", 1); ++call) {
