@@ -337,10 +337,9 @@ class Worker {
 
   // Draws every parameter of a freshly constructed module from kloop's
   // generator (the audit varies weights and inputs separately; otherwise
-  // one seed drives both) and returns them with the buffers, for the file.
-  // Draws the case's weights into the module. `keep`: also return them
-  // (for the weights file); without it a CPU parameter is drawn in place,
-  // with no host copy (a level-3 network's weights are hundreds of MB).
+  // one seed drives both). `keep`: also returns them with the buffers, for
+  // the weights file; without it a CPU parameter is drawn in place, with no
+  // host copy (a level-3 network's weights are hundreds of MB per case).
   std::vector<HostTensor> draw_weights(ModuleRunner& module, const json& c, bool keep = true) {
     const uint64_t weight_seed = c.value("weight_seed", c.at("seed").get<uint64_t>());
     // A misspelt name in the spec's `weights:` would otherwise fall back to
