@@ -562,7 +562,6 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
           reference_profile = *r;
           if (cached_metrics) {
             reference_profile["metrics"] = *cached_metrics;
-            reference_profile["metrics_cached"] = true;
           } else if (options_.profile && reference_profile.contains("metrics") &&
                      reference_profile["metrics"].value("unavailable", "").empty() &&
                      !reference_profile["metrics"].value("kernels", json::array()).empty()) {
