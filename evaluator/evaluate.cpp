@@ -130,9 +130,14 @@ std::string detect_cuda_arch(const std::string& device) {
   return arch;
 }
 
-BuildResult Evaluator::build_reference(const ProblemSpec& spec) {
-  return builder_.build(spec.reference_path, ModuleRole::kReference,
-                        options_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
+BuildResult Evaluator::build_reference(const ProblemSpec& spec, bool bundled) {
+  const BuildTarget target = options_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda;
+  if (bundled && options_.reference_bundle > 1) {
+    std::size_t index = 0;
+    const auto members = reference_bundle_members(spec.reference_path, options_.reference_bundle, index);
+    return builder_.build_reference_bundle(members, index, target);
+  }
+  return builder_.build(spec.reference_path, ModuleRole::kReference, target);
 }
 
 Evaluator::Evaluator(Builder& builder, EvalOptions options) : builder_(builder), options_(std::move(options)) {
@@ -245,7 +250,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     }
     return *reply;
   };
-  json device_info = ref_call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout,
+  json device_info = ref_call(load_command(rb, "reference", spec, options_), options_.load_timeout,
                               v.phases.reference)
                          .value("device", json::object());
   v.environment["device"] = device_info;
@@ -742,7 +747,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   double overhead = 0;
   {
     WorkerSession ref(options_.worker_path, "reference", work);
-    auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
+    auto reply = ref.call(load_command(rb, "reference", spec, options_), options_.load_timeout);
     if (reply && reply->value("ok", false)) {  // the weights file; inputs are drawn where they are used
       reply = ref.call({{"op", "prepare"}, {"dir", work.shared()}, {"case", c}}, options_.run_timeout);
     }

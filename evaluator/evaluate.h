@@ -71,7 +71,26 @@ struct EvalOptions {
   // Protocol::fresh_timed_inputs on the CPU too (host drawing before every
   // timed call: slow; for tests of the mechanism).
   bool fresh_inputs_on_cpu = false;
+  // check_reference and audit_reference: each reference compiles in a
+  // bundle of this many references from its folder (Builder::
+  // build_reference_bundle), about ten times cheaper per reference when a
+  // command or a test suite goes through a whole level. 0 or 1: alone.
+  std::size_t reference_bundle = 0;
 };
+
+// The references a bundled build of `reference` compiles with it: the
+// problem references in its folder (each .cpp beside a .yaml of the same
+// name), sorted by path and cut into bundles of `size`; `index` gets its
+// place in its bundle. Every process that asks gets the same bundle, so
+// tests in separate processes share one compile.
+std::vector<std::string> reference_bundle_members(const std::string& reference, std::size_t size, std::size_t& index);
+
+// Builds the references at `reference_paths` before a check or an audit
+// goes through them, all cores at once: in bundles when
+// options.reference_bundle asks for them, else one by one. Progress on
+// stderr.
+void prebuild_references(const BuilderConfig& config, const std::vector<std::string>& reference_paths,
+                         const EvalOptions& options);
 
 // What running a problem's reference alone shows (for spec authors and CI).
 struct ReferenceReport {
@@ -150,11 +169,15 @@ class Evaluator {
   // The candidate's timing repeated `n` times, each in a fresh worker process
   // on the same weights and inputs: how repeatable kloop's figure is.
   std::vector<TimingSummary> repeat_candidate_timing(const ProblemSpec& spec, const std::string& candidate_path, int n);
+  // The reference built for the evaluation's device (the CPU or a GPU).
+  // `bundled`: as a member of its folder's bundle when
+  // options_.reference_bundle asks for one (checks and audits only: a
+  // bundle's build key is not the reference's own, and baselines are
+  // cached under the reference's own).
+  BuildResult build_reference(const ProblemSpec& spec, bool bundled = false);
   const EvalOptions& options() const { return options_; }
 
  private:
-  // The reference built for the evaluation's device (the CPU or a GPU).
-  BuildResult build_reference(const ProblemSpec& spec);
 
   Builder& builder_;
   EvalOptions options_;

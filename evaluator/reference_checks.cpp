@@ -17,6 +17,41 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace detail;  // work folders, worker sessions, cases and the baseline
 
+std::vector<std::string> reference_bundle_members(const std::string& reference, std::size_t size, std::size_t& index) {
+  const fs::path self = fs::path(reference).lexically_normal();
+  std::vector<std::string> all;
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(self.parent_path(), ec)) {
+    const fs::path p = f.path().lexically_normal();
+    if (p.extension() != ".cpp" || p == self) continue;
+    if (fs::exists(fs::path(p).replace_extension(".yaml"), ec)) all.push_back(p.string());
+  }
+  all.push_back(self.string());
+  std::sort(all.begin(), all.end());
+  const auto at = static_cast<std::size_t>(std::find(all.begin(), all.end(), self.string()) - all.begin());
+  const std::size_t first = size ? at / size * size : 0;
+  const std::size_t last = size ? std::min(all.size(), first + size) : all.size();
+  index = at - first;
+  return {all.begin() + static_cast<std::ptrdiff_t>(first), all.begin() + static_cast<std::ptrdiff_t>(last)};
+}
+
+void prebuild_references(const BuilderConfig& config, const std::vector<std::string>& reference_paths,
+                         const EvalOptions& options) {
+  const BuildTarget target = options.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda;
+  std::fprintf(stderr, "kloop: building %zu reference(s)...\n", reference_paths.size());
+  if (options.reference_bundle <= 1) {
+    build_many(config, reference_paths, ModuleRole::kReference, target, 0, build_progress_on_stderr("references"));
+    return;
+  }
+  std::vector<std::vector<std::string>> bundles;
+  for (const auto& path : reference_paths) {
+    std::size_t index = 0;
+    auto members = reference_bundle_members(path, options.reference_bundle, index);
+    if (std::find(bundles.begin(), bundles.end(), members) == bundles.end()) bundles.push_back(std::move(members));
+  }
+  build_bundles_many(config, bundles, target, 0, build_progress_on_stderr("reference bundles"));
+}
+
 ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::string& dir) {
   const bool cpu = options_.device == "cpu";
   BuildResult rb = build_reference(spec);
@@ -45,7 +80,7 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
   r.problem = spec.name;
   const bool cpu = options_.device == "cpu";
   const bool small = cpu || options_.small_dims;
-  BuildResult rb = build_reference(spec);
+  BuildResult rb = build_reference(spec, /*bundled=*/true);
   r.build_seconds = rb.seconds;
   if (!rb.ok) {
     r.error = build_failure_text(rb);
@@ -111,7 +146,7 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   const bool cpu = options_.device == "cpu";
   const bool small = cpu || options_.small_dims;
   const Protocol protocol = protocol_by_name(options_.protocol);
-  BuildResult rb = build_reference(spec);
+  BuildResult rb = build_reference(spec, /*bundled=*/true);
   if (!rb.ok) {
     r.error = "the reference does not build";
     return r;
@@ -146,7 +181,7 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   plain.magnitude = 0;
   WorkDir work(options_.work_root, options_.keep_work_dir);
   WorkerSession ref(options_.worker_path, "reference", work);
-  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
+  auto reply = ref.call(load_command(rb, "reference", spec, options_), options_.load_timeout);
   if (reply && reply->value("ok", false)) {
     json cmd = {{"op", "audit"}, {"cases", cases}, {"tolerance", to_json(plain)}, {"pairs", {{0, 1}, {0, 2}, {4, 3}}}};
     // Strict's zero-mean case, where the protocol has one and the spec
@@ -230,7 +265,7 @@ BaselineReport Evaluator::measure_baseline(const ProblemSpec& spec, bool use_cac
                                protocol.randomize_identity_params);
   WorkDir work(options_.work_root, options_.keep_work_dir);
   WorkerSession ref(options_.worker_path, "reference", work);
-  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options_), options_.load_timeout);
+  auto reply = ref.call(load_command(rb, "reference", spec, options_), options_.load_timeout);
   if (!reply || !reply->value("ok", false)) {
     r.error = reply ? reply->value("message", "load failed") : ref.failure();
     return r;

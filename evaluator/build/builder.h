@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <functional>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ struct BuildResult {
   bool timed_out = false;
   std::string key;
   std::string library_path;  // the .so when ok
+  // The module's entry tag in a reference bundle ("e3": its symbols are
+  // kloop_reference_e3_*); empty for a module built alone.
+  std::string entry;
   std::string log;           // full compiler output
   std::string command;       // the compile command, for the log
   std::vector<CompilerDiagnostic> diagnostics;
@@ -61,6 +65,13 @@ class Builder {
   explicit Builder(BuilderConfig config);
 
   BuildResult build(const std::string& source_path, ModuleRole role, BuildTarget target);
+  // References `paths` compiled as one file (reference_bundle_source), and
+  // the result for paths[member] (its `entry` set). Compiling references in
+  // bundles costs about a tenth of compiling them one by one (the frontend
+  // work on LibTorch's headers is done once per bundle). A bundle that
+  // cannot be made or does not compile falls back to building the member
+  // alone (entry empty).
+  BuildResult build_reference_bundle(const std::vector<std::string>& paths, std::size_t member, BuildTarget target);
   // The cache key (also used by tests to check what invalidates a build).
   std::string cache_key(const std::string& source_text, ModuleRole role, BuildTarget target);
   const BuilderConfig& config() const { return config_; }
@@ -68,6 +79,8 @@ class Builder {
   void set_isolation(Isolation level) { config_.isolation = level; }
 
  private:
+  BuildResult build_text(const std::string& source, const std::string& source_path, ModuleRole role,
+                         BuildTarget target);
   std::vector<std::string> command(ModuleRole role, BuildTarget target, const std::string& source,
                                    const std::string& output) const;
   std::vector<std::string> host_compile_flags(ModuleRole role) const;
@@ -89,6 +102,14 @@ class Builder {
   std::vector<std::string> pch_flags_;
 };
 
+// One source for the references at `paths`: each in namespace
+// kloop_bundle_eN, its KLOOP_REGISTER_REFERENCE exporting
+// kloop_reference_eN_*, its #include lines hoisted to the top. nullopt when
+// a member has another preprocessor directive (a #define would reach the
+// members after it) or a raw string literal (where a line starting with '#'
+// is not a directive).
+std::optional<std::string> reference_bundle_source(const std::vector<std::string>& paths);
+
 // A compile pool: builds several sources at once, `jobs` at a time (0: one
 // per core), each worker with its own Builder. Results come in input order.
 // `on_built`, when given, hears of each finished build (from the pool's
@@ -98,6 +119,12 @@ using BuildProgress = std::function<void(std::size_t done, std::size_t total, co
 std::vector<BuildResult> build_many(const BuilderConfig& config, const std::vector<std::string>& sources,
                                     ModuleRole role, BuildTarget target, int jobs = 0,
                                     const BuildProgress& on_built = {});
+
+// The same for reference bundles (Builder::build_reference_bundle), one
+// result per bundle (its first member's; the bundle's key when it built).
+std::vector<BuildResult> build_bundles_many(const BuilderConfig& config,
+                                            const std::vector<std::vector<std::string>>& bundles, BuildTarget target,
+                                            int jobs = 0, const BuildProgress& on_built = {});
 
 // A BuildProgress that prints one line per compiled (not cached) source on
 // stderr, and one line when all are done.

@@ -88,6 +88,13 @@ TimingRules timing_rules(const Protocol& protocol, bool cpu, const EvalOptions& 
   return rules;
 }
 
+json load_command(const BuildResult& reference, const std::string& role, const ProblemSpec& spec,
+                  const EvalOptions& o) {
+  json cmd = load_command(reference.library_path, role, spec, o);
+  if (!reference.entry.empty()) cmd["entry"] = reference.entry;
+  return cmd;
+}
+
 // Whether the candidate's forwards after its tests get inputs of their own
 // (Protocol::fresh_timed_inputs).
 bool fresh_timed_inputs(const Protocol& protocol, bool cpu, const EvalOptions& options) {
@@ -99,7 +106,7 @@ bool fresh_timed_inputs(const Protocol& protocol, bool cpu, const EvalOptions& o
 std::string generate_reference_cases(const BuildResult& rb, const ProblemSpec& spec, const json& cases, WorkDir& work,
                                      const EvalOptions& options, bool with_weights_and_inputs) {
   WorkerSession ref(options.worker_path, "reference", work);
-  auto reply = ref.call(load_command(rb.library_path, "reference", spec, options), options.load_timeout);
+  auto reply = ref.call(load_command(rb, "reference", spec, options), options.load_timeout);
   if (reply && reply->value("ok", false)) {
     reply = ref.call({{"op", "generate"},
                       {"dir", work.shared()},

@@ -28,6 +28,9 @@ bool all_finite(const std::vector<HostTensor>& tensors);
 // The worker's `load` command.
 json load_command(const std::string& library, const std::string& role, const ProblemSpec& spec,
                   const EvalOptions& o);
+// The load command of a built reference (its bundle entry named, if any).
+json load_command(const BuildResult& reference, const std::string& role, const ProblemSpec& spec,
+                  const EvalOptions& o);
 
 // The protocol's timing rules for the device, capped by --max-timing.
 TimingRules timing_rules(const Protocol& protocol, bool cpu, const EvalOptions& options);

@@ -266,7 +266,13 @@ class Worker {
     // tells the module's own kernel launches from a library's by it.
     link_map* map = nullptr;
     module_object_ = dlinfo(handle_, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : library;
-    const std::string prefix = "kloop_" + role_ + "_";
+    // A reference bundle's member answers to kloop_reference_<entry>_*.
+    const std::string entry = cmd.value("entry", "");
+    if (!entry.empty() && (role_ != "reference" || entry.size() > 16 ||
+                           entry.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789") != std::string::npos)) {
+      throw WorkerError{"load_error", "kloop-worker: entry '" + entry + "' is not a reference bundle's entry tag"};
+    }
+    const std::string prefix = "kloop_" + role_ + "_" + (entry.empty() ? "" : entry + "_");
     auto version_fn = reinterpret_cast<int (*)()>(dlsym(handle_, (prefix + "api_version").c_str()));
     auto arity_fn = reinterpret_cast<int (*)()>(dlsym(handle_, (prefix + "forward_arity").c_str()));
     const int version = version_fn ? version_fn() : 0;

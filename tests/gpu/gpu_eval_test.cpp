@@ -304,12 +304,16 @@ TEST_F(GpuEvalTest, UpstreamSizeIsJudgedOnTheGpu) {
   EXPECT_NE(wrong.verdict, VerdictClass::kCorrect) << wrong.message;
 }
 
+// In bundles, as `kloop problems check` builds them: each reference loads
+// by its entry in its bundle.
 TEST_F(GpuEvalTest, EveryLevel1ReferenceRunsOnTheGpuAtSmallDims) {
-  Evaluator ev(builder_, options_);
+  EvalOptions opts = options_;
+  opts.reference_bundle = kReferenceBundleSize;
+  Evaluator ev(builder_, opts);
   ProblemRegistry reg(ProblemRegistry::default_root());
   std::vector<std::string> sources;
   for (const auto& e : reg.list("kernelbench", 1)) sources.push_back(reg.load(e).reference_path);
-  build_many(builder_.config(), sources, ModuleRole::kReference, BuildTarget::kCuda);  // all cores at once
+  prebuild_references(builder_.config(), sources, opts);  // all cores at once
   int failed = 0;
   for (const auto& e : reg.list("kernelbench", 1)) {
     ReferenceReport r = ev.check_reference(reg.load(e));

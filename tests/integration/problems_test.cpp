@@ -5,11 +5,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
+#include "evaluator/build/content_hash.h"
 #include "evaluator/check/compare.h"
+#include "evaluator/detail/cases.h"
+#include "evaluator/detail/worker_session.h"
 #include "evaluator/evaluate.h"
 #include "evaluator/problem/registry.h"
+#include "evaluator/problem/spec.h"
 #include "evaluator/runtime/host_tensor.h"
 
 namespace kloop {
@@ -43,6 +49,10 @@ TEST_P(ReferenceTest, RunsAtCpuDims) {
   opts.worker_path = KLOOP_TEST_WORKER;
   opts.measure_time = false;
   opts.threads = 2;
+  // Built in its folder's bundle, as `kloop problems check` builds them: the
+  // first test of a bundle compiles it for the rest (in their own
+  // processes, through the shared test cache).
+  opts.reference_bundle = kReferenceBundleSize;
   Evaluator ev(builder, opts);
   ReferenceReport r = ev.check_reference(spec);
   EXPECT_TRUE(r.ok) << r.error;
@@ -84,6 +94,144 @@ TEST(ReferenceCheckTest, InPlaceWeightsGiveTheOutputsOfTheWeightsFile) {
     for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(tensors_identical(got[i], expected[i])) << path;
   }
   fs::remove_all(root);
+}
+
+// Reference bundles, on copies of three references in a folder of their
+// own (so the bundle is theirs alone, and small).
+class ReferenceBundleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("kloop-bundle-" + std::to_string(getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "level1");
+    for (const char* name : {"19_ReLU", "20_LeakyReLU", "21_Sigmoid"}) add(name);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void add(const std::string& name) {
+    const fs::path shipped = fs::path(ProblemRegistry::default_root()) / "kernelbench" / "level1";
+    for (const char* ext : {".cpp", ".yaml"}) fs::copy_file(shipped / (name + ext), root_ / "level1" / (name + ext));
+  }
+  ProblemSpec spec(const std::string& name) const {
+    return load_problem_spec((root_ / "level1" / (name + ".yaml")).string(), "bundle-test");
+  }
+  EvalOptions options(const std::string& work) const {
+    EvalOptions opts;
+    opts.worker_path = KLOOP_TEST_WORKER;
+    opts.measure_time = false;
+    opts.reference_bundle = kReferenceBundleSize;
+    opts.work_root = work;
+    opts.keep_work_dir = true;
+    fs::create_directories(work);
+    return opts;
+  }
+  // Case 0's expected outputs of the one check run under `work`.
+  static std::vector<HostTensor> checked_outputs(const fs::path& work) {
+    for (const auto& e : fs::recursive_directory_iterator(work)) {
+      if (e.path().filename() == "case0.call0.expected.safetensors") return read_tensor_file(e.path().string());
+    }
+    ADD_FAILURE() << "no case 0 under " << work;
+    return {};
+  }
+  fs::path root_;
+};
+
+// Each member of a bundle is loaded by its own entry: its check gives, bit
+// for bit, the outputs of the same reference built alone. Three members
+// whose outputs differ (ReLU, LeakyReLU, Sigmoid of the same inputs), so
+// a member loaded under another's entry fails.
+TEST_F(ReferenceBundleTest, EachMemberRunsItsOwnReference) {
+  Builder builder(BuilderConfig::from_environment());
+  std::string first_key;
+  for (const char* name : {"19_ReLU", "20_LeakyReLU", "21_Sigmoid"}) {
+    SCOPED_TRACE(name);
+    const ProblemSpec s = spec(name);
+    std::size_t index = 99;
+    const auto members = reference_bundle_members(s.reference_path, kReferenceBundleSize, index);
+    ASSERT_EQ(members.size(), 3u);
+    EXPECT_EQ(members.at(index), s.reference_path);
+    const fs::path work = root_ / "work" / name;
+    Evaluator bundled(builder, options(work.string()));
+    const BuildResult rb = bundled.build_reference(s, /*bundled=*/true);
+    ASSERT_TRUE(rb.ok) << rb.log;
+    EXPECT_EQ(rb.entry, "e" + std::to_string(index));
+    if (first_key.empty()) first_key = rb.key;
+    EXPECT_EQ(rb.key, first_key) << "one bundle for the three";
+    const ReferenceReport r = bundled.check_reference(s);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_TRUE(r.seed_sensitive);
+
+    EvalOptions alone_opts = options((root_ / "alone" / name).string());
+    alone_opts.reference_bundle = 0;
+    Evaluator alone(builder, alone_opts);
+    const BuildResult single = alone.build_reference(s, /*bundled=*/true);
+    EXPECT_TRUE(single.entry.empty());
+    EXPECT_NE(single.key, rb.key);
+    const ReferenceCase c = alone.reference_case(s, (root_ / "case" / name).string());
+    const auto expected = read_tensor_file(c.expected_file);
+    const auto got = checked_outputs(work);
+    ASSERT_EQ(got.size(), expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(tensors_identical(got[i], expected[i]));
+  }
+  // The worker loads only what the bundle exports, and only for a reference.
+  Evaluator ev(builder, options((root_ / "work" / "loads").string()));
+  const BuildResult rb = ev.build_reference(spec("20_LeakyReLU"), /*bundled=*/true);
+  auto load = [&](const std::string& role, const std::string& entry) {
+    detail::WorkDir work((root_ / "work").string(), false);
+    detail::WorkerSession w(KLOOP_TEST_WORKER, role, work);
+    BuildResult b = rb;
+    b.entry = entry;
+    const auto reply = w.call(detail::load_command(b, role, spec("20_LeakyReLU"), ev.options()), std::chrono::seconds(60));
+    return reply ? reply->value("ok", false) ? std::string("ok") : reply->value("message", "?") : w.failure();
+  };
+  EXPECT_EQ(load("reference", "e2"), "ok");
+  EXPECT_NE(load("reference", "e3").find("registers no reference"), std::string::npos);
+  EXPECT_NE(load("reference", "e1_create").find("not a reference bundle's entry tag"), std::string::npos);
+  EXPECT_NE(load("candidate", "e1").find("not a reference bundle's entry tag"), std::string::npos);
+}
+
+// One member that does not compile fails its bundle; every member then
+// builds alone: the others pass, and the broken one gets its own
+// diagnostics, pointing at its own file.
+TEST_F(ReferenceBundleTest, AMemberThatDoesNotCompileLeavesTheOthersToBuildAlone) {
+  const fs::path sigmoid = root_ / "level1" / "21_Sigmoid.cpp";
+  std::ofstream(sigmoid, std::ios::app) << "\nint broken_here = ;\n";
+  const std::string text = read_file(sigmoid.string());
+  const auto broken_line = std::count(text.begin(), text.end(), '\n');  // the last line
+  Builder builder(BuilderConfig::from_environment());
+  Evaluator ev(builder, options((root_ / "work").string()));
+  const ReferenceReport relu = ev.check_reference(spec("19_ReLU"));
+  EXPECT_TRUE(relu.ok) << relu.error;
+  EXPECT_TRUE(ev.build_reference(spec("20_LeakyReLU"), /*bundled=*/true).entry.empty()) << "built alone";
+  const ReferenceReport broken = ev.check_reference(spec("21_Sigmoid"));
+  EXPECT_FALSE(broken.ok);
+  // Its own build's diagnostics: its compile copy is reference.cpp.
+  EXPECT_NE(broken.error.find("reference.cpp:" + std::to_string(broken_line) + ":"), std::string::npos)
+      << broken.error;
+  EXPECT_EQ(broken.error.find("19_ReLU"), std::string::npos) << "another member's text in its diagnostics:\n"
+                                                              << broken.error;
+}
+
+// What cannot share a file (a #define would reach the members after it)
+// is not bundled: reference_bundle_source says so, and each builds alone.
+TEST_F(ReferenceBundleTest, AMemberWithADefineIsNotBundled) {
+  const fs::path relu = root_ / "level1" / "19_ReLU.cpp";
+  std::vector<std::string> paths = {relu.string(), (root_ / "level1" / "20_LeakyReLU.cpp").string()};
+  const auto text = reference_bundle_source(paths);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_NE(text->find("kloop_bundle_e1"), std::string::npos);
+  EXPECT_NE(text->find("KLOOP_DETAIL_EXPORT(reference_e1,"), std::string::npos);
+  const std::string include = "#include <kloop/reference_api.h>";
+  EXPECT_LT(text->find(include), text->find("namespace kloop_bundle_e0")) << "hoisted";
+  EXPECT_EQ(text->find(include, text->find(include) + 1), std::string::npos) << "and written once";
+  const std::string original = read_file(relu.string());
+  std::ofstream(relu) << "#define KLOOP_ANSWER 42\n" << original;
+  EXPECT_FALSE(reference_bundle_source(paths).has_value());
+  Builder builder(BuilderConfig::from_environment());
+  Evaluator ev(builder, options((root_ / "work").string()));
+  const BuildResult rb = ev.build_reference(spec("19_ReLU"), /*bundled=*/true);
+  ASSERT_TRUE(rb.ok) << rb.log;
+  EXPECT_TRUE(rb.entry.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, ReferenceTest, ::testing::ValuesIn(all_problems()),
