@@ -172,6 +172,41 @@ int check(const GlobalOptions& g, const std::vector<std::string>& names, const s
   return bad ? 1 : 0;
 }
 
+// Compiles the selected references without running them (in bundles when
+// there are several): the build cache is then warm for whatever runs them
+// next, on this machine or on every node that shares the cache.
+int build(const GlobalOptions& g, const std::vector<std::string>& names, const std::string& suite,
+          std::optional<int> level, const std::string& device) {
+  ProblemRegistry reg(g.problems_dir);
+  const std::vector<ProblemEntry> entries = reg.select(names, suite, level);
+  Builder builder(BuilderConfig::from_environment());
+  EvalOptions opts;
+  opts.measure_time = false;
+  opts.device = device;
+  if (entries.size() > 1) opts.reference_bundle = kReferenceBundleSize;
+  Evaluator evaluator(builder, opts);
+  std::vector<ProblemSpec> specs;
+  std::vector<std::string> sources;
+  for (const auto& e : entries) {
+    specs.push_back(reg.load(e));
+    sources.push_back(specs.back().reference_path);
+  }
+  prebuild_references(builder.config(), sources, opts);
+  int failed = 0, bundled = 0;
+  for (const auto& spec : specs) {
+    const BuildResult rb = evaluator.build_reference(spec, /*bundled=*/true);  // from the cache now
+    if (!rb.ok) {
+      ++failed;
+      std::printf("%s: does not build (%s)\n%s\n", spec.name.c_str(), spec.reference_path.c_str(),
+                  rb.diagnostics.empty() ? rb.log.c_str() : summarize_diagnostics(rb.diagnostics, 10).c_str());
+    }
+    bundled += rb.ok && !rb.entry.empty() ? 1 : 0;
+  }
+  std::printf("%zu reference(s) built for %s (%d in bundles), %d failed\n", specs.size() - failed, device.c_str(),
+              bundled, failed);
+  return failed ? 1 : 0;
+}
+
 struct ParityArgs {
   std::vector<std::string> names;
   std::string suite;
@@ -306,6 +341,16 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
   auto check_device = std::make_shared<std::string>("cpu");
   check_cmd->add_option("--device", *check_device, "cpu or cuda[:N] (runs at the small cpu dims either way)")
       ->capture_default_str();
+  auto* build_cmd = app.add_subcommand("build", "compile references without running them (warms the build cache)");
+  auto build_names = std::make_shared<std::vector<std::string>>();
+  auto build_suite = std::make_shared<std::string>();
+  auto build_level = std::make_shared<int>(0);
+  auto build_device = std::make_shared<std::string>("cpu");
+  build_cmd->add_option("names", *build_names, "problems to build (default: all selected)");
+  build_cmd->add_option("--suite", *build_suite, "only this suite");
+  build_cmd->add_option("--level", *build_level, "only this level");
+  build_cmd->add_option("--device", *build_device, "cpu or cuda[:N] (the libraries a reference links differ)")
+      ->capture_default_str();
   auto* parity_cmd = app.add_subcommand(
       "parity", "run each task's upstream Python file on kloop's weights and inputs and compare with kloop's port");
   auto pa = std::make_shared<ParityArgs>();
@@ -322,8 +367,12 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
   parity_cmd->add_option("--resume", pa->resume, "keep the rows of this earlier --json table and compare only the rest");
   parity_cmd->add_option("--markdown", pa->markdown, "write the table as Markdown here");
   return [&global, list_cmd, show_cmd, check_cmd, parity_cmd, pa, suite, level, json_list, name, json_show, check_names,
-          check_suite, check_level, check_device]() {
+          check_suite, check_level, check_device, build_cmd, build_names, build_suite, build_level, build_device]() {
     if (parity_cmd->parsed()) return parity(global, *pa);
+    if (build_cmd->parsed()) {
+      return build(global, *build_names, *build_suite,
+                   *build_level > 0 ? std::optional<int>(*build_level) : std::nullopt, *build_device);
+    }
     if (check_cmd->parsed()) {
       return check(global, *check_names, *check_suite,
                    *check_level > 0 ? std::optional<int>(*check_level) : std::nullopt, *check_device);

@@ -39,6 +39,11 @@ class BuilderTest : public ::testing::Test {
   static std::string fixture(const std::string& name) {
     return std::string(KLOOP_TEST_FIXTURES) + "/relu/" + name;
   }
+  // A candidate source that compiles in a fraction of a second (the cache
+  // tests are about entries, not about what the library does).
+  std::string tiny(const std::string& name, int value) {
+    return source(name, "extern \"C\" int kloop_f() { return " + std::to_string(value) + "; }\n");
+  }
   int entries() const {
     int n = 0;
     for (const auto& e : fs::directory_iterator(fs::path(config_.cache_dir) / "builds")) {
@@ -167,13 +172,14 @@ void flip_a_byte(const std::string& path) {
 // reference whose forward returns what the candidate wants). The next build
 // sees that the library is not the one it compiled and compiles again.
 TEST_F(BuilderTest, TamperedCachedLibraryIsRebuiltNotLoaded) {
-  BuildResult first = Builder(config_).build(fixture("correct.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  const std::string victim = tiny("victim.cpp", 1);
+  BuildResult first = Builder(config_).build(victim, ModuleRole::kCandidate, BuildTarget::kCpu);
   ASSERT_TRUE(first.ok) << first.log;
   flip_a_byte(first.library_path);
   const std::string tampered = read_file(first.library_path);
 
   ::testing::internal::CaptureStderr();
-  BuildResult again = Builder(config_).build(fixture("correct.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  BuildResult again = Builder(config_).build(victim, ModuleRole::kCandidate, BuildTarget::kCpu);
   const std::string warning = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(again.ok) << again.log;
   EXPECT_FALSE(again.cached) << "a tampered entry must be compiled again, not served";
@@ -182,15 +188,15 @@ TEST_F(BuilderTest, TamperedCachedLibraryIsRebuiltNotLoaded) {
   EXPECT_NE(warning.find("not trusted"), std::string::npos) << warning;
   EXPECT_EQ(untrusted_entries(config_.cache_dir), 1) << "the bad entry is kept aside for inspection";
   EXPECT_EQ(entries(), 1);
-  EXPECT_TRUE(Builder(config_).build(fixture("correct.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu).cached)
+  EXPECT_TRUE(Builder(config_).build(victim, ModuleRole::kCandidate, BuildTarget::kCpu).cached)
       << "the rebuilt entry is trusted";
 }
 
 // Attack: a forged result.json (no MAC, or another entry's genuine one) over
 // a library of the attacker's choosing, or a failed build made to look ok.
 TEST_F(BuilderTest, ForgedEntriesAreRebuiltNotLoaded) {
-  const std::string victim = fixture("correct.cpp");
-  const std::string other = fixture("returns_input.cpp");
+  const std::string victim = tiny("victim.cpp", 1);
+  const std::string other = tiny("other.cpp", 2);
   BuildResult v = Builder(config_).build(victim, ModuleRole::kCandidate, BuildTarget::kCpu);
   BuildResult o = Builder(config_).build(other, ModuleRole::kCandidate, BuildTarget::kCpu);
   ASSERT_TRUE(v.ok && o.ok) << v.log << o.log;
@@ -218,14 +224,15 @@ TEST_F(BuilderTest, ForgedEntriesAreRebuiltNotLoaded) {
   EXPECT_NE(r2.command, "g++ (trust me)");
 
   // 3. A compile error turned into "ok" with a library of the attacker's.
-  BuildResult bad = Builder(config_).build(fixture("compile_error.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  const std::string broken = source("broken.cpp", "extern \"C\" int kloop_f() { return undeclared_function(); }\n");
+  BuildResult bad = Builder(config_).build(broken, ModuleRole::kCandidate, BuildTarget::kCpu);
   ASSERT_FALSE(bad.ok);
   const fs::path bad_entry = builds / bad.key;
   nlohmann::json forged = nlohmann::json::parse(read_file((bad_entry / "result.json").string()));
   forged["ok"] = true;
   std::ofstream(bad_entry / "result.json", std::ios::trunc) << forged.dump(2);
   fs::copy_file(r2.library_path, bad_entry / "module.so");
-  BuildResult r3 = Builder(config_).build(fixture("compile_error.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  BuildResult r3 = Builder(config_).build(broken, ModuleRole::kCandidate, BuildTarget::kCpu);
   EXPECT_FALSE(r3.ok) << "a forged ok must not turn a compile error into a library";
   EXPECT_FALSE(r3.cached);
   EXPECT_TRUE(r3.library_path.empty());
