@@ -165,7 +165,9 @@ const char* role_name(ModuleRole role) { return role == ModuleRole::kCandidate ?
 BuilderConfig BuilderConfig::from_environment() {
   BuilderConfig c;
   std::string cache_home = env_or("XDG_CACHE_HOME", env_or("HOME", "/tmp") + "/.cache");
-  c.cache_dir = env_or("KLOOP_CACHE_DIR", cache_home + "/kloop");
+  // Absolute: compiles run in the entry's own folder, and the PCH flags
+  // name files in the cache.
+  c.cache_dir = fs::absolute(env_or("KLOOP_CACHE_DIR", cache_home + "/kloop")).lexically_normal().string();
   c.cxx = env_or("KLOOP_CXX", KLOOP_CXX_COMPILER);
   c.reference_cxx = env_or("KLOOP_REFERENCE_CXX", KLOOP_REFERENCE_CXX_COMPILER);
   c.nvcc = env_or("KLOOP_NVCC", KLOOP_NVCC_COMPILER);

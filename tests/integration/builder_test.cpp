@@ -56,6 +56,18 @@ class BuilderTest : public ::testing::Test {
   BuilderConfig config_;
 };
 
+// A relative KLOOP_CACHE_DIR names the cache from where kloop started:
+// compiles run in the entries' own folders, and the reference PCH's flags
+// name it, so the builder holds it as an absolute path.
+TEST(BuilderConfigTest, ARelativeCacheDirIsMadeAbsolute) {
+  const char* before = std::getenv("KLOOP_CACHE_DIR");
+  const std::string saved = before ? before : "";
+  setenv("KLOOP_CACHE_DIR", "relative/cache", 1);
+  const BuilderConfig c = BuilderConfig::from_environment();
+  if (before) setenv("KLOOP_CACHE_DIR", saved.c_str(), 1); else unsetenv("KLOOP_CACHE_DIR");
+  EXPECT_EQ(c.cache_dir, (fs::current_path() / "relative/cache").string());
+}
+
 TEST_F(BuilderTest, BuildsThenServesFromCache) {
   Builder b(config_);
   BuildResult first = b.build(fixture("correct.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
