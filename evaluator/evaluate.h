@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -152,6 +153,11 @@ class Evaluator {
   Verdict evaluate(const ProblemSpec& spec, const std::string& candidate_path);
   // Builds and runs the reference at the run's dims (cpu dims on CPU).
   ReferenceReport check_reference(const ProblemSpec& spec);
+  // The same for several, in order. References of one bundle (built
+  // bundled, EvalOptions::reference_bundle) share one worker process.
+  // `on_report` hears of each report as it is made.
+  std::vector<ReferenceReport> check_references(const std::vector<ProblemSpec>& specs,
+                                                const std::function<void(const ReferenceReport&)>& on_report = {});
   // Draws case 0 (the run's seed, the spec's cpu dims on CPU or with
   // small_dims, else its full dims), runs the reference on it and writes
   // the case's files into `dir`. Throws EvaluationError when the reference

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "evaluator/build/build_config.h"
 #include "evaluator/detail/candidate_timing.h"
@@ -75,69 +76,137 @@ ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::stri
   return out;
 }
 
-ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) {
-  ReferenceReport r;
-  r.problem = spec.name;
-  const bool cpu = options_.device == "cpu";
-  const bool small = cpu || options_.small_dims;
-  BuildResult rb = build_reference(spec, /*bundled=*/true);
-  r.build_seconds = rb.seconds;
-  if (!rb.ok) {
-    r.error = build_failure_text(rb);
-    return r;
-  }
-  const auto start = Clock::now();
-  WorkDir work(options_.work_root, options_.keep_work_dir);
-  // Cases 0 and 1: the same seed twice (determinism); case 2: another seed
-  // (seed sensitivity); then one case per hidden shape variant.
-  // Case 2 draws its weights the way strict does (identity values
-  // randomised), so every reference is known to run under strict's init.
-  auto make_case = [&](int id, uint64_t seed, const DimValues& dims) {
-    return generate_case(spec, dims, id, seed, seed, 1.0, 1, /*randomize_identity_params=*/id == 2);
-  };
-  const DimValues dims = spec.resolve_dims(small);
-  json cases = json::array({make_case(0, options_.seed, dims), make_case(1, options_.seed, dims),
-                            make_case(2, options_.seed + 1, dims)});
-  std::vector<std::string> variant_names;
-  for (const auto& v : spec.variants) {
-    if (small && !v.cpu) continue;
-    variant_names.push_back(v.name);
-    cases.push_back(make_case(static_cast<int>(cases.size()), options_.seed, spec.resolve_dims(small, &v)));
-  }
-  r.error = generate_reference_cases(rb, spec, cases, work, options_, /*with_weights_and_inputs=*/false);
-  r.run_seconds = since(start);
-  if (!r.error.empty()) return r;
-  std::vector<std::vector<HostTensor>> out;
-  for (int id = 0; id < 3; ++id) {
-    out.push_back(read_tensor_file(work.shared() + "/case" + std::to_string(id) + ".call0.expected.safetensors"));
-  }
-  r.outputs = static_cast<int>(out[0].size());
-  r.finite = all_finite(out[0]);
-  for (const auto& t : out[0]) r.output_shapes.push_back(t.shape_string());
-  r.deterministic = out[0].size() == out[1].size();
-  r.seed_sensitive = out[0].size() != out[2].size();
-  for (std::size_t i = 0; i < out[0].size() && i < out[1].size(); ++i) {
-    r.deterministic = r.deterministic && tensors_identical(out[0][i], out[1][i]);
-  }
-  for (std::size_t i = 0; i < out[0].size() && i < out[2].size(); ++i) {
-    r.seed_sensitive = r.seed_sensitive || !tensors_identical(out[0][i], out[2][i]);
-  }
-  for (std::size_t i = 0; i < variant_names.size(); ++i) {
-    auto vo = read_tensor_file(work.shared() + "/case" + std::to_string(3 + i) + ".call0.expected.safetensors");
-    const bool finite = all_finite(vo);
-    if (static_cast<int>(vo.size()) != spec.outputs || !finite) {
-      r.error += "variant '" + variant_names[i] + "': " + std::to_string(vo.size()) + " output(s)" +
-                 (finite ? "" : ", non-finite values") + "\n";
+ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) { return check_references({spec}).front(); }
+
+namespace {
+
+// A reference worker that checks reference after reference: while the
+// references come from one bundle it stays up and loads each one's entry
+// (the worker allows that while it has only generated cases), so a
+// bundle's check pays for one process start, not one per reference.
+class CheckWorker {
+ public:
+  explicit CheckWorker(const EvalOptions& options) : options_(options) {}
+  ~CheckWorker() { stop(); }
+  CheckWorker(const CheckWorker&) = delete;
+  CheckWorker& operator=(const CheckWorker&) = delete;
+
+  // Generates `cases` of the reference `rb` into shared(): "" when done,
+  // else what went wrong (its message and log).
+  std::string generate(const BuildResult& rb, const ProblemSpec& spec, const json& cases) {
+    if (session_ && (rb.entry.empty() || rb.library_path != library_)) stop();
+    if (!session_) {
+      work_ = std::make_unique<WorkDir>(options_.work_root, options_.keep_work_dir);
+      session_ = std::make_unique<WorkerSession>(options_.worker_path, "reference", *work_);
+      library_ = rb.library_path;
     }
-    r.variants_checked++;
+    auto reply = session_->call(load_command(rb, "reference", spec, options_), options_.load_timeout);
+    if (reply && reply->value("ok", false)) {
+      reply = session_->call(
+          {{"op", "generate"}, {"dir", work_->shared()}, {"cases", cases}, {"weights_and_inputs", false}},
+          options_.run_timeout);
+    }
+    if (reply && reply->value("ok", false)) return "";
+    const std::string error =
+        (reply ? reply->value("message", "failed") : session_->failure()) + "\n" + session_->log_tail();
+    stop();  // the next reference gets a fresh process
+    return error;
   }
-  if (!r.deterministic) r.error += "two runs with the same seed gave different outputs\n";
-  if (!r.finite) r.error += "NaN or Inf in the outputs\n";
-  r.ok = r.outputs == spec.outputs && r.finite && r.deterministic && r.error.empty();
-  if (r.outputs != spec.outputs) {
-    r.error = "returns " + std::to_string(r.outputs) + " output(s) but the spec says outputs: " + std::to_string(spec.outputs);
+  std::string shared() const { return work_ ? work_->shared() : ""; }
+
+ private:
+  void stop() {
+    if (session_) session_->finish();
+    session_.reset();
+    work_.reset();
   }
-  return r;
+
+  const EvalOptions& options_;
+  std::unique_ptr<WorkDir> work_;
+  std::unique_ptr<WorkerSession> session_;
+  std::string library_;
+};
+
+}  // namespace
+
+std::vector<ReferenceReport> Evaluator::check_references(const std::vector<ProblemSpec>& specs,
+                                                         const std::function<void(const ReferenceReport&)>& on_report) {
+  CheckWorker worker(options_);
+  auto check = [&](const ProblemSpec& spec) {
+    ReferenceReport r;
+    r.problem = spec.name;
+    const bool cpu = options_.device == "cpu";
+    const bool small = cpu || options_.small_dims;
+    BuildResult rb = build_reference(spec, /*bundled=*/true);
+    r.build_seconds = rb.seconds;
+    if (!rb.ok) {
+      r.error = build_failure_text(rb);
+      return r;
+    }
+    const auto start = Clock::now();
+    // Cases 0 and 1: the same seed twice (determinism); case 2: another seed
+    // (seed sensitivity); then one case per hidden shape variant.
+    // Case 2 draws its weights the way strict does (identity values
+    // randomised), so every reference is known to run under strict's init.
+    auto make_case = [&](int id, uint64_t seed, const DimValues& dims) {
+      return generate_case(spec, dims, id, seed, seed, 1.0, 1, /*randomize_identity_params=*/id == 2);
+    };
+    const DimValues dims = spec.resolve_dims(small);
+    json cases = json::array({make_case(0, options_.seed, dims), make_case(1, options_.seed, dims),
+                              make_case(2, options_.seed + 1, dims)});
+    std::vector<std::string> variant_names;
+    for (const auto& v : spec.variants) {
+      if (small && !v.cpu) continue;
+      variant_names.push_back(v.name);
+      cases.push_back(make_case(static_cast<int>(cases.size()), options_.seed, spec.resolve_dims(small, &v)));
+    }
+    r.error = worker.generate(rb, spec, cases);
+    r.run_seconds = since(start);
+    if (!r.error.empty()) return r;
+    std::vector<std::vector<HostTensor>> out;
+    for (int id = 0; id < 3; ++id) {
+      out.push_back(read_tensor_file(worker.shared() + "/case" + std::to_string(id) + ".call0.expected.safetensors"));
+    }
+    r.outputs = static_cast<int>(out[0].size());
+    r.finite = all_finite(out[0]);
+    for (const auto& t : out[0]) r.output_shapes.push_back(t.shape_string());
+    r.deterministic = out[0].size() == out[1].size();
+    r.seed_sensitive = out[0].size() != out[2].size();
+    for (std::size_t i = 0; i < out[0].size() && i < out[1].size(); ++i) {
+      r.deterministic = r.deterministic && tensors_identical(out[0][i], out[1][i]);
+    }
+    for (std::size_t i = 0; i < out[0].size() && i < out[2].size(); ++i) {
+      r.seed_sensitive = r.seed_sensitive || !tensors_identical(out[0][i], out[2][i]);
+    }
+    for (std::size_t i = 0; i < variant_names.size(); ++i) {
+      auto vo = read_tensor_file(worker.shared() + "/case" + std::to_string(3 + i) + ".call0.expected.safetensors");
+      const bool finite = all_finite(vo);
+      if (static_cast<int>(vo.size()) != spec.outputs || !finite) {
+        r.error += "variant '" + variant_names[i] + "': " + std::to_string(vo.size()) + " output(s)" +
+                   (finite ? "" : ", non-finite values") + "\n";
+      }
+      r.variants_checked++;
+    }
+    if (!r.deterministic) r.error += "two runs with the same seed gave different outputs\n";
+    if (!r.finite) r.error += "NaN or Inf in the outputs\n";
+    r.ok = r.outputs == spec.outputs && r.finite && r.deterministic && r.error.empty();
+    if (r.outputs != spec.outputs) {
+      r.error = "returns " + std::to_string(r.outputs) + " output(s) but the spec says outputs: " + std::to_string(spec.outputs);
+    }
+    return r;
+  };
+  std::vector<ReferenceReport> reports;
+  for (const auto& spec : specs) {
+    try {
+      reports.push_back(check(spec));
+    } catch (const std::exception& e) {  // e.g. an output file that does not read back
+      reports.emplace_back();
+      reports.back().problem = spec.name;
+      reports.back().error = e.what();
+    }
+    if (on_report) on_report(reports.back());
+  }
+  return reports;
 }
 
 AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {

@@ -149,25 +149,35 @@ int check(const GlobalOptions& g, const std::vector<std::string>& names, const s
   std::printf("%-60s %-4s %-8s %-6s %-13s %-14s %-8s %s\n", "problem", "ok", "outputs", "finite", "deterministic",
               "seed-sensitive", "variants", "build/run s");
   StatusLine status(static_cast<int>(entries.size()));  // on a terminal: done, in flight, ETA
-  for (const auto& e : entries) {
-    ReferenceReport r;
-    status.begin("eval");
-    try {
-      r = evaluator.check_reference(reg.load(e));
-    } catch (const std::exception& ex) {
-      r.problem = e.name;
-      r.error = ex.what();
-    }
+  auto print = [&](const ReferenceReport& r) {
     status.end("eval");
     status.done(0);
-    auto quiet = status.quiet();
-    bad += r.ok ? 0 : 1;
-    std::printf("%-60s %-4s %-8d %-6s %-13s %-14s %-8d %.1f/%.1f\n", r.problem.c_str(), r.ok ? "yes" : "NO",
-                r.outputs, r.finite ? "yes" : "no", r.deterministic ? "yes" : "no", r.seed_sensitive ? "yes" : "no",
-                r.variants_checked, r.build_seconds, r.run_seconds);
-    if (!r.error.empty()) std::printf("    %s\n", r.error.c_str());
-    std::fflush(stdout);
+    {
+      auto quiet = status.quiet();
+      bad += r.ok ? 0 : 1;
+      std::printf("%-60s %-4s %-8d %-6s %-13s %-14s %-8d %.1f/%.1f\n", r.problem.c_str(), r.ok ? "yes" : "NO",
+                  r.outputs, r.finite ? "yes" : "no", r.deterministic ? "yes" : "no", r.seed_sensitive ? "yes" : "no",
+                  r.variants_checked, r.build_seconds, r.run_seconds);
+      if (!r.error.empty()) std::printf("    %s\n", r.error.c_str());
+      std::fflush(stdout);
+    }
+    status.begin("eval");  // the next one
+  };
+  std::vector<ProblemSpec> specs;
+  status.begin("eval");
+  for (const auto& e : entries) {
+    try {
+      specs.push_back(reg.load(e));
+    } catch (const std::exception& ex) {
+      ReferenceReport r;
+      r.problem = e.name;
+      r.error = ex.what();
+      print(r);
+    }
   }
+  // One worker per bundle, its references one after another.
+  evaluator.check_references(specs, print);
+  status.end("eval");
   std::printf("%zu references checked, %d failed\n", entries.size(), bad);
   return bad ? 1 : 0;
 }

@@ -230,6 +230,7 @@ class Worker {
     if (op == "calibrate") return calibrate(cmd);
     if (!create_) throw WorkerError{"runtime_error", "kloop-worker: '" + op + "' before 'load'"};
     if (op == "generate") return generate(cmd);
+    generate_only_ = false;
     if (op == "prepare") return prepare(cmd);
     if (op == "expect") return expect(cmd);
     if (op == "judge") return judge(cmd);
@@ -247,17 +248,30 @@ class Worker {
   }
 
   json load(const json& cmd) {
-    role_ = cmd.at("role");
-    // Only the trusted roles stay undumpable; a candidate's own process is
-    // the attacker's anyway, and some libraries read their /proc/self files.
-    if (role_ == "candidate") prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-    device_ = cmd.value("device", "cpu");
     const std::string library = cmd.at("library");
-    if (int threads = cmd.value("threads", 0); threads > 0) at::set_num_threads(threads);
-    set_phase("preparing " + device_);
-    session_ = std::make_unique<DeviceSession>(device_);
-    set_phase("loading " + library);
-    handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_) {
+      // One module per process, with one exception: a reference worker that
+      // has only generated cases (which keeps no state) may load another
+      // entry of the same bundle, so a check of a whole bundle starts one
+      // process, not one per reference.
+      if (!(generate_only_ && role_ == "reference" && cmd.at("role") == "reference" && library == library_ &&
+            cmd.value("device", "cpu") == device_)) {
+        throw WorkerError{"load_error", "kloop-worker: a module is already loaded in this process"};
+      }
+      create_ = nullptr;
+    } else {
+      role_ = cmd.at("role");
+      // Only the trusted roles stay undumpable; a candidate's own process is
+      // the attacker's anyway, and some libraries read their /proc/self files.
+      if (role_ == "candidate") prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+      device_ = cmd.value("device", "cpu");
+      if (int threads = cmd.value("threads", 0); threads > 0) at::set_num_threads(threads);
+      set_phase("preparing " + device_);
+      session_ = std::make_unique<DeviceSession>(device_);
+      set_phase("loading " + library);
+      handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+      library_ = library;
+    }
     if (!handle_) {
       const char* err = dlerror();
       throw WorkerError{"load_error", std::string("cannot load the module: ") + (err ? err : "?")};
@@ -1340,6 +1354,8 @@ class Worker {
   ExchangeExport exchange_;
   ExchangeExport input_export_;  // reference: the current call's inputs, for the candidate
   void* handle_ = nullptr;
+  std::string library_;        // the path handle_ was opened from
+  bool generate_only_ = true;  // no op but load and generate has run (see load)
   std::string module_object_;  // the loaded module's path as the dynamic loader names it
   // Makes a module of the loaded library (either kernel API version).
   std::function<std::unique_ptr<ModuleRunner>(const ModuleInit&)> create_;
