@@ -127,17 +127,23 @@ int show(const GlobalOptions& g, const std::string& name, bool json_out) {
   return 0;
 }
 
+// The options of a command that goes through references untimed (check,
+// build): several compile in bundles, a tenth of the cost; one alone.
+EvalOptions reference_command_options(std::size_t problems, const std::string& device) {
+  EvalOptions opts;
+  opts.measure_time = false;
+  opts.device = device;
+  if (problems > 1) opts.reference_bundle = kReferenceBundleSize;
+  return opts;
+}
+
 int check(const GlobalOptions& g, const std::vector<std::string>& names, const std::string& suite,
           std::optional<int> level, const std::string& device) {
   ProblemRegistry reg(g.problems_dir);
   const std::vector<ProblemEntry> entries = reg.select(names, suite, level);
   Builder builder(BuilderConfig::from_environment());
-  EvalOptions opts;
-  opts.measure_time = false;
-  opts.device = device;
+  EvalOptions opts = reference_command_options(entries.size(), device);
   opts.small_dims = true;
-  // Many references compile in bundles, a tenth of the cost; one alone.
-  if (entries.size() > 1) opts.reference_bundle = kReferenceBundleSize;
   Evaluator evaluator(builder, opts);
   {
     // Compile every reference first, all cores at once; the checks then hit the cache.
@@ -190,10 +196,7 @@ int build(const GlobalOptions& g, const std::vector<std::string>& names, const s
   ProblemRegistry reg(g.problems_dir);
   const std::vector<ProblemEntry> entries = reg.select(names, suite, level);
   Builder builder(BuilderConfig::from_environment());
-  EvalOptions opts;
-  opts.measure_time = false;
-  opts.device = device;
-  if (entries.size() > 1) opts.reference_bundle = kReferenceBundleSize;
+  const EvalOptions opts = reference_command_options(entries.size(), device);
   Evaluator evaluator(builder, opts);
   std::vector<ProblemSpec> specs;
   std::vector<std::string> sources;
