@@ -522,6 +522,7 @@ LoopSummary TurnLoop::run() {
       ExtractedCode code = outcome.empty() ? extract_code(gen.text) : ExtractedCode{};
       const auto eval_start = Clock::now();
       PhaseTimes phases;          // the evaluation's own, for the progress line
+      std::string timing_cap;     // the candidate's timing loop, when a cap (not the noise target) ended it
       double reference_wait = 0;  // for the reference's build (inside eval_seconds)
       if (!outcome.empty()) {
         rec.verdict = outcome;
@@ -571,6 +572,12 @@ LoopSummary TurnLoop::run() {
           RunStore::write_text(dir + "/build.log", v.build.log);
           rec.build_cached = v.build.cached;
           phases = v.phases;
+          if (v.candidate_time && !v.candidate_time->converged && !v.candidate_time->stop_reason.empty()) {
+            char t[160];
+            std::snprintf(t, sizeof(t), "; timing %d calls, %.2fs timed, %s", v.candidate_time->n,
+                          v.candidate_time->total, v.candidate_time->stop_reason.c_str());
+            timing_cap = t;
+          }
           rec.verdict = verdict_name(v.verdict);
           rec.speedup = v.speedup;
           rec.message = v.message;
@@ -597,7 +604,7 @@ LoopSummary TurnLoop::run() {
         summary.cost_usd += rec.cost_usd;
         summary.tokens += rec.input_tokens + rec.output_tokens;
       }
-      char line[640];
+      char line[800];
       char queue_wait[96] = "";
       if (reference_wait >= 0.05) {
         std::snprintf(queue_wait, sizeof(queue_wait), ", reference build %.1fs", reference_wait);
@@ -608,11 +615,11 @@ LoopSummary TurnLoop::run() {
       }
       // Where an evaluation's time went (builds it did itself, the
       // reference's and the candidate's processes, the judge), when it ran.
-      char inside[160] = "";
+      char inside[320] = "";
       if (phases.total > 0) {
-        std::snprintf(inside, sizeof(inside), ": builds %.1fs, reference %.1fs, candidate %.1fs, judge %.1fs",
+        std::snprintf(inside, sizeof(inside), ": builds %.1fs, reference %.1fs, candidate %.1fs, judge %.1fs%s",
                       phases.build_candidate + phases.build_reference, phases.reference, phases.candidate,
-                      phases.compare);
+                      phases.compare, timing_cap.c_str());
       }
       std::snprintf(line, sizeof(line), "[%d/%d] %s sample %d turn %d: %s%s (llm %.1fs, compile %.1fs%s, eval %.1fs%s)%s\n",
                     ++attempt_counter, total_attempts, spec.name.c_str(), sample, turn, rec.verdict.c_str(),
