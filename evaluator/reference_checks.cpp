@@ -53,37 +53,12 @@ void prebuild_references(const BuilderConfig& config, const std::vector<std::str
   build_bundles_many(config, bundles, target, 0, build_progress_on_stderr("reference bundles"));
 }
 
-ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::string& dir) {
-  const bool cpu = options_.device == "cpu";
-  BuildResult rb = build_reference(spec);
-  if (!rb.ok) throw EvaluationError("the reference of " + spec.name + " " + build_failure_text(rb));
-  WorkDir work(options_.work_root, options_.keep_work_dir);
-  const DimValues dims = spec.resolve_dims(cpu || options_.small_dims);
-  const json c = generate_case(spec, dims, 0, options_.seed, options_.seed, 1.0, 1, false);
-  if (const std::string failed = generate_reference_cases(rb, spec, json::array({c}), work, options_); !failed.empty()) {
-    throw EvaluationError("the reference of " + spec.name + " failed: " + failed);
-  }
-  fs::create_directories(dir);
-  ReferenceCase out;
-  out.weights_file = (fs::path(dir) / "weights.safetensors").string();
-  out.inputs_file = (fs::path(dir) / "inputs.safetensors").string();
-  out.expected_file = (fs::path(dir) / "expected.safetensors").string();
-  fs::copy_file(work.shared() + "/case0.weights.safetensors", out.weights_file, fs::copy_options::overwrite_existing);
-  fs::copy_file(work.shared() + "/case0.call0.inputs.safetensors", out.inputs_file, fs::copy_options::overwrite_existing);
-  fs::copy_file(work.shared() + "/case0.call0.expected.safetensors", out.expected_file, fs::copy_options::overwrite_existing);
-  out.args = c.at("args");
-  out.dims = json(dims);
-  return out;
-}
-
-ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) { return check_references({spec}).front(); }
-
 namespace {
 
-// A reference worker that checks reference after reference: while the
-// references come from one bundle it stays up and loads each one's entry
-// (the worker allows that while it has only generated cases), so a
-// bundle's check pays for one process start, not one per reference.
+// A reference worker that generates cases for reference after reference:
+// while the references come from one bundle it stays up and loads each
+// one's entry (the worker allows that while it has only generated cases),
+// so a bundle's check pays for one process start, not one per reference.
 class CheckWorker {
  public:
   explicit CheckWorker(const EvalOptions& options) : options_(options) {}
@@ -91,9 +66,11 @@ class CheckWorker {
   CheckWorker(const CheckWorker&) = delete;
   CheckWorker& operator=(const CheckWorker&) = delete;
 
-  // Generates `cases` of the reference `rb` into shared(): "" when done,
-  // else what went wrong (its message and log).
-  std::string generate(const BuildResult& rb, const ProblemSpec& spec, const json& cases) {
+  // Generates `cases` of the reference `rb` into shared() (only the
+  // expected outputs unless `weights_and_inputs`): "" when done, else what
+  // went wrong (its message and log).
+  std::string generate(const BuildResult& rb, const ProblemSpec& spec, const json& cases,
+                       bool weights_and_inputs = false) {
     if (session_ && (rb.entry.empty() || rb.library_path != library_)) stop();
     if (!session_) {
       work_ = std::make_unique<WorkDir>(options_.work_root, options_.keep_work_dir);
@@ -103,7 +80,7 @@ class CheckWorker {
     auto reply = session_->call(load_command(rb, "reference", spec, options_), options_.load_timeout);
     if (reply && reply->value("ok", false)) {
       reply = session_->call(
-          {{"op", "generate"}, {"dir", work_->shared()}, {"cases", cases}, {"weights_and_inputs", false}},
+          {{"op", "generate"}, {"dir", work_->shared()}, {"cases", cases}, {"weights_and_inputs", weights_and_inputs}},
           options_.run_timeout);
     }
     if (reply && reply->value("ok", false)) return "";
@@ -128,6 +105,33 @@ class CheckWorker {
 };
 
 }  // namespace
+
+ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::string& dir) {
+  const bool cpu = options_.device == "cpu";
+  BuildResult rb = build_reference(spec);
+  if (!rb.ok) throw EvaluationError("the reference of " + spec.name + " " + build_failure_text(rb));
+  const DimValues dims = spec.resolve_dims(cpu || options_.small_dims);
+  const json c = generate_case(spec, dims, 0, options_.seed, options_.seed, 1.0, 1, false);
+  CheckWorker worker(options_);
+  if (const std::string failed = worker.generate(rb, spec, json::array({c}), /*weights_and_inputs=*/true);
+      !failed.empty()) {
+    throw EvaluationError("the reference of " + spec.name + " failed: " + failed);
+  }
+  fs::create_directories(dir);
+  ReferenceCase out;
+  out.weights_file = (fs::path(dir) / "weights.safetensors").string();
+  out.inputs_file = (fs::path(dir) / "inputs.safetensors").string();
+  out.expected_file = (fs::path(dir) / "expected.safetensors").string();
+  fs::copy_file(worker.shared() + "/case0.weights.safetensors", out.weights_file, fs::copy_options::overwrite_existing);
+  fs::copy_file(worker.shared() + "/case0.call0.inputs.safetensors", out.inputs_file, fs::copy_options::overwrite_existing);
+  fs::copy_file(worker.shared() + "/case0.call0.expected.safetensors", out.expected_file, fs::copy_options::overwrite_existing);
+  out.args = c.at("args");
+  out.dims = json(dims);
+  return out;
+}
+
+ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) { return check_references({spec}).front(); }
+
 
 std::vector<ReferenceReport> Evaluator::check_references(const std::vector<ProblemSpec>& specs,
                                                          const std::function<void(const ReferenceReport&)>& on_report) {

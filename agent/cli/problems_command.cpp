@@ -145,12 +145,6 @@ int check(const GlobalOptions& g, const std::vector<std::string>& names, const s
   EvalOptions opts = reference_command_options(entries.size(), device);
   opts.small_dims = true;
   Evaluator evaluator(builder, opts);
-  {
-    // Compile every reference first, all cores at once; the checks then hit the cache.
-    std::vector<std::string> sources;
-    for (const auto& e : entries) sources.push_back(reg.load(e).reference_path);
-    prebuild_references(builder.config(), sources, opts);
-  }
   int bad = 0;
   std::printf("%-60s %-4s %-8s %-6s %-13s %-14s %-8s %s\n", "problem", "ok", "outputs", "finite", "deterministic",
               "seed-sensitive", "variants", "build/run s");
@@ -170,10 +164,12 @@ int check(const GlobalOptions& g, const std::vector<std::string>& names, const s
     status.begin("eval");  // the next one
   };
   std::vector<ProblemSpec> specs;
+  std::vector<std::string> sources;
   status.begin("eval");
   for (const auto& e : entries) {
     try {
       specs.push_back(reg.load(e));
+      sources.push_back(specs.back().reference_path);
     } catch (const std::exception& ex) {
       ReferenceReport r;
       r.problem = e.name;
@@ -181,6 +177,8 @@ int check(const GlobalOptions& g, const std::vector<std::string>& names, const s
       print(r);
     }
   }
+  // Every reference compiled first, all cores at once; the checks then hit the cache.
+  prebuild_references(builder.config(), sources, opts);
   // One worker per bundle, its references one after another.
   evaluator.check_references(specs, print);
   status.end("eval");

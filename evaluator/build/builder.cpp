@@ -525,7 +525,7 @@ std::optional<std::string> reference_bundle_source(const std::vector<std::string
         if (std::find(includes.begin(), includes.end(), line) == includes.end()) includes.push_back(line);
         line.clear();
       }
-      if (line.find('"') != std::string::npos && line.find("R\"") != std::string::npos) return std::nullopt;
+      if (line.find("R\"") != std::string::npos) return std::nullopt;
       body += line + "\n";
     }
     body += "}  // namespace kloop_bundle_" + tag + "\n";

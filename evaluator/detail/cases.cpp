@@ -101,26 +101,6 @@ bool fresh_timed_inputs(const Protocol& protocol, bool cpu, const EvalOptions& o
   return protocol.fresh_timed_inputs && (!cpu || options.fresh_inputs_on_cpu);
 }
 
-// Runs the reference worker's `generate` on `cases` into work's shared
-// folder: "" when it did, else what went wrong (its message and log).
-std::string generate_reference_cases(const BuildResult& rb, const ProblemSpec& spec, const json& cases, WorkDir& work,
-                                     const EvalOptions& options, bool with_weights_and_inputs) {
-  WorkerSession ref(options.worker_path, "reference", work);
-  auto reply = ref.call(load_command(rb, "reference", spec, options), options.load_timeout);
-  if (reply && reply->value("ok", false)) {
-    reply = ref.call({{"op", "generate"},
-                      {"dir", work.shared()},
-                      {"cases", cases},
-                      {"weights_and_inputs", with_weights_and_inputs}},
-                     options.run_timeout);
-  }
-  if (!reply || !reply->value("ok", false)) {
-    return (reply ? reply->value("message", "failed") : ref.failure()) + "\n" + ref.log_tail();
-  }
-  ref.finish();
-  return "";
-}
-
 std::string build_failure_text(const BuildResult& rb) {
   return "does not build:\n" + summarize_diagnostics(rb.diagnostics, 10) + (rb.diagnostics.empty() ? rb.log : "");
 }

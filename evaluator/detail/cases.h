@@ -39,14 +39,6 @@ TimingRules timing_rules(const Protocol& protocol, bool cpu, const EvalOptions& 
 // (Protocol::fresh_timed_inputs).
 bool fresh_timed_inputs(const Protocol& protocol, bool cpu, const EvalOptions& options);
 
-// Runs the reference worker's `generate` on `cases` into work's shared
-// folder: "" when it did, else what went wrong (its message and log).
-// Each call's expected outputs are written; the weights and inputs only
-// with `with_weights_and_inputs` (a level-3 network's weights are hundreds
-// of MB per case, and checks that read only the outputs need none).
-std::string generate_reference_cases(const BuildResult& rb, const ProblemSpec& spec, const json& cases, WorkDir& work,
-                                     const EvalOptions& options, bool with_weights_and_inputs = true);
-
 std::string build_failure_text(const BuildResult& rb);
 
 }  // namespace kloop::detail

@@ -219,13 +219,20 @@ TEST_F(ReferenceBundleTest, EachMemberRunsItsOwnReference) {
   // The worker loads only what the bundle exports, and only for a reference.
   Evaluator ev(builder, options((root_ / "work" / "loads").string()));
   const BuildResult rb = ev.build_reference(spec("20_LeakyReLU"), /*bundled=*/true);
-  auto load = [&](const std::string& role, const std::string& entry) {
-    detail::WorkDir work((root_ / "work").string(), false);
-    detail::WorkerSession w(KLOOP_TEST_WORKER, role, work);
+  // The worker's answer to `cmd`: "ok", or what it said went wrong.
+  auto answer = [](detail::WorkerSession& w, const json& cmd) {
+    const auto reply = w.call(cmd, std::chrono::seconds(60));
+    return reply ? reply->value("ok", false) ? std::string("ok") : reply->value("message", "?") : w.failure();
+  };
+  auto load_command = [&](const std::string& role, const std::string& entry) {
     BuildResult b = rb;
     b.entry = entry;
-    const auto reply = w.call(detail::load_command(b, role, spec("20_LeakyReLU"), ev.options()), std::chrono::seconds(60));
-    return reply ? reply->value("ok", false) ? std::string("ok") : reply->value("message", "?") : w.failure();
+    return detail::load_command(b, role, spec("20_LeakyReLU"), ev.options());
+  };
+  auto load = [&](const std::string& role, const std::string& entry) {  // in a worker of its own
+    detail::WorkDir work((root_ / "work").string(), false);
+    detail::WorkerSession w(KLOOP_TEST_WORKER, role, work);
+    return answer(w, load_command(role, entry));
   };
   EXPECT_EQ(load("reference", "e2"), "ok");
   EXPECT_NE(load("reference", "e3").find("registers no reference"), std::string::npos);
@@ -236,18 +243,10 @@ TEST_F(ReferenceBundleTest, EachMemberRunsItsOwnReference) {
   // generated cases (a bundle's check); after any other op, nothing more.
   detail::WorkDir work((root_ / "work").string(), false);
   detail::WorkerSession w(KLOOP_TEST_WORKER, "reference", work);
-  auto call = [&](const json& cmd) {
-    const auto reply = w.call(cmd, std::chrono::seconds(60));
-    return reply ? reply->value("ok", false) ? std::string("ok") : reply->value("message", "?") : w.failure();
-  };
-  auto load_entry = [&](const std::string& entry) {
-    BuildResult b = rb;
-    b.entry = entry;
-    return call(detail::load_command(b, "reference", spec("20_LeakyReLU"), ev.options()));
-  };
+  auto load_entry = [&](const std::string& entry) { return answer(w, load_command("reference", entry)); };
   EXPECT_EQ(load_entry("e0"), "ok");
   EXPECT_EQ(load_entry("e1"), "ok");
-  EXPECT_NE(call({{"op", "run"}}), "ok");  // any op but generate, even a failed one
+  EXPECT_NE(answer(w, {{"op", "run"}}), "ok");  // any op but generate, even a failed one
   EXPECT_NE(load_entry("e2").find("already loaded"), std::string::npos);
 }
 
