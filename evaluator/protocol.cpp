@@ -45,6 +45,7 @@ TimingRules kernelbench_rules() {
   r.min_seconds = 0;
   r.max_seconds = 1e9;
   r.noise_target = 0;
+  r.settle_window = 0;
   r.statistic = "mean";
   r.l2_flush = false;
   return r;

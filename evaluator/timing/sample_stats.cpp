@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 namespace kloop {
 namespace {
@@ -39,6 +40,41 @@ TimingSummary summarize(const std::vector<double>& samples) {
   return s;
 }
 
+StoppingRule::StoppingRule(TimingRules rules, std::function<double()> elapsed)
+    : rules_(std::move(rules)), elapsed_(std::move(elapsed)) {
+  if (!elapsed_) {
+    const auto start = std::chrono::steady_clock::now();
+    elapsed_ = [start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  }
+}
+
+void StoppingRule::add(double seconds) {
+  samples_.push_back(seconds);
+  total_ += seconds;
+  const double n = static_cast<double>(samples_.size());
+  const double d = seconds - mean_;
+  mean_ += d / n;
+  m2_ += d * (seconds - mean_);
+  if (samples_.size() > 1 && mean_ > 0 && rules_.settle_window > 0) {
+    noise_.push_back(std::sqrt(m2_ / (n - 1)) / mean_);
+    const auto keep = static_cast<std::size_t>(rules_.settle_window);
+    if (noise_.size() >= 2 * keep) noise_.erase(noise_.begin(), noise_.end() - static_cast<std::ptrdiff_t>(keep));
+  }
+}
+
+bool StoppingRule::noise_settled() const {
+  const auto window = static_cast<std::size_t>(rules_.settle_window);
+  if (rules_.settle_window <= 0 || samples_.size() <= window || samples_.size() % 16 != 0) return false;
+  if (noise_.size() < window) return false;
+  const double current = noise_.back();
+  if (!(current > 0) || !std::isfinite(current)) return false;
+  double ss = 0;
+  for (auto it = noise_.end() - static_cast<std::ptrdiff_t>(window); it != noise_.end(); ++it) {
+    ss += (*it - current) * (*it - current);
+  }
+  return std::sqrt(ss / static_cast<double>(window)) / current < 0.05;
+}
+
 bool StoppingRule::done() {
   const int n = static_cast<int>(samples_.size());
   if (n >= rules_.max_samples) {
@@ -48,9 +84,15 @@ bool StoppingRule::done() {
   // Even over budget, take a few samples: one sample has no spread, and the
   // post-timing correctness check relies on the module having been called
   // repeatedly.
-  if (total_ >= rules_.max_seconds && n >= std::min(3, std::max(rules_.min_samples, 1))) {
-    reason_ = "reached max_seconds";
-    return true;
+  if (n >= std::min(3, std::max(rules_.min_samples, 1))) {
+    if (total_ >= rules_.max_seconds) {
+      reason_ = "reached max_seconds";
+      return true;
+    }
+    if (elapsed_() >= rules_.max_seconds) {
+      reason_ = "reached max_seconds (wall)";
+      return true;
+    }
   }
   if (n < rules_.min_samples || total_ < rules_.min_seconds) return false;
   if (rules_.noise_target <= 0) {
@@ -58,9 +100,17 @@ bool StoppingRule::done() {
     converged_ = true;
     return true;
   }
-  TimingSummary s = summarize(samples_);
-  if (s.rel_stdev < rules_.noise_target) {
+  const double rel_stdev = n > 1 && mean_ > 0 ? std::sqrt(m2_ / (n - 1)) / mean_ : 0;
+  if (rel_stdev < rules_.noise_target) {
     reason_ = "noise target met";
+    converged_ = true;
+    return true;
+  }
+  if (noise_settled()) {
+    char text[96];
+    std::snprintf(text, sizeof text, "noise settled at %.2f%% (target %.2f%%)", 100 * rel_stdev,
+                  100 * rules_.noise_target);
+    reason_ = text;
     converged_ = true;
     return true;
   }
@@ -78,7 +128,8 @@ nlohmann::json to_json(const TimingRules& r) {
   return {{"warmup_calls", r.warmup_calls}, {"warmup_seconds", r.warmup_seconds},
           {"min_samples", r.min_samples},   {"max_samples", r.max_samples},
           {"min_seconds", r.min_seconds},   {"max_seconds", r.max_seconds},
-          {"noise_target", r.noise_target}, {"statistic", r.statistic}, {"l2_flush", r.l2_flush}};
+          {"noise_target", r.noise_target}, {"settle_window", r.settle_window},
+          {"statistic", r.statistic},       {"l2_flush", r.l2_flush}};
 }
 
 TimingRules rules_from_json(const nlohmann::json& j) {
@@ -90,6 +141,7 @@ TimingRules rules_from_json(const nlohmann::json& j) {
   r.min_seconds = j.value("min_seconds", r.min_seconds);
   r.max_seconds = j.value("max_seconds", r.max_seconds);
   r.noise_target = j.value("noise_target", r.noise_target);
+  r.settle_window = j.value("settle_window", r.settle_window);
   r.statistic = j.value("statistic", r.statistic);
   r.l2_flush = j.value("l2_flush", r.l2_flush);
   return r;

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,16 +13,26 @@
 namespace kloop {
 
 // When to stop sampling. A run stops once it has at least min_samples and
-// min_seconds of measured time and the relative standard deviation is below
-// noise_target, or when it hits max_samples or max_seconds.
+// min_seconds of measured time and either the relative standard deviation
+// is below noise_target or that noise has settled (an inherently noisy
+// kernel never meets the target: its noise estimate stops moving instead),
+// or when it hits max_samples or max_seconds.
 struct TimingRules {
   int warmup_calls = 3;
   double warmup_seconds = 0.05;
   int min_samples = 10;
   int max_samples = 1000;
   double min_seconds = 0.1;
+  // The loop's budget, in measured time and in wall time alike: the wall
+  // holds what each sample costs besides itself (fresh inputs drawn before
+  // it, the L2 flush, the checks of timed calls), often more than the sample.
   double max_seconds = 2.0;
   double noise_target = 0.005;  // relative stdev; <= 0 means "fixed count"
+  // The noise has settled when, over the last settle_window samples, the
+  // running relative stdev varied by less than 5% of its current value
+  // (its own stdev about the current value; checked every 16 samples once
+  // more than settle_window were taken). 0: wait for the target or a cap.
+  int settle_window = 64;
   std::string statistic = "median";  // or "mean" (the kernelbench protocol)
   bool l2_flush = true;              // GPU: flush L2 before every sample
 };
@@ -36,7 +48,7 @@ struct TimingSummary {
   double q1 = 0;
   double q3 = 0;
   double total = 0;
-  bool converged = false;  // stopped on the noise target, not a cap
+  bool converged = false;  // stopped on the noise (target met or settled), not a cap
   std::string stop_reason;
   // The figure the protocol reports (median or mean).
   double headline(const std::string& statistic) const { return statistic == "mean" ? mean : median; }
@@ -53,11 +65,10 @@ TimingSummary summary_from_json(const nlohmann::json& j);
 
 class StoppingRule {
  public:
-  explicit StoppingRule(TimingRules rules) : rules_(rules) {}
-  void add(double seconds) {
-    samples_.push_back(seconds);
-    total_ += seconds;
-  }
+  // `elapsed`: the wall seconds since sampling began (tests pass their own
+  // clock); by default a steady clock started here.
+  explicit StoppingRule(TimingRules rules, std::function<double()> elapsed = {});
+  void add(double seconds);
   // True when sampling should stop; reason() says why.
   bool done();
   const std::string& reason() const { return reason_; }
@@ -66,9 +77,16 @@ class StoppingRule {
   TimingSummary summary() const;
 
  private:
+  bool noise_settled() const;
+
   TimingRules rules_;
+  std::function<double()> elapsed_;
   std::vector<double> samples_;
   double total_ = 0;
+  // Welford's running mean and sum of squared deviations, and the running
+  // relative stdev after each sample (the last settle_window of them).
+  double mean_ = 0, m2_ = 0;
+  std::vector<double> noise_;
   std::string reason_;
   bool converged_ = false;
 };
