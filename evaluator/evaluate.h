@@ -133,6 +133,7 @@ struct BaselineReport {
   std::optional<TimingSummary> tf32;
   double input_bytes = 0;
   int throttled_discarded = 0;
+  std::string not_cached;  // why a measured GPU baseline was not cached ("": it was)
   double seconds = 0;  // wall time of the whole measurement
 };
 

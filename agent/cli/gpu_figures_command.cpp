@@ -134,12 +134,16 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
         std::snprintf(tf_s, sizeof(tf_s), r.tf32 ? "%.4f" : "-", tf);
         std::printf("%-62s %10.4f %10s %6d %6.2f %8.2fG %s\n", spec.name.c_str(), r.fp32->median * 1e3, tf_s,
                     r.fp32->n, r.fp32->rel_stdev * 100, r.input_bytes / 1e9,
-                    r.cached ? "cached" : (r.throttled_discarded ? "throttled samples discarded" : ""));
+                    r.cached                 ? "cached"
+                    : !r.not_cached.empty()  ? "throttled throughout: not cached"
+                    : r.throttled_discarded ? "throttled samples discarded"
+                                             : "");
         row["fp32_ms"] = r.fp32->median * 1e3;
         if (r.tf32) row["tf32_ms"] = r.tf32->median * 1e3;
         row["fp32"] = to_json(*r.fp32);
         if (r.tf32) row["tf32"] = to_json(*r.tf32);
         row["input_bytes"] = r.input_bytes;
+        if (!r.not_cached.empty()) row["not_cached"] = r.not_cached;
         row["seconds"] = r.seconds;
       }
       table.add(row);  // the --json file kept current

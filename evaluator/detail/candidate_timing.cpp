@@ -79,12 +79,16 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
     previous_set = s;
     return s;
   };
-  constexpr int kMaxDiscarded = 200;
-  StoppingRule rule(rules);
+  // The rule's wall clock is `observed`: the batches' wall time as this
+  // process saw it, the checks of timed calls taken out. The checks are
+  // kloop's own work, and time they took must not cut short the evidence
+  // the claims are held against (a 0.3 s budget spent on the first batch's
+  // checks left 10 samples, too few to catch a clock slowed tenfold).
+  double claimed = 0, observed = 0;
+  StoppingRule rule(rules, [&observed] { return observed; });
   CandidateTiming out;
   std::set<int> checked_sets;
   std::vector<double> wall;
-  double claimed = 0, observed = 0;
   int run = 0, batches = 0;
   // CPU only: the kernel's account of the candidate tree's CPU time over
   // the batches, the checked calls' taken out; unknown (nullopt) once any
@@ -163,7 +167,7 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
       }
       claimed += t;
       if (!count || rule.done()) continue;  // the batch overshot the stopping point
-      if (thr[i].get<bool>() && out.throttled_discarded < kMaxDiscarded) {
+      if (thr[i].get<bool>() && out.throttled_discarded < kMaxThrottledDiscards) {
         ++out.throttled_discarded;
         continue;
       }
@@ -253,14 +257,18 @@ void reference_baseline(WorkerSession& ref, const json& c, const BaselineKey& ke
     return;
   }
   r.fp32 = summary_from_json(reply->at("fp32").at("timing"));
-  r.throttled_discarded = reply->at("fp32").value("throttled_discarded", 0);
+  const int fp32_discarded = reply->at("fp32").value("throttled_discarded", 0);
+  int tf32_discarded = 0;
   if (reply->contains("tf32")) {
     r.tf32 = summary_from_json(reply->at("tf32").at("timing"));
-    r.throttled_discarded += reply->at("tf32").value("throttled_discarded", 0);
+    tf32_discarded = reply->at("tf32").value("throttled_discarded", 0);
   }
+  r.throttled_discarded = fp32_discarded + tf32_discarded;
   r.input_bytes = reply->value("input_bytes", 0.0);
   r.measured_at = utc_now();
-  if (!cpu) store_baseline(cache_dir, key, Baseline{*r.fp32, r.tf32, r.measured_at});
+  if (cpu) return;
+  r.not_cached = baseline_not_kept(fp32_discarded, tf32_discarded);
+  if (r.not_cached.empty()) store_baseline(cache_dir, key, Baseline{*r.fp32, r.tf32, r.measured_at});
 }
 
 }  // namespace kloop::detail

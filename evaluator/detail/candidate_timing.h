@@ -91,7 +91,8 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
 
 // The reference's baseline on case `c`, with a loaded reference worker: from
 // the cache (GPU) when an entry under `key` exists, else timed by the
-// worker's `baseline` op (TF32 off, and on too for CUDA) and stored.
+// worker's `baseline` op (TF32 off, and on too for CUDA) and stored, unless
+// the card throttled through it (r.not_cached says so).
 // evaluate() and measure_baseline() share it, and so share cache entries.
 void reference_baseline(WorkerSession& ref, const json& c, const BaselineKey& key, const TimingRules& rules, bool cpu,
                         bool use_cache, const std::string& cache_dir, std::chrono::milliseconds timeout,

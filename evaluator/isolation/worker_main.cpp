@@ -969,7 +969,6 @@ class Worker {
       if (i > 10000) break;
     }
     set_phase(std::string("timing") + (tf32 ? " (TF32)" : "") + ", " + label);
-    constexpr int kMaxDiscarded = 200;
     StoppingRule rule(rules);
     std::vector<double> wall;
     int discarded = 0;
@@ -978,7 +977,7 @@ class Worker {
       session_->begin_sample(rules.l2_flush);
       auto out = module.forward(in);
       const double seconds = session_->end_sample();
-      if (session_->last_sample_throttled() && discarded < kMaxDiscarded) {
+      if (session_->last_sample_throttled() && discarded < kMaxThrottledDiscards) {
         ++discarded;
         continue;
       }

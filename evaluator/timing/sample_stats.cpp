@@ -117,6 +117,13 @@ bool StoppingRule::done() {
   return false;
 }
 
+std::string baseline_not_kept(int fp32_discarded, int tf32_discarded) {
+  if (fp32_discarded < kMaxThrottledDiscards && tf32_discarded < kMaxThrottledDiscards) return "";
+  return "the card throttled through the measurement (" + std::to_string(fp32_discarded) + " FP32 and " +
+         std::to_string(tf32_discarded) + " TF32 samples discarded, the most each loop discards): measured again next "
+         "time";
+}
+
 TimingSummary StoppingRule::summary() const {
   TimingSummary s = summarize(samples_);
   s.converged = converged_;

@@ -25,7 +25,8 @@ struct TimingRules {
   double min_seconds = 0.1;
   // The loop's budget, in measured time and in wall time alike: the wall
   // holds what each sample costs besides itself (fresh inputs drawn before
-  // it, the L2 flush, the checks of timed calls), often more than the sample.
+  // it, the L2 flush), often more than the sample. The candidate's loop
+  // reads its wall from the driver's batches, checks taken out.
   double max_seconds = 2.0;
   double noise_target = 0.005;  // relative stdev; <= 0 means "fixed count"
   // The noise has settled when, over the last settle_window samples, the
@@ -62,6 +63,17 @@ nlohmann::json to_json(const TimingRules& r);
 TimingRules rules_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const TimingSummary& s);
 TimingSummary summary_from_json(const nlohmann::json& j);
+
+// Samples taken while NVML reports the SM clock held down (power or thermal
+// slowdown) are discarded, up to this many per timing loop; past it they
+// count, so that a card throttling throughout still finishes.
+constexpr int kMaxThrottledDiscards = 200;
+
+// Why a measured baseline is not to be cached ("" when it is): a loop that
+// discarded kMaxThrottledDiscards samples kept throttled ones after that,
+// and a cached baseline is what every later candidate of the problem is
+// compared with; the next evaluation measures again instead.
+std::string baseline_not_kept(int fp32_discarded, int tf32_discarded);
 
 class StoppingRule {
  public:

@@ -39,7 +39,7 @@ TEST_F(EvaluatorTest, ForgedTimesAreCaughtWhateverBatchesAreChecked) {
   options_.timed_check_chance = 1.0;
   Evaluator ev(builder_, options_);
   const Verdict v = ev.evaluate(spec, std::string(KLOOP_TEST_FIXTURES) + "/attacks/attack_slow_clock.cpp");
-  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
+  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message << "\n" << v.to_json().value("timing", nlohmann::json()).dump() << "\n" << v.timing_check.dump();
   EXPECT_NE(v.message.find("implausible_timing"), std::string::npos) << v.message;
   EXPECT_GT(v.timing_check.value("batches", 0), 0) << v.timing_check.dump();
   EXPECT_GE(v.timing_check.value("checked_calls", 0), 2) << v.timing_check.dump();
