@@ -156,6 +156,13 @@ void store_baseline(const std::string& cache_dir, const BaselineKey& key, const 
   write_json_atomically(fs::path(cache_dir) / "baselines" / (name + ".json"), sign(cache_dir, "kloop-baseline", name, j));
 }
 
+std::string baseline_not_kept(int fp32_discarded, int tf32_discarded) {
+  if (fp32_discarded < kMaxThrottledDiscards && tf32_discarded < kMaxThrottledDiscards) return "";
+  return "the card throttled through the measurement (" + std::to_string(fp32_discarded) + " FP32 and " +
+         std::to_string(tf32_discarded) + " TF32 samples discarded, the most each loop discards): measured again next "
+         "time";
+}
+
 std::optional<json> load_reference_metrics(const std::string& cache_dir, const BaselineKey& key) {
   const std::string name = key.hash();
   auto j = read_signed_json(cache_dir, "kloop-reference-metrics", name,

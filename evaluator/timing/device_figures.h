@@ -68,6 +68,11 @@ struct Baseline {
 };
 std::optional<Baseline> load_baseline(const std::string& cache_dir, const BaselineKey& key);
 void store_baseline(const std::string& cache_dir, const BaselineKey& key, const Baseline& b);
+// Why a measured baseline is not to be cached ("" when it is): a loop that
+// discarded kMaxThrottledDiscards samples kept throttled ones after that,
+// and a cached baseline is what every later candidate of the problem is
+// compared with; the next evaluation measures again instead.
+std::string baseline_not_kept(int fp32_discarded, int tf32_discarded);
 
 // The reference's hardware counters (the `metrics` of the worker's profile
 // reply) for the same key, with `rules` naming the counter set: the

@@ -169,5 +169,17 @@ TEST_F(DeviceFiguresCache, TamperedCalibrationIsNotUsed) {
   EXPECT_NE(::testing::internal::GetCapturedStderr().find(file.string()), std::string::npos);
 }
 
+// A baseline is what every later candidate of its problem is compared with:
+// one whose loop kept throttled samples (it discarded all it may) is not
+// cached; one that discarded a few and then measured a steady card is.
+TEST(BaselineCacheTest, ABaselineMeasuredOnAThrottlingCardIsNotKept) {
+  EXPECT_EQ(baseline_not_kept(0, 0), "");
+  EXPECT_EQ(baseline_not_kept(kMaxThrottledDiscards - 1, 117), "");
+  const std::string fp32 = baseline_not_kept(kMaxThrottledDiscards, 0);
+  EXPECT_NE(fp32.find("throttled"), std::string::npos) << fp32;
+  EXPECT_NE(fp32.find("200 FP32"), std::string::npos) << fp32;
+  EXPECT_NE(baseline_not_kept(3, kMaxThrottledDiscards), "");
+}
+
 }  // namespace
 }  // namespace kloop

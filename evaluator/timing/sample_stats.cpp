@@ -48,6 +48,11 @@ StoppingRule::StoppingRule(TimingRules rules, std::function<double()> elapsed)
   }
 }
 
+double StoppingRule::running_rel_stdev() const {
+  const double n = static_cast<double>(samples_.size());
+  return n > 1 && mean_ > 0 ? std::sqrt(m2_ / (n - 1)) / mean_ : 0;
+}
+
 void StoppingRule::add(double seconds) {
   samples_.push_back(seconds);
   total_ += seconds;
@@ -56,7 +61,7 @@ void StoppingRule::add(double seconds) {
   mean_ += d / n;
   m2_ += d * (seconds - mean_);
   if (samples_.size() > 1 && mean_ > 0 && rules_.settle_window > 0) {
-    noise_.push_back(std::sqrt(m2_ / (n - 1)) / mean_);
+    noise_.push_back(running_rel_stdev());
     const auto keep = static_cast<std::size_t>(rules_.settle_window);
     if (noise_.size() >= 2 * keep) noise_.erase(noise_.begin(), noise_.end() - static_cast<std::ptrdiff_t>(keep));
   }
@@ -100,7 +105,7 @@ bool StoppingRule::done() {
     converged_ = true;
     return true;
   }
-  const double rel_stdev = n > 1 && mean_ > 0 ? std::sqrt(m2_ / (n - 1)) / mean_ : 0;
+  const double rel_stdev = running_rel_stdev();
   if (rel_stdev < rules_.noise_target) {
     reason_ = "noise target met";
     converged_ = true;
@@ -115,13 +120,6 @@ bool StoppingRule::done() {
     return true;
   }
   return false;
-}
-
-std::string baseline_not_kept(int fp32_discarded, int tf32_discarded) {
-  if (fp32_discarded < kMaxThrottledDiscards && tf32_discarded < kMaxThrottledDiscards) return "";
-  return "the card throttled through the measurement (" + std::to_string(fp32_discarded) + " FP32 and " +
-         std::to_string(tf32_discarded) + " TF32 samples discarded, the most each loop discards): measured again next "
-         "time";
 }
 
 TimingSummary StoppingRule::summary() const {

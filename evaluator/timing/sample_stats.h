@@ -69,12 +69,6 @@ TimingSummary summary_from_json(const nlohmann::json& j);
 // count, so that a card throttling throughout still finishes.
 constexpr int kMaxThrottledDiscards = 200;
 
-// Why a measured baseline is not to be cached ("" when it is): a loop that
-// discarded kMaxThrottledDiscards samples kept throttled ones after that,
-// and a cached baseline is what every later candidate of the problem is
-// compared with; the next evaluation measures again instead.
-std::string baseline_not_kept(int fp32_discarded, int tf32_discarded);
-
 class StoppingRule {
  public:
   // `elapsed`: the wall seconds since sampling began (tests pass their own
@@ -90,6 +84,7 @@ class StoppingRule {
 
  private:
   bool noise_settled() const;
+  double running_rel_stdev() const;  // of the samples so far (Welford), 0 below two
 
   TimingRules rules_;
   std::function<double()> elapsed_;
