@@ -229,7 +229,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   v.tests_planned = static_cast<int>(tests.size());
   WorkDir work(options_.work_root, options_.keep_work_dir);
   const int calls = protocol.calls_per_case;
-  json cases = json::array();
+  std::vector<wire::Case> cases;
   for (const auto& t : tests) {
     cases.push_back(generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, calls,
                                   protocol.randomize_identity_params, t.centered));
@@ -239,20 +239,20 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   // EvaluationError); the candidate's end in a verdict.
   WorkerSession ref(options_.worker_path, "reference", work);
   bool candidate_started = false;
-  auto ref_call = [&](const json& cmd, std::chrono::milliseconds timeout, double& phase_seconds) {
+  auto ref_call = [&](const auto& cmd, std::chrono::milliseconds timeout, double& phase_seconds) {
     const auto t0 = Clock::now();
     auto reply = ref.call(cmd, timeout);
     phase_seconds += since(t0);
     if (!reply && candidate_started) throw ReferenceDied(ref.failure());
-    if (!reply || !reply->value("ok", false)) {
+    if (!reply || !reply->ok()) {
       throw EvaluationError("the reference of " + spec.name + " failed (" +
-                            (reply ? reply->value("message", "?") : ref.failure()) + ")\n" + ref.log_tail());
+                            (reply ? reply->message() : ref.failure()) + ")\n" + ref.log_tail());
     }
-    return *reply;
+    return reply->reply;
   };
   json device_info = ref_call(load_command(rb, "reference", spec, options_), options_.load_timeout,
                               v.phases.reference)
-                         .value("device", json::object());
+                         .device;
   v.environment["device"] = device_info;
   double overhead = 0;
   // The reference's baseline: from the cache, or measured now, while no
@@ -282,23 +282,25 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   const std::string module = stage_module(work, cb.library_path);
   WorkerSession cand = candidate_session(options_, work, module, cpu);
   candidate_started = true;
-  std::optional<json> reply;
-  auto cand_call = [&](const json& cmd, std::chrono::milliseconds timeout, const std::vector<int>& fds = {}) {
+  // A candidate call, timed as the candidate's phase.
+  auto cand_call = [&](const auto& cmd, std::chrono::milliseconds timeout, const std::vector<int>& fds = {}) {
     const auto t0 = Clock::now();
-    reply = cand.call(cmd, timeout, fds);
+    auto reply = cand.call(cmd, timeout, fds);
     v.phases.candidate += since(t0);
+    return reply;
   };
-  auto worker_failed = [&](const std::optional<json>& r) -> std::optional<Verdict> {
-    if (!r) {
+  // The verdict of a candidate call that did not succeed, if it did not.
+  auto worker_failed = [&](const CallStatus& r) -> std::optional<Verdict> {
+    if (!r.replied) {
       v.log_tail = cand.log_tail();
       if (cand.protocol_violation()) {
         v.integrity.push_back({"protocol_violation", cand.failure().substr(std::string("protocol_violation: ").size())});
       }
       return finish(cand.failure_class(), cand.failure());
     }
-    if (!r->value("ok", false)) {
+    if (r.failure) {
       v.log_tail = cand.log_tail();
-      return finish(class_from_name(r->value("error_class", "runtime_error")), r->value("message", "failed"));
+      return finish(class_from_name(r.failure->error_class), r.failure->message);
     }
     return std::nullopt;
   };
@@ -306,8 +308,10 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   // untrusted, and a reference that dies is a verdict on the candidate
   // (it may have been attacked), never a lost attempt.
   try {
-    cand_call(load_command(module, "candidate", spec, options_), options_.load_timeout);
-    if (auto bad = worker_failed(reply)) return *bad;
+    if (auto bad = worker_failed(CallStatus::of(cand_call(load_command(module, "candidate", spec, options_),
+                                                           options_.load_timeout)))) {
+      return *bad;
+    }
 
     // 4. The tests, one call at a time: the reference draws the inputs and
     // keeps its expected outputs; the candidate gets the same inputs (on the
@@ -351,12 +355,11 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
         // The candidate could not export CUDA IPC memory and published files.
         v.exchange = "file (cuda_ipc failed: " + claimed["fallback_reason"].dump().substr(0, 300) + ")";
       }
-      json cmd = {{"op", "judge"}, {"exchange", trusted_exchange(claimed, stem)}, {"tolerance", tolerance},
-                  {"post", post}, {"keep_for_next_call", keep}, {"error_analysis", analyze},
-                  {"exact_allowance", analyze && protocol.precision_check}};
+      wire::Judge cmd{trusted_exchange(claimed, stem), tolerance, post, keep, analyze,
+                      analyze && protocol.precision_check};
       auto send_fds = [&] {
         std::vector<int> fds;
-        if (cmd["exchange"]["transport"] == "cuda_ipc") {
+        if (cmd.exchange["transport"] == "cuda_ipc") {
           if (cand.fds().size() != 1) throw ProtocolViolation("a cuda_ipc reply must carry exactly one descriptor");
           fds.push_back(cand.fds()[0].get());
         }
@@ -365,32 +368,32 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       const auto t0 = Clock::now();
       auto answer = ref.call(cmd, options_.run_timeout, send_fds());
       v.phases.compare += since(t0);
-      if (answer && !answer->value("ok", false) && v.exchange == "cuda_ipc") {
+      if (answer && !answer->ok() && v.exchange == "cuda_ipc") {
         // The driver or the container refused CUDA IPC: the same tensors as
         // files, and files for the rest of this evaluation.
-        v.exchange = "file (cuda_ipc failed: " + answer->value("message", "?") + ")";
-        cand_call({{"op", "export"}, {"transport", "file"}}, options_.run_timeout);
-        if (auto bad = worker_failed(reply)) throw CandidateFailed{*bad};
-        cmd["exchange"] = trusted_exchange(reply->value("exchange", json()), stem);
+        v.exchange = "file (cuda_ipc failed: " + answer->message() + ")";
+        auto exported = cand_call(wire::Export{"file"}, options_.run_timeout);
+        if (auto bad = worker_failed(CallStatus::of(exported))) throw CandidateFailed{*bad};
+        cmd.exchange = trusted_exchange(exported->reply.exchange.value_or(json()), stem);
         answer = ref.call(cmd, options_.run_timeout, send_fds());
       }
       if (!answer) throw ReferenceDied(ref.failure() + "\n" + ref.log_tail());
-      if (!answer->value("ok", false)) {
+      if (!answer->ok()) {
         // What the candidate published could not be read: its failure.
-        if (answer->value("error_class", "") == "exchange_error") {
-          throw ProtocolViolation("its published tensors are unreadable (" + answer->value("message", "?") + ")");
+        if (answer->error_class() == "exchange_error") {
+          throw ProtocolViolation("its published tensors are unreadable (" + answer->message() + ")");
         }
-        throw EvaluationError("judging the candidate of " + spec.name + " failed (" + answer->value("message", "?") +
-                              ")\n" + ref.log_tail());
+        throw EvaluationError("judging the candidate of " + spec.name + " failed (" + answer->message() + ")\n" +
+                              ref.log_tail());
       }
-      return *answer;
+      return answer->reply;
     };
     auto transport = [&] { return v.exchange == "cuda_ipc" ? "cuda_ipc" : "file"; };
     bool all_passed = true;
     for (std::size_t ti = 0; ti < tests.size(); ++ti) {
       const TestCase& t = tests[ti];
-      const json& c = cases[ti];
-      ref_call({{"op", "prepare"}, {"dir", work.shared()}, {"case", c}}, options_.run_timeout, v.phases.reference);
+      const wire::Case& c = cases[ti];
+      ref_call(wire::Prepare{work.shared(), c}, options_.run_timeout, v.phases.reference);
       for (int call = 0; call < calls; ++call) {
         TestOutcome o;
         o.case_id = t.id;
@@ -406,44 +409,39 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
         // strays (compare_with_exact_allowance).
         const bool analyzed = (first && options_.fp64_reference) ||
                               (protocol.precision_check && ((ti == 0 && call == 0) || t.centered));
-        json expect_cmd = {{"op", "expect"}, {"dir", work.shared()}, {"case", c}, {"call", call}, {"retain", first},
-                           {"fp64", analyzed}};
-        if (inputs_via != "draw") expect_cmd["publish_inputs"] = inputs_via;
-        const json expected = ref_call(expect_cmd, options_.run_timeout, v.phases.reference);
-        if (expected.contains("inputs_exchange_error")) {
+        const wire::Expect expect_cmd{work.shared(), c, call, first, analyzed, inputs_via != "draw" ? inputs_via : ""};
+        const wire::ExpectReply expected = ref_call(expect_cmd, options_.run_timeout, v.phases.reference);
+        if (expected.inputs_exchange_error) {
           // The reference could not publish them: the candidate draws them
           // itself (same generator, same seed) from here on.
-          v.input_exchange = "drawn (" + inputs_via + " failed: " + expected["inputs_exchange_error"].get<std::string>() + ")";
+          v.input_exchange = "drawn (" + inputs_via + " failed: " + *expected.inputs_exchange_error + ")";
           inputs_via = "draw";
         }
-        const int expected_count = static_cast<int>(expected.at("output_shapes").size());
+        const int expected_count = static_cast<int>(expected.output_shapes.size());
         if (expected_count != spec.outputs) {
           throw EvaluationError(spec.spec_path + ": field 'outputs': says " + std::to_string(spec.outputs) +
                                 " but the reference returns " + std::to_string(expected_count));
         }
-        json run_cmd = {{"op", "run"}, {"dir", work.shared()}, {"out_dir", work.sandbox()}, {"case", c}, {"call", call}, {"transport", transport()}};
+        wire::Run run_cmd{work.shared(), work.sandbox(), c, call, transport(), expected.inputs_exchange};
         std::vector<int> input_fds;
-        if (expected.contains("inputs_exchange")) {
-          run_cmd["inputs_exchange"] = expected["inputs_exchange"];
-          if (expected["inputs_exchange"].value("transport", "") == "cuda_ipc") {
-            if (ref.fds().size() != 1) throw EvaluationError("the reference published CUDA inputs without a descriptor");
-            input_fds.push_back(ref.fds()[0].get());
-          }
+        if (expected.inputs_exchange && expected.inputs_exchange->value("transport", "") == "cuda_ipc") {
+          if (ref.fds().size() != 1) throw EvaluationError("the reference published CUDA inputs without a descriptor");
+          input_fds.push_back(ref.fds()[0].get());
         }
-        cand_call(run_cmd, options_.run_timeout, input_fds);
-        if (reply && !reply->value("ok", false) && reply->value("error_class", "") == "exchange_error") {
+        auto ran = cand_call(run_cmd, options_.run_timeout, input_fds);
+        if (ran && ran->error_class() == "exchange_error") {
           // The candidate could not map the reference's inputs: it draws them
           // itself (same generator, same seed) from here on.
           if (inputs_via != "cuda_ipc") throw ProtocolViolation("it reported an input exchange error for inputs it was not sent");
-          v.input_exchange = "drawn (cuda_ipc failed: " + reply->value("message", "?") + ")";
+          v.input_exchange = "drawn (cuda_ipc failed: " + ran->message() + ")";
           inputs_via = "draw";
-          run_cmd.erase("inputs_exchange");
-          cand_call(run_cmd, options_.run_timeout);
+          run_cmd.inputs_exchange.reset();
+          ran = cand_call(run_cmd, options_.run_timeout);
         }
-        if (auto bad = worker_failed(reply)) return *bad;
-        const json info = *reply;
-        for (const auto& a : info.value("aliases", json::array())) {
-          const int out = a.at("output").get<int>(), in = a.at("input").get<int>();
+        if (auto bad = worker_failed(CallStatus::of(ran))) return *bad;
+        const wire::RunReply& info = ran->reply;
+        for (const auto& a : info.aliases) {
+          const int out = a.output, in = a.input;
           if (out < 0 || out >= expected_count || in < 0 || in >= static_cast<int>(spec.inputs.size())) {
             throw ProtocolViolation("an aliasing report names output " + std::to_string(out) + " and input " +
                                     std::to_string(in) + ", which do not exist");
@@ -453,56 +451,51 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                                      " (" + spec.inputs[static_cast<std::size_t>(in)].name +
                                      "); return a new tensor, never an input or a view of one"});
         }
-        if (!info.value("wrong_device", json::array()).empty()) {
-          const auto& w = info["wrong_device"][0];
-          o.problem = "output " + std::to_string(w.at("output").get<int>()) + " is on " +
-                      w.at("device").get<std::string>() + ", expected " + options_.device;
+        if (!info.wrong_device.empty()) {
+          const auto& w = info.wrong_device[0];
+          o.problem = "output " + std::to_string(w.output) + " is on " + w.device + ", expected " + options_.device;
           o.problem_kind = "device";
         } else {
           const std::string stem = work.sandbox() + "/case" + std::to_string(t.id) + ".call" + std::to_string(call) + ".candidate";
-          const json j = judge(info.value("exchange", json()), stem, false, call + 1 < calls, analyzed);
-          if (j.contains("error_analysis")) {
+          const wire::JudgeReply j = judge(info.exchange.value_or(json()), stem, false, call + 1 < calls, analyzed);
+          if (j.error_analysis) {
             if (!v.error_analysis.is_array()) v.error_analysis = json::array();
-            for (json row : j["error_analysis"]) {
+            for (const auto& r : *j.error_analysis) {
+              json row = r;
               row["case"] = t.label();
               v.error_analysis.push_back(std::move(row));
             }
           }
-          v.fp64_unavailable = j.value("fp64_unavailable", v.fp64_unavailable);
-          const int got = j.at("output_count");
+          v.fp64_unavailable = j.fp64_unavailable.value_or(v.fp64_unavailable);
+          const int got = static_cast<int>(j.output_count);
           if (got != expected_count) {
             o.problem = "forward returned " + std::to_string(got) + " output(s), expected " + std::to_string(expected_count);
             o.problem_kind = "output_count";
           } else {
-            for (const auto& cmp : j.at("outputs")) o.outputs.push_back(comparison_from_json(cmp));
+            for (const auto& cmp : j.outputs) o.outputs.push_back(comparison_from_json(cmp));
           }
           // Precision (strict): within the tolerance is not enough where the
           // error is far beyond what fp32 arithmetic gives this reference.
           const bool within_tolerance =
               std::all_of(o.outputs.begin(), o.outputs.end(), [](const TensorComparison& c) { return c.passed; });
-          if (o.problem.empty() && within_tolerance && protocol.precision_check && j.contains("error_analysis")) {
-            for (const auto& row : j["error_analysis"]) {
-              auto num = [&](const char* key) {
-                const json& x = row.value(key, json());
-                return x.is_number() ? x.get<double>() : NAN;
-              };
-              const std::string why =
-                  precision_failure(num("candidate_rms_error"), num("reference_rms_error"), num("rms_fp64"));
+          if (o.problem.empty() && within_tolerance && protocol.precision_check && j.error_analysis) {
+            for (const auto& row : *j.error_analysis) {
+              const std::string why = precision_failure(row.candidate_rms_error, row.reference_rms_error, row.rms_fp64);
               if (!why.empty()) {
-                o.problem = "output " + std::to_string(row.value("output", 0)) + ": " + why;
+                o.problem = "output " + std::to_string(row.output) + ": " + why;
                 o.problem_kind = "precision";
                 break;
               }
             }
           }
-          for (const auto& k : j.value("mutated_inputs", json::array())) {
-            v.integrity.push_back({"input_mutation", "forward modified its input " + std::to_string(k.get<int>()) + " (" +
-                                                         spec.inputs[k.get<std::size_t>()].name + ") on " + t.label() +
+          for (const std::size_t k : j.mutated_inputs.value_or(std::vector<std::size_t>{})) {
+            v.integrity.push_back({"input_mutation", "forward modified its input " + std::to_string(k) + " (" +
+                                                         spec.inputs.at(k).name + ") on " + t.label() +
                                                          "; inputs must be left unchanged"});
           }
           // A call that returns the previous call's result, where the
           // reference's results differ, was cached across calls.
-          if (j.value("same_as_previous_call", false) && !j.value("expected_same_as_previous_call", true)) {
+          if (j.same_as_previous_call.value_or(false) && !j.expected_same_as_previous_call.value_or(true)) {
             v.integrity.push_back({"stale_output", "call " + std::to_string(call) + " of " + t.label() +
                                                        " returned exactly the previous call's result for different "
                                                        "inputs (results cached across calls)"});
@@ -544,7 +537,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     // 5. The reference's trace, for the candidate's activity audit (its
     // baseline was taken before the candidate started). Only a correct
     // candidate needs it.
-    json reference_profile;
+    std::optional<wire::ProfileReply> reference_profile;
     if (options_.measure_time) {
       if (!cpu && options_.activity_audit) {
         // The trace is taken every time (the audit compares this run's
@@ -556,21 +549,21 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
         std::optional<json> cached_metrics;
         if (options_.profile) cached_metrics = load_reference_metrics(builder_.config().cache_dir, counters_key);
         const auto t0 = Clock::now();
-        auto r = ref.call({{"op", "profile"},
-                           {"dir", work.shared()},
-                           {"case", cases[0]},
-                           {"counters", options_.profile && !cached_metrics}},
-                          options_.run_timeout);
+        wire::Profile profile_cmd;
+        profile_cmd.dir = work.shared();
+        profile_cmd.c = cases[0];
+        profile_cmd.counters = options_.profile && !cached_metrics;
+        auto r = ref.call(profile_cmd, options_.run_timeout);
         v.phases.reference += since(t0);
         if (!r) throw EvaluationError("the reference of " + spec.name + " failed (" + ref.failure() + ")\n" + ref.log_tail());
-        if (r->value("ok", false)) {
-          reference_profile = *r;
+        if (r->ok()) {
+          reference_profile = r->reply;
           if (cached_metrics) {
-            reference_profile["metrics"] = *cached_metrics;
-          } else if (options_.profile && reference_profile.contains("metrics") &&
-                     reference_profile["metrics"].value("unavailable", "").empty() &&
-                     !reference_profile["metrics"].value("kernels", json::array()).empty()) {
-            store_reference_metrics(builder_.config().cache_dir, counters_key, reference_profile["metrics"]);
+            reference_profile->metrics = *cached_metrics;
+          } else if (options_.profile && reference_profile->metrics &&
+                     reference_profile->metrics->value("unavailable", "").empty() &&
+                     !reference_profile->metrics->value("kernels", json::array()).empty()) {
+            store_reference_metrics(builder_.config().cache_dir, counters_key, *reference_profile->metrics);
           }
         }
       }
@@ -580,40 +573,42 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     if (options_.measure_time) {
       // The timed calls get inputs of their own, from a nonce: the model of
       // case 0 (same weights), never a test input, never an earlier run's.
-      const json timing_case = timing_case_of(cases[0], calls, Unpredictable().nonce());
-      ref_call({{"op", "prepare"}, {"dir", work.shared()}, {"case", timing_case}}, options_.run_timeout,
-               v.phases.reference);
+      const wire::Case timing_case = timing_case_of(cases[0], calls, Unpredictable().nonce());
+      ref_call(wire::Prepare{work.shared(), timing_case}, options_.run_timeout, v.phases.reference);
       std::string timed_wrong;
       int check_number = 0;
       auto check_timed_call = [&](int64_t call) {
-        ref_call({{"op", "expect"}, {"dir", work.shared()}, {"case", timing_case}, {"call", call}}, options_.run_timeout,
-                 v.phases.reference);
+        ref_call(wire::Expect{work.shared(), timing_case, call, false, false, ""}, options_.run_timeout, v.phases.reference);
         const std::string name = "timing.check" + std::to_string(check_number++);
-        cand_call({{"op", "time_check"}, {"kept", 0}, {"out_dir", work.sandbox()}, {"name", name},
-                   {"transport", transport()}},
-                  options_.run_timeout);
-        if (auto bad = worker_failed(reply)) throw CandidateFailed{*bad};
-        const json j = judge(reply->value("exchange", json()), work.sandbox() + "/" + name, false, false);
+        auto checked = cand_call(wire::TimeCheck{0, work.sandbox(), name, transport()}, options_.run_timeout);
+        if (auto bad = worker_failed(CallStatus::of(checked))) throw CandidateFailed{*bad};
+        const wire::JudgeReply j =
+            judge(checked->reply.exchange.value_or(json()), work.sandbox() + "/" + name, false, false);
         if (!timed_wrong.empty()) return;
-        if (j.at("output_count") != j.at("expected_count")) {
-          timed_wrong = "returned " + j.at("output_count").dump() + " output(s), expected " + j.at("expected_count").dump();
+        if (j.output_count != j.expected_count) {
+          timed_wrong = "returned " + std::to_string(j.output_count) + " output(s), expected " +
+                        std::to_string(j.expected_count);
         }
-        for (const auto& cmp : j.at("outputs")) {
+        for (const auto& cmp : j.outputs) {
           if (!timed_wrong.empty() || cmp.value("passed", false)) continue;
           const TensorComparison c = comparison_from_json(cmp);
           timed_wrong = describe_failed_output(c, protocol.tolerance);
         }
       };
+      wire::TimeSetup setup;
+      setup.dir = work.shared();
+      setup.c = timing_case;
+      setup.post_case = cases[0];
+      setup.rules = to_json(rules);
+      wire::TimePost post;
+      post.out_dir = work.sandbox();
+      post.transport = transport();
       const CandidateTiming timed = time_candidate(
-          cand,
-          {{"op", "time_setup"}, {"dir", work.shared()}, {"case", timing_case}, {"post_case", cases[0]},
-           {"rules", to_json(rules)}},
-          rules, cpu, granted_cpu_threads(options_), overhead, options_.run_timeout,
-          [&](const std::optional<json>& r) {
+          cand, setup, rules, cpu, granted_cpu_threads(options_), overhead, options_.run_timeout,
+          [&](const CallStatus& r) {
             if (auto bad = worker_failed(r)) throw CandidateFailed{*bad};
           },
-          v.phases.candidate, {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", transport()}},
-          check_timed_call, options_.timed_check_chance, fresh);
+          v.phases.candidate, post, check_timed_call, options_.timed_check_chance, fresh);
       std::string timed_wrong_finding;
       if (!timed_wrong.empty()) {
         timed_wrong_finding = "a timed call, on inputs of its own, gave a wrong result (" + timed_wrong +
@@ -630,15 +625,15 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       {
         // Fresh inputs: the reference computes that call's outputs now.
         if (timed.post_call) {
-          ref_call({{"op", "expect"}, {"dir", work.shared()}, {"case", timing_case}, {"call", *timed.post_call}},
-                   options_.run_timeout, v.phases.reference);
+          ref_call(wire::Expect{work.shared(), timing_case, *timed.post_call, false, false, ""}, options_.run_timeout,
+                   v.phases.reference);
         }
-        const json j = timed.post_call
+        const wire::JudgeReply j = timed.post_call
                            ? judge(timed.post_exchange, work.sandbox() + "/timing.post", false, false)
                            : judge(timed.post_exchange, work.sandbox() + "/case" + std::to_string(tests[0].id) + ".post",
                                    true, false);
-        still_correct = j.at("output_count") == j.at("expected_count");
-        for (const auto& cmp : j.at("outputs")) still_correct = still_correct && cmp.value("passed", false);
+        still_correct = j.output_count == j.expected_count;
+        for (const auto& cmp : j.outputs) still_correct = still_correct && cmp.value("passed", false);
       }
       if (!cpu) {
         if (auto cal = load_calibration(builder_.config().cache_dir, device_info)) {
@@ -741,18 +736,19 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   BuildResult rb = build_reference(spec);
   if (!cb.ok || !rb.ok) throw EvaluationError("repeat timing: the " + std::string(cb.ok ? "reference" : "candidate") + " does not build");
   const TestCase t = plan_tests(spec, protocol, cpu || options_.small_dims, options_.seed).front();
-  const json c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
-                               protocol.randomize_identity_params);
+  const wire::Case c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
+                                     protocol.randomize_identity_params);
   WorkDir work(options_.work_root, options_.keep_work_dir);
   double overhead = 0;
   {
     WorkerSession ref(options_.worker_path, "reference", work);
-    auto reply = ref.call(load_command(rb, "reference", spec, options_), options_.load_timeout);
-    if (reply && reply->value("ok", false)) {  // the weights file; inputs are drawn where they are used
-      reply = ref.call({{"op", "prepare"}, {"dir", work.shared()}, {"case", c}}, options_.run_timeout);
+    CallStatus status = CallStatus::of(ref.call(load_command(rb, "reference", spec, options_), options_.load_timeout));
+    if (status.ok()) {  // the weights file; inputs are drawn where they are used
+      status = CallStatus::of(ref.call(wire::Prepare{work.shared(), c}, options_.run_timeout));
     }
-    if (!reply || !reply->value("ok", false)) {
-      throw EvaluationError("repeat timing: the reference failed: " + (reply ? reply->value("message", "?") : ref.failure()));
+    if (!status.ok()) {
+      throw EvaluationError("repeat timing: the reference failed: " +
+                            (status.failure ? status.failure->message : ref.failure()));
     }
     overhead = sample_overhead_seconds(ref, rules, options_.run_timeout, fresh ? &c : nullptr);
     ref.finish();
@@ -761,22 +757,25 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   for (int i = 0; i < n; ++i) {
     const std::string module = stage_module(work, cb.library_path);
     WorkerSession cand = candidate_session(options_, work, module, cpu);
-    auto fail = [&](const std::optional<json>& r) {
-      if (!r || !r->value("ok", false)) {
-        throw EvaluationError("repeat timing: the candidate failed: " + (r ? r->value("message", "?") : cand.failure()));
+    auto fail = [&](const CallStatus& r) {
+      if (!r.ok()) {
+        throw EvaluationError("repeat timing: the candidate failed: " + (r.failure ? r.failure->message : cand.failure()));
       }
     };
-    fail(cand.call(load_command(module, "candidate", spec, options_), options_.load_timeout));
+    fail(CallStatus::of(cand.call(load_command(module, "candidate", spec, options_), options_.load_timeout)));
     double seconds = 0;
     CandidateTiming timed;
     try {
       // Each process its own nonce: no cache in a file carries over.
-      const json tc = timing_case_of(c, protocol.calls_per_case, Unpredictable().nonce());
-      timed = time_candidate(cand,
-                             {{"op", "time_setup"}, {"dir", work.shared()}, {"case", tc}, {"post_case", c},
-                              {"rules", to_json(rules)}},
-                             rules, cpu, granted_cpu_threads(options_), overhead, options_.run_timeout, fail, seconds,
-                             {{"op", "time_post"}, {"out_dir", work.sandbox()}, {"transport", "file"}}, nullptr, 0, fresh);
+      wire::TimeSetup setup;
+      setup.dir = work.shared();
+      setup.c = timing_case_of(c, protocol.calls_per_case, Unpredictable().nonce());
+      setup.post_case = c;
+      setup.rules = to_json(rules);
+      wire::TimePost post;
+      post.out_dir = work.sandbox();
+      timed = time_candidate(cand, setup, rules, cpu, granted_cpu_threads(options_), overhead, options_.run_timeout,
+                             fail, seconds, post, nullptr, 0, fresh);
     } catch (const ProtocolViolation& e) {
       throw EvaluationError(std::string("repeat timing: protocol_violation: ") + e.what());
     }

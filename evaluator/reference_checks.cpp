@@ -69,7 +69,7 @@ class CheckWorker {
   // Generates `cases` of the reference `rb` into shared() (only the
   // expected outputs unless `weights_and_inputs`): "" when done, else what
   // went wrong (its message and log).
-  std::string generate(const BuildResult& rb, const ProblemSpec& spec, const json& cases,
+  std::string generate(const BuildResult& rb, const ProblemSpec& spec, const std::vector<wire::Case>& cases,
                        bool weights_and_inputs = false) {
     if (session_ && (rb.entry.empty() || rb.library_path != library_)) stop();
     if (!session_) {
@@ -77,15 +77,14 @@ class CheckWorker {
       session_ = std::make_unique<WorkerSession>(options_.worker_path, "reference", *work_);
       library_ = rb.library_path;
     }
-    auto reply = session_->call(load_command(rb, "reference", spec, options_), options_.load_timeout);
-    if (reply && reply->value("ok", false)) {
-      reply = session_->call(
-          {{"op", "generate"}, {"dir", work_->shared()}, {"cases", cases}, {"weights_and_inputs", weights_and_inputs}},
-          options_.run_timeout);
+    CallStatus status = CallStatus::of(session_->call(load_command(rb, "reference", spec, options_), options_.load_timeout));
+    if (status.ok()) {
+      status = CallStatus::of(
+          session_->call(wire::Generate{work_->shared(), cases, weights_and_inputs}, options_.run_timeout));
     }
-    if (reply && reply->value("ok", false)) return "";
+    if (status.ok()) return "";
     const std::string error =
-        (reply ? reply->value("message", "failed") : session_->failure()) + "\n" + session_->log_tail();
+        (status.failure ? status.failure->message : session_->failure()) + "\n" + session_->log_tail();
     stop();  // the next reference gets a fresh process
     return error;
   }
@@ -111,9 +110,9 @@ ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::stri
   BuildResult rb = build_reference(spec);
   if (!rb.ok) throw EvaluationError("the reference of " + spec.name + " " + build_failure_text(rb));
   const DimValues dims = spec.resolve_dims(cpu || options_.small_dims);
-  const json c = generate_case(spec, dims, 0, options_.seed, options_.seed, 1.0, 1, false);
+  const wire::Case c = generate_case(spec, dims, 0, options_.seed, options_.seed, 1.0, 1, false);
   CheckWorker worker(options_);
-  if (const std::string failed = worker.generate(rb, spec, json::array({c}), /*weights_and_inputs=*/true);
+  if (const std::string failed = worker.generate(rb, spec, {c}, /*weights_and_inputs=*/true);
       !failed.empty()) {
     throw EvaluationError("the reference of " + spec.name + " failed: " + failed);
   }
@@ -125,7 +124,7 @@ ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::stri
   fs::copy_file(worker.shared() + "/case0.weights.safetensors", out.weights_file, fs::copy_options::overwrite_existing);
   fs::copy_file(worker.shared() + "/case0.call0.inputs.safetensors", out.inputs_file, fs::copy_options::overwrite_existing);
   fs::copy_file(worker.shared() + "/case0.call0.expected.safetensors", out.expected_file, fs::copy_options::overwrite_existing);
-  out.args = c.at("args");
+  out.args = c.args;
   out.dims = json(dims);
   return out;
 }
@@ -156,8 +155,8 @@ std::vector<ReferenceReport> Evaluator::check_references(const std::vector<Probl
       return generate_case(spec, dims, id, seed, seed, 1.0, 1, /*randomize_identity_params=*/id == 2);
     };
     const DimValues dims = spec.resolve_dims(small);
-    json cases = json::array({make_case(0, options_.seed, dims), make_case(1, options_.seed, dims),
-                              make_case(2, options_.seed + 1, dims)});
+    std::vector<wire::Case> cases = {make_case(0, options_.seed, dims), make_case(1, options_.seed, dims),
+                                     make_case(2, options_.seed + 1, dims)};
     std::vector<std::string> variant_names;
     for (const auto& v : spec.variants) {
       if (small && !v.cpu) continue;
@@ -229,7 +228,7 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   // Case 3: weights changed only (against case 4).
   const uint64_t s0 = options_.seed, s1 = options_.seed + 1000;
   const std::pair<uint64_t, uint64_t> seeds[] = {{s0, s0}, {s1, s1}, {s0, s1}, {s1, s0}};  // {weights, inputs}
-  json cases = json::array();
+  std::vector<wire::Case> cases;
   // Weights as upstream initialises them (identity-valued norms kept), even
   // under strict: a task degenerate with upstream's init is degenerate for
   // everyone who runs it that way, and strict's randomisation would hide it.
@@ -254,18 +253,19 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   plain.magnitude = 0;
   WorkDir work(options_.work_root, options_.keep_work_dir);
   WorkerSession ref(options_.worker_path, "reference", work);
-  auto reply = ref.call(load_command(rb, "reference", spec, options_), options_.load_timeout);
-  if (reply && reply->value("ok", false)) {
-    json cmd = {{"op", "audit"}, {"cases", cases}, {"tolerance", to_json(plain)}, {"pairs", {{0, 1}, {0, 2}, {4, 3}}}};
+  auto loaded = ref.call(load_command(rb, "reference", spec, options_), options_.load_timeout);
+  std::optional<wire::Outcome<wire::AuditReply>> reply;
+  if (loaded && loaded->ok()) {
+    wire::Audit cmd{cases, to_json(plain), {{0, 1}, {0, 2}, {4, 3}}, std::nullopt};
     // Strict's zero-mean case, where the protocol has one and the spec
     // allows it: is fp32 itself within half the tolerance there?
     const bool centered = spec.centered_inputs && has_centerable_input(spec) &&
                           std::any_of(protocol.extra_scalings.begin(), protocol.extra_scalings.end(),
                                       [](const InputScaling& s) { return s.centered; });
     if (centered) {
-      cmd["conditioning"] = {{"case", generate_case(spec, dims, 5, s0, s0, 1.0, 1, protocol.randomize_identity_params,
-                                                    /*centered=*/true)},
-                             {"tolerance", to_json(protocol.tolerance)}};
+      cmd.conditioning = wire::Conditioning{
+          generate_case(spec, dims, 5, s0, s0, 1.0, 1, protocol.randomize_identity_params, /*centered=*/true),
+          to_json(protocol.tolerance)};
     }
     // One command builds a module for each case and runs it: the limit is
     // per case, as for an evaluation's calls (a wide model's construction
@@ -273,17 +273,21 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
     const auto runs = static_cast<int>(cases.size()) + (centered ? 1 : 0);
     reply = ref.call(cmd, options_.run_timeout * runs);
   }
-  if (!reply || !reply->value("ok", false)) {
-    r.error = reply ? reply->value("message", "failed") : ref.failure();
+  if (loaded && !loaded->ok()) {
+    r.error = loaded->message();
+    return r;
+  }
+  if (!reply || !reply->ok()) {
+    r.error = reply ? reply->message() : ref.failure();
     return r;
   }
   ref.finish();
-  r.has_weights = reply->value("parameters", 0) > 0;
-  r.max_abs_output = reply->value("max_abs_output", 0.0);
-  const bool zeros_pass = reply->value("zeros_pass", false), constant = reply->value("constant", false);
-  const int64_t elements = reply->value("elements", int64_t{0});
-  const json same = reply->at("same");
-  auto identical = [&](int pair) { return same.at(pair).get<bool>(); };
+  const wire::AuditReply& audit = reply->reply;
+  r.has_weights = audit.parameters > 0;
+  r.max_abs_output = audit.max_abs_output;
+  const bool zeros_pass = audit.zeros_pass, constant = audit.constant;
+  const int64_t elements = audit.elements;
+  auto identical = [&](std::size_t pair) { return static_cast<bool>(audit.same.at(pair)); };
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.3g", r.max_abs_output);
   const std::string tol = "atol=" + std::to_string(protocol.tolerance.atol).substr(0, 6);
@@ -302,14 +306,14 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   if (r.has_weights && identical(2)) {
     r.flags.push_back({"weight_independent", "new weights with the same inputs give the same output within " + tol});
   }
-  if (reply->contains("conditioning")) {
-    const json& k = (*reply)["conditioning"];
+  if (audit.conditioning) {
+    const wire::ConditioningReply& k = *audit.conditioning;
     const std::string fix = " (set centered_inputs: false in " + spec.spec_path + ")";
-    if (!k.value("finite", true)) {
+    if (!k.finite) {
       r.flags.push_back({"centered_not_finite", "on zero-mean inputs the reference's outputs are not finite, so "
                                                 "strict's centered case tests nothing" + fix});
-    } else if (k.contains("within_half") && !k.value("within_half", true)) {
-      std::snprintf(buf, sizeof(buf), "%.3g", k.value("max_abs_error", 0.0));
+    } else if (k.within_half && !*k.within_half) {
+      std::snprintf(buf, sizeof(buf), "%.3g", k.max_abs_error.value_or(0.0));
       r.flags.push_back({"centered_ill_conditioned",
                          std::string("on zero-mean inputs the fp32 reference is more than half the tolerance from "
                                      "its fp64 twin (max abs error ") +
@@ -334,17 +338,16 @@ BaselineReport Evaluator::measure_baseline(const ProblemSpec& spec, bool use_cac
   }
   // The case evaluate() times, so the cache entry serves both.
   const TestCase t = plan_tests(spec, protocol, cpu || options_.small_dims, options_.seed).front();
-  const json c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
-                               protocol.randomize_identity_params);
+  const wire::Case c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
+                                     protocol.randomize_identity_params);
   WorkDir work(options_.work_root, options_.keep_work_dir);
   WorkerSession ref(options_.worker_path, "reference", work);
   auto reply = ref.call(load_command(rb, "reference", spec, options_), options_.load_timeout);
-  if (!reply || !reply->value("ok", false)) {
-    r.error = reply ? reply->value("message", "load failed") : ref.failure();
+  if (!reply || !reply->ok()) {
+    r.error = reply ? reply->message() : ref.failure();
     return r;
   }
-  const BaselineKey key{spec.name, rb.key, json(t.dims), reply->value("device", json::object()), KLOOP_TORCH_VERSION,
-                        to_json(rules)};
+  const BaselineKey key{spec.name, rb.key, json(t.dims), reply->reply.device, KLOOP_TORCH_VERSION, to_json(rules)};
   reference_baseline(ref, c, key, rules, cpu, use_cache, builder_.config().cache_dir, options_.run_timeout, r);
   if (r.error.empty()) ref.finish();
   r.seconds = since(start);
@@ -355,12 +358,14 @@ Calibration Evaluator::calibrate() {
   if (options_.device == "cpu") throw EvaluationError("kloop calibrate measures a GPU; pass --device cuda[:N]");
   WorkDir work(options_.work_root, options_.keep_work_dir);
   WorkerSession w(options_.worker_path, "calibrate", work);
-  auto reply = w.call({{"op", "calibrate"}, {"device", options_.device}}, options_.run_timeout);
-  if (!reply || !reply->value("ok", false)) {
-    throw EvaluationError("calibration failed: " + (reply ? reply->value("message", "?") : w.failure()));
+  wire::Calibrate cmd;
+  cmd.device = options_.device;
+  auto reply = w.call(cmd, options_.run_timeout);
+  if (!reply || !reply->ok()) {
+    throw EvaluationError("calibration failed: " + (reply ? reply->message() : w.failure()));
   }
   w.finish();
-  Calibration c = Calibration::from_json(*reply);
+  Calibration c = Calibration::from_json(json(reply->reply));
   c.measured_at = utc_now();
   store_calibration(builder_.config().cache_dir, c);
   return c;

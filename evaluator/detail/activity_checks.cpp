@@ -11,17 +11,17 @@ namespace kloop::detail {
 namespace {
 
 // The profile digest of one model from the worker's `profile` reply.
-std::string digest_of(const json& prof, const std::string& role, double median_seconds, const ProblemSpec& spec,
-                      const DimValues& dims, const std::optional<Calibration>& cal) {
+std::string digest_of(const wire::ProfileReply& prof, const std::string& role, double median_seconds,
+                      const ProblemSpec& spec, const DimValues& dims, const std::optional<Calibration>& cal) {
   profiler::ActivityTrace trace;
-  if (prof.contains("trace")) {
-    trace = profiler::activity_trace_from_json(prof["trace"]);
+  if (prof.trace) {
+    trace = profiler::activity_trace_from_json(*prof.trace);
   } else {
-    trace.unavailable = prof.value("trace_unavailable", "no trace");
+    trace.unavailable = prof.trace_unavailable.value_or("no trace");
   }
   profiler::MetricsReport metrics;
-  if (prof.contains("metrics")) {
-    metrics = profiler::metrics_report_from_json(prof["metrics"]);
+  if (prof.metrics) {
+    metrics = profiler::metrics_report_from_json(*prof.metrics);
   } else {
     metrics.unavailable = "hardware counters were not requested";
   }
@@ -30,7 +30,7 @@ std::string digest_of(const json& prof, const std::string& role, double median_s
   in.forward_median_us = median_seconds * 1e6;
   in.problem_flops = spec.flop_count(dims);
   in.problem_bytes = spec.byte_count(dims);
-  in.forwards = static_cast<int>(prof.value("stream_done_ns", json::array()).size());
+  in.forwards = static_cast<int>(prof.stream_done_ns.size());
   if (in.forwards < 1) in.forwards = 1;
   if (cal) {
     in.rates = profiler::DeviceRates{cal->device.value("name", ""), cal->dram_bytes_per_s, cal->fp32_flops_per_s,
@@ -40,15 +40,14 @@ std::string digest_of(const json& prof, const std::string& role, double median_s
 }
 
 // The activity audit of one model from the worker's `profile` reply.
-ActivityAudit activity_of(const json& prof) {
-  if (!prof.contains("trace")) {
+ActivityAudit activity_of(const wire::ProfileReply& prof) {
+  if (!prof.trace) {
     ActivityAudit a;
-    a.unavailable = prof.value("trace_unavailable", "no trace");
+    a.unavailable = prof.trace_unavailable.value_or("no trace");
     return a;
   }
-  return audit_activity(profiler::activity_trace_from_json(prof["trace"]),
-                        prof.value("stream_done_ns", std::vector<uint64_t>{}), prof.value("flush_bytes", uint64_t{0}),
-                        prof.value("module_object", ""));
+  return audit_activity(profiler::activity_trace_from_json(*prof.trace), prof.stream_done_ns, prof.flush_bytes,
+                        prof.module_object);
 }
 
 // The first three of `names`, comma-separated.
@@ -93,12 +92,16 @@ void add_activity_findings(const ActivityAudit& a, const std::string& where, con
 // still running after kloop's stream finished, library kernels where the
 // protocol wants custom ones, and event times far below the kernel time.
 void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, WorkerSession& cand,
-                              const WorkDir& work, const json& run_case, const json& reference_profile,
+                              const WorkDir& work, const wire::Case& run_case,
+                              const std::optional<wire::ProfileReply>& reference_profile,
                               const json& device_info, const TimingRules& rules, const Protocol& protocol,
                               const EvalOptions& options, const std::string& cache_dir, Verdict& v) {
-  json cmd = {{"op", "profile"}, {"dir", work.shared()}, {"case", run_case}, {"counters", options.profile}};
+  wire::Profile cmd;
+  cmd.dir = work.shared();
+  cmd.c = run_case;
+  cmd.counters = options.profile;
   // Inputs it has never seen, like the timed calls (no replay of a test's).
-  if (protocol.fresh_timed_inputs) cmd["first_call"] = Unpredictable().call_id();
+  if (protocol.fresh_timed_inputs) cmd.first_call = Unpredictable().call_id();
   auto reply = cand.call(cmd, options.run_timeout);
   // An audit that cannot run fails closed where integrity is checked: the
   // module's timings stand only with its kernels seen (a module that throws,
@@ -116,11 +119,11 @@ void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, Wo
                                           "seen; a kloop-worker without CUPTI cannot give one: --no-activity-audit "
                                           "accepts unaudited timings, or use a CUPTI build)"))});
   };
-  if (!reply || !reply->value("ok", false)) {
-    unavailable(reply ? reply->value("message", "profile failed") : cand.failure(), true);
+  if (!reply || !reply->ok()) {
+    unavailable(reply ? reply->message() : cand.failure(), true);
     return;
   }
-  const ActivityAudit a = activity_of(*reply);
+  const ActivityAudit a = activity_of(reply->reply);
   if (!a.unavailable.empty()) {
     unavailable(a.unavailable, false);
     return;
@@ -134,8 +137,8 @@ void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, Wo
                 {"late_kernels", a.late_kernels},
                 {"unattributed_kernels", a.unattributed_kernels}};
   if (!a.compiled_in.empty()) v.activity["compiled_in"] = a.compiled_in;
-  if (!reference_profile.is_null()) {
-    const ActivityAudit ra = activity_of(reference_profile);
+  if (reference_profile) {
+    const ActivityAudit ra = activity_of(*reference_profile);
     if (ra.unavailable.empty()) v.reference_kernels_per_call = ra.kernels_per_call;
   }
   if (a.kernels_per_call == 0 && v.reference_kernels_per_call > 0) {
@@ -152,10 +155,10 @@ void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, Wo
   }
   if (options.profile) {
     const auto cal = load_calibration(cache_dir, device_info);
-    v.profile_digest = digest_of(*reply, "candidate", event_us * 1e-6, spec, dims, cal);
-    if (!reference_profile.is_null() && v.reference_time) {
+    v.profile_digest = digest_of(reply->reply, "candidate", event_us * 1e-6, spec, dims, cal);
+    if (reference_profile && v.reference_time) {
       v.reference_digest =
-          digest_of(reference_profile, "reference", v.reference_time->headline(rules.statistic), spec, dims, cal);
+          digest_of(*reference_profile, "reference", v.reference_time->headline(rules.statistic), spec, dims, cal);
     }
   }
 }
@@ -164,23 +167,24 @@ void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, Wo
 // integrity): library kernels, side-stream or late work on a hidden shape
 // count as on the timed one, and a module that fails while traced there
 // fails the audit.
-void audit_shape_variants(const std::vector<TestCase>& tests, const json& cases, WorkerSession& cand,
+void audit_shape_variants(const std::vector<TestCase>& tests, const std::vector<wire::Case>& cases, WorkerSession& cand,
                           const WorkDir& work, const Protocol& protocol, const EvalOptions& options, Verdict& v) {
   if (!protocol.integrity_checks) return;
   std::set<std::string> traced = {tests[0].variant};
   for (std::size_t i = 1; i < tests.size() && i < cases.size(); ++i) {
     if (!traced.insert(tests[i].variant).second) continue;
     const std::string where = " on shape variant '" + tests[i].variant + "'";
-    json cmd = {{"op", "profile"}, {"dir", work.shared()}, {"case", cases[i]}, {"counters", false}};
-    if (protocol.fresh_timed_inputs) cmd["first_call"] = Unpredictable().call_id();
+    wire::Profile cmd;
+    cmd.dir = work.shared();
+    cmd.c = cases[i];
+    if (protocol.fresh_timed_inputs) cmd.first_call = Unpredictable().call_id();
     auto reply = cand.call(cmd, options.run_timeout);
-    if (!reply || !reply->value("ok", false)) {
+    if (!reply || !reply->ok()) {
       v.integrity.push_back({"audit_unavailable", "the module failed while its kernels were traced" + where + ": " +
-                                                      (reply ? reply->value("message", "profile failed")
-                                                             : cand.failure())});
+                                                      (reply ? reply->message() : cand.failure())});
       return;
     }
-    const ActivityAudit a = activity_of(*reply);
+    const ActivityAudit a = activity_of(reply->reply);
     if (!a.unavailable.empty()) {
       v.integrity.push_back({"audit_unavailable", "the activity audit could not run" + where + ": " + a.unavailable});
       continue;

@@ -21,7 +21,8 @@ namespace kloop::detail {
 // still running after kloop's stream finished, library kernels where the
 // protocol wants custom ones, and event times far below the kernel time.
 void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, WorkerSession& cand,
-                              const WorkDir& work, const json& run_case, const json& reference_profile,
+                              const WorkDir& work, const wire::Case& run_case,
+                              const std::optional<wire::ProfileReply>& reference_profile,
                               const json& device_info, const TimingRules& rules, const Protocol& protocol,
                               const EvalOptions& options, const std::string& cache_dir, Verdict& v);
 
@@ -29,7 +30,7 @@ void audit_candidate_activity(const ProblemSpec& spec, const DimValues& dims, Wo
 // integrity): library kernels, side-stream or late work on a hidden shape
 // count as on the timed one, and a module that fails while traced there
 // fails the audit.
-void audit_shape_variants(const std::vector<TestCase>& tests, const json& cases, WorkerSession& cand,
+void audit_shape_variants(const std::vector<TestCase>& tests, const std::vector<wire::Case>& cases, WorkerSession& cand,
                           const WorkDir& work, const Protocol& protocol, const EvalOptions& options, Verdict& v);
 
 }  // namespace kloop::detail

@@ -13,17 +13,19 @@
 namespace kloop::detail {
 
 double sample_overhead_seconds(WorkerSession& ref, const TimingRules& rules, std::chrono::milliseconds timeout,
-                               const json* fresh_case) {
+                               const wire::Case* fresh_case) {
   constexpr int kSamples = 200;
-  json cmd = {{"op", "timing_floor"}, {"samples", kSamples}, {"l2_flush", rules.l2_flush}};
+  wire::TimingFloor cmd;
+  cmd.samples = kSamples;
+  cmd.l2_flush = rules.l2_flush;
   if (fresh_case) {
-    cmd["case"] = *fresh_case;
-    cmd["first_call"] = int64_t{1} << 40;  // values do not matter here, only the drawing's cost
+    cmd.c = *fresh_case;
+    cmd.first_call = int64_t{1} << 40;  // values do not matter here, only the drawing's cost
   }
   const auto t0 = Clock::now();
-  auto r = ref.call_stepwise(cmd, timeout, [](const json&) {});
+  auto r = ref.call_stepwise(cmd, timeout, [](int64_t) {});
   const double wall = since(t0);
-  if (!r || !r->value("ok", false)) throw EvaluationError("the reference could not run the timing loop");
+  if (!r || !r->ok()) throw EvaluationError("the reference could not run the timing loop");
   return wall / kSamples;
 }
 
@@ -36,10 +38,10 @@ int granted_cpu_threads(const EvalOptions& o) {
 
 int64_t fresh_call_id(uint64_t random) { return static_cast<int64_t>((random >> 2) | (uint64_t{1} << 40)); }
 
-json timing_case_of(const json& c, int sets, uint64_t nonce) {
-  json t = c;
-  t["seed"] = nonce;
-  t["calls"] = std::max(2, sets);
+wire::Case timing_case_of(const wire::Case& c, int sets, uint64_t nonce) {
+  wire::Case t = c;
+  t.seed = nonce;
+  t.calls = std::max(2, sets);
   return t;
 }
 
@@ -53,25 +55,23 @@ json timing_case_of(const json& c, int sets, uint64_t nonce) {
 constexpr int kMaxChecks = 6;
 constexpr int kMinFreshChecks = 2;
 
-CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const TimingRules& rules, bool cpu,
-                               int cpu_threads, double overhead_per_sample, std::chrono::milliseconds timeout,
-                               const std::function<void(const std::optional<json>&)>& check_reply,
-                               double& candidate_seconds, json post_cmd, const TimedCallCheck& check_call,
+CandidateTiming time_candidate(WorkerSession& cand, const wire::TimeSetup& setup_cmd, const TimingRules& rules,
+                               bool cpu, int cpu_threads, double overhead_per_sample,
+                               std::chrono::milliseconds timeout, const ReplyCheck& check_reply,
+                               double& candidate_seconds, wire::TimePost post_cmd, const TimedCallCheck& check_call,
                                double check_chance, bool fresh) {
-  auto call = [&](const json& cmd) {
+  auto call = [&](const auto& cmd) {
     const auto t0 = Clock::now();
     auto r = cand.call(cmd, timeout);
-    const double seconds = since(t0);
-    candidate_seconds += seconds;
-    check_reply(r);
-    return std::make_pair(*r, seconds);
+    candidate_seconds += since(t0);
+    check_reply(CallStatus::of(r));
+    return r->reply;
   };
   Unpredictable random;
-  json setup_cmd_sent = setup_cmd;
-  if (fresh) setup_cmd_sent["warmup_first_call"] = random.call_id();
-  auto [setup, setup_seconds] = call(setup_cmd_sent);
-  (void)setup_seconds;
-  const int sets = static_cast<int>(setup_cmd.at("case").value("calls", 1));
+  wire::TimeSetup setup_cmd_sent = setup_cmd;
+  if (fresh) setup_cmd_sent.warmup_first_call = random.call_id();
+  call(setup_cmd_sent);
+  const int sets = setup_cmd.c.calls;
   int previous_set = -1;
   auto next_set = [&] {
     // Never the set of the call before: no two consecutive calls share inputs.
@@ -109,24 +109,18 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
   // time as the wall check sees it.
   auto run_batch = [&](int n, double per_call, bool count) {
     const int64_t first = fresh ? random.call_id() : 0;
-    json order = json::array();
-    for (int i = 0; i < n && !fresh; ++i) order.push_back(next_set());
-    json batch_cmd = {{"op", "time_batch"}, {"samples", n}, {"l2_flush", rules.l2_flush}};
-    if (fresh) {
-      batch_cmd["first_call"] = first;
-    } else {
-      batch_cmd["sets"] = order;
-    }
+    wire::TimeBatch batch_cmd;
+    batch_cmd.samples = n;
+    batch_cmd.l2_flush = rules.l2_flush;
+    for (int i = 0; i < n && !fresh; ++i) batch_cmd.sets.push_back(static_cast<std::size_t>(next_set()));
+    if (fresh) batch_cmd.first_call = first;
     double checking = 0;
     int next_step = 0;
-    auto on_step = [&](const json& step) {
-      const json& i_json = step["sample_done"];
-      if (!i_json.is_number_integer() || i_json.get<int>() != next_step) {
-        throw ProtocolViolation("a timing batch stopped at a sample out of order");
-      }
+    auto on_step = [&](int64_t step) {
+      if (step != next_step) throw ProtocolViolation("a timing batch stopped at a sample out of order");
       const int i = next_step++;
       if (!checkable) return;
-      const int set = fresh ? -1 : order[static_cast<std::size_t>(i)].get<int>();
+      const int set = fresh ? -1 : static_cast<int>(batch_cmd.sets[static_cast<std::size_t>(i)]);
       double chance = per_call * (!fresh && !checked_sets.count(set) ? 2 : 1);
       if (out.checked_calls >= kMaxChecks) chance /= 4;
       if (!random.chance(std::min(1.0, chance))) return;
@@ -148,37 +142,39 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
     auto reply = cand.call_stepwise(batch_cmd, timeout, on_step);
     const double seconds = since(t0) - checking;
     candidate_seconds += seconds;
-    check_reply(reply);
-    const json& r = *reply;
+    check_reply(CallStatus::of(reply));
+    const wire::TimeBatchReply& r = reply->reply;
     if (next_step != n) throw ProtocolViolation("a timing batch did not stop after each of its samples");
-    const json samples = r.value("samples", json()), walls = r.value("wall", json()), thr = r.value("throttled", json());
-    if (!samples.is_array() || samples.size() != static_cast<std::size_t>(n) || !walls.is_array() ||
-        walls.size() != samples.size() || !thr.is_array() || thr.size() != samples.size()) {
+    const auto& samples = r.samples;
+    const auto& walls = r.wall;
+    const auto& thr = r.throttled;
+    if (samples.size() != static_cast<std::size_t>(n) || walls.size() != samples.size() || thr.size() != samples.size()) {
       throw ProtocolViolation("a timing batch did not return the " + std::to_string(n) + " samples asked for");
     }
     ++batches;
     run += n;
     observed += seconds;
     for (std::size_t i = 0; i < samples.size(); ++i) {
-      const double t = samples[i].is_number() ? samples[i].get<double>() : -1;
-      const double w = walls[i].is_number() ? walls[i].get<double>() : -1;
-      if (!std::isfinite(t) || t < 0 || t > 1e4 || !std::isfinite(w) || w < 0 || w > 1e4 || !thr[i].is_boolean()) {
+      const double t = samples[i];
+      const double w = walls[i];
+      if (!std::isfinite(t) || t < 0 || t > 1e4 || !std::isfinite(w) || w < 0 || w > 1e4) {
         throw ProtocolViolation("a timing sample that is not a time");
       }
       claimed += t;
       if (!count || rule.done()) continue;  // the batch overshot the stopping point
-      if (thr[i].get<bool>() && out.throttled_discarded < kMaxThrottledDiscards) {
+      if (thr[i] && out.throttled_discarded < kMaxThrottledDiscards) {
         ++out.throttled_discarded;
         continue;
       }
       rule.add(t);
       wall.push_back(w);
     }
-    if (const json& l2 = r.value("persisting_l2_limit", json(0)); l2.is_number() && l2.get<double>() != 0) {
-      out.persisting_l2_limit = std::max(out.persisting_l2_limit, l2.get<long long>());
+    if (r.persisting_l2_limit != 0) {
+      out.persisting_l2_limit = std::max(out.persisting_l2_limit, static_cast<long long>(r.persisting_l2_limit));
     }
-    if (const json& w = r.value("persisting_l2_window_bytes", json(0)); w.is_number() && w.get<double>() != 0) {
-      out.persisting_l2_window_bytes = std::max(out.persisting_l2_window_bytes, w.get<long long>());
+    if (r.persisting_l2_window_bytes != 0) {
+      out.persisting_l2_window_bytes =
+          std::max(out.persisting_l2_window_bytes, static_cast<long long>(r.persisting_l2_window_bytes));
     }
   };
   while (!rule.done()) {
@@ -230,16 +226,14 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
   if (!verdict.plausible) out.implausible = verdict.why;
   if (fresh) {
     out.post_call = random.call_id();
-    post_cmd["call"] = *out.post_call;
-    post_cmd["name"] = "timing.post";
+    post_cmd.call = *out.post_call;
+    post_cmd.name = "timing.post";
   }
-  auto [post, unused] = call(post_cmd);
-  (void)unused;
-  out.post_exchange = post.value("exchange", json());
+  out.post_exchange = call(post_cmd).exchange.value_or(json());
   return out;
 }
 
-void reference_baseline(WorkerSession& ref, const json& c, const BaselineKey& key, const TimingRules& rules, bool cpu,
+void reference_baseline(WorkerSession& ref, const wire::Case& c, const BaselineKey& key, const TimingRules& rules, bool cpu,
                         bool use_cache, const std::string& cache_dir, std::chrono::milliseconds timeout,
                         BaselineReport& r) {
   if (use_cache && !cpu) {
@@ -251,20 +245,21 @@ void reference_baseline(WorkerSession& ref, const json& c, const BaselineKey& ke
       return;
     }
   }
-  auto reply = ref.call({{"op", "baseline"}, {"case", c}, {"rules", to_json(rules)}}, timeout);
-  if (!reply || !reply->value("ok", false)) {
-    r.error = reply ? reply->value("message", "baseline failed") : ref.failure() + "\n" + last_lines(ref.log_tail(), 5);
+  auto outcome = ref.call(wire::Baseline{c, to_json(rules)}, timeout);
+  if (!outcome || !outcome->ok()) {
+    r.error = outcome ? outcome->message() : ref.failure() + "\n" + last_lines(ref.log_tail(), 5);
     return;
   }
-  r.fp32 = summary_from_json(reply->at("fp32").at("timing"));
-  const int fp32_discarded = reply->at("fp32").value("throttled_discarded", 0);
+  const wire::BaselineReply& reply = outcome->reply;
+  r.fp32 = summary_from_json(reply.fp32.timing);
+  const int fp32_discarded = reply.fp32.throttled_discarded;
   int tf32_discarded = 0;
-  if (reply->contains("tf32")) {
-    r.tf32 = summary_from_json(reply->at("tf32").at("timing"));
-    tf32_discarded = reply->at("tf32").value("throttled_discarded", 0);
+  if (reply.tf32) {
+    r.tf32 = summary_from_json(reply.tf32->timing);
+    tf32_discarded = reply.tf32->throttled_discarded;
   }
   r.throttled_discarded = fp32_discarded + tf32_discarded;
-  r.input_bytes = reply->value("input_bytes", 0.0);
+  r.input_bytes = reply.input_bytes;
   r.measured_at = utc_now();
   if (cpu) return;
   r.not_cached = baseline_not_kept(fp32_discarded, tf32_discarded);

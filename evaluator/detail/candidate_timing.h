@@ -24,7 +24,7 @@ namespace kloop::detail {
 // With `fresh_case`, each sample first draws a call's inputs of that case,
 // as the candidate's timed calls on fresh inputs do.
 double sample_overhead_seconds(WorkerSession& ref, const TimingRules& rules, std::chrono::milliseconds timeout,
-                               const json* fresh_case = nullptr);
+                               const wire::Case* fresh_case = nullptr);
 
 // The threads a CPU candidate is given: --threads, else LibTorch's default
 // (one per CPU this process may run on).
@@ -76,17 +76,17 @@ class Unpredictable {
 // The timing case: case `c`'s model and weights with `sets` input sets
 // drawn from a fresh nonce, so no timed call repeats a test input, nor one of
 // an earlier evaluation or process.
-json timing_case_of(const json& c, int sets, uint64_t nonce);
+wire::Case timing_case_of(const wire::Case& c, int sets, uint64_t nonce);
 
 // Times the candidate loaded in `cand` after `setup_cmd` (time_setup): the
 // stopping rule of `rules` over batches run here, each sample's call
 // checked by `check_call` with chance `check_chance` (decided after the call
 // returned), the claims held against this process's clocks, then `post_cmd`
 // (time_post). Worker failures go through `check_reply`, which throws.
-CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const TimingRules& rules, bool cpu,
-                               int cpu_threads, double overhead_per_sample, std::chrono::milliseconds timeout,
-                               const std::function<void(const std::optional<json>&)>& check_reply,
-                               double& candidate_seconds, json post_cmd, const TimedCallCheck& check_call,
+CandidateTiming time_candidate(WorkerSession& cand, const wire::TimeSetup& setup_cmd, const TimingRules& rules,
+                               bool cpu, int cpu_threads, double overhead_per_sample,
+                               std::chrono::milliseconds timeout, const ReplyCheck& check_reply,
+                               double& candidate_seconds, wire::TimePost post_cmd, const TimedCallCheck& check_call,
                                double check_chance, bool fresh);
 
 // The reference's baseline on case `c`, with a loaded reference worker: from
@@ -94,7 +94,7 @@ CandidateTiming time_candidate(WorkerSession& cand, const json& setup_cmd, const
 // worker's `baseline` op (TF32 off, and on too for CUDA) and stored, unless
 // the card throttled through it (r.not_cached says so).
 // evaluate() and measure_baseline() share it, and so share cache entries.
-void reference_baseline(WorkerSession& ref, const json& c, const BaselineKey& key, const TimingRules& rules, bool cpu,
+void reference_baseline(WorkerSession& ref, const wire::Case& c, const BaselineKey& key, const TimingRules& rules, bool cpu,
                         bool use_cache, const std::string& cache_dir, std::chrono::milliseconds timeout,
                         BaselineReport& r);
 

@@ -10,14 +10,14 @@
 namespace kloop::detail {
 namespace {
 
-json draw_json(const Distribution& d, const DimValues& dims) {
-  json params = json::object();
-  for (const auto& [k, e] : d.params) params[k] = eval_expr(e, dims);
-  return {{"kind", d.kind}, {"params", params}};
+wire::Draw draw_of(const Distribution& d, const DimValues& dims) {
+  wire::Draw out{d.kind, {}};
+  for (const auto& [k, e] : d.params) out.params[k] = eval_expr(e, dims);
+  return out;
 }
 
-json args_json(const ProblemSpec& spec, const DimValues& dims) {
-  json out = json::array();
+std::vector<wire::Arg> args_of(const ProblemSpec& spec, const DimValues& dims) {
+  std::vector<wire::Arg> out;
   for (const auto& a : spec.resolve_args(dims)) {
     json v;
     switch (a.type) {
@@ -27,7 +27,7 @@ json args_json(const ProblemSpec& spec, const DimValues& dims) {
       case ArgType::kInts: v = a.ints; break;
       case ArgType::kString: v = a.string_value; break;
     }
-    out.push_back({{"name", a.name}, {"type", arg_type_name(a.type)}, {"value", v}});
+    out.push_back({a.name, arg_type_name(a.type), v});
   }
   return out;
 }
@@ -37,27 +37,24 @@ json args_json(const ProblemSpec& spec, const DimValues& dims) {
 // One case of the reference worker's `generate` command: a model instance
 // built from `weight_seed` at `dims`, called `calls` times on inputs drawn
 // from `seed` (shifted to mean zero when `centered`) and multiplied by `scale`.
-json generate_case(const ProblemSpec& spec, const DimValues& dims, int id, uint64_t seed, uint64_t weight_seed,
-                   double scale, int calls, bool randomize_identity_params, bool centered) {
-  json inputs = json::array();
+wire::Case generate_case(const ProblemSpec& spec, const DimValues& dims, int id, uint64_t seed, uint64_t weight_seed,
+                         double scale, int calls, bool randomize_identity_params, bool centered) {
+  wire::Case c;
+  c.id = id;
+  c.seed = seed;
+  c.weight_seed = weight_seed;
+  c.scale = scale;
+  c.args = args_of(spec, dims);
   for (const auto& in : spec.inputs) {
-    const json dist = draw_json(in.dist, dims);
-    inputs.push_back({{"name", in.name},
-                      {"dtype", dtype_name(in.dtype)},
-                      {"shape", spec.resolve_shape(in, dims)},
-                      {"dist", centered && dtype_is_floating(in.dtype) ? centered_draw(dist) : dist}});
+    wire::Draw dist = draw_of(in.dist, dims);
+    if (centered && dtype_is_floating(in.dtype)) dist = centered_draw(json(dist)).get<wire::Draw>();
+    const auto shape = spec.resolve_shape(in, dims);
+    c.inputs.push_back({in.name, dtype_name(in.dtype), std::vector<int64_t>(shape.begin(), shape.end()), dist});
   }
-  json overrides = json::object();
-  for (const auto& [name, d] : spec.weights) overrides[name] = draw_json(d, dims);
-  return {{"id", id},
-          {"seed", seed},
-          {"weight_seed", weight_seed},
-          {"scale", scale},
-          {"args", args_json(spec, dims)},
-          {"inputs", inputs},
-          {"calls", calls},
-          {"weight_overrides", overrides},
-          {"randomize_identity_params", randomize_identity_params}};
+  c.calls = calls;
+  for (const auto& [name, d] : spec.weights) c.weight_overrides[name] = draw_of(d, dims);
+  c.randomize_identity_params = randomize_identity_params;
+  return c;
 }
 
 // True when no floating-point output holds a NaN or an Inf.
@@ -72,10 +69,15 @@ bool all_finite(const std::vector<HostTensor>& tensors) {
 }
 
 // The worker's `load` command.
-json load_command(const std::string& library, const std::string& role, const ProblemSpec& spec,
-                  const EvalOptions& o) {
-  return {{"op", "load"},      {"library", library},   {"role", role},
-          {"device", o.device}, {"threads", o.threads}, {"arity", static_cast<int>(spec.inputs.size())}};
+wire::Load load_command(const std::string& library, const std::string& role, const ProblemSpec& spec,
+                        const EvalOptions& o) {
+  wire::Load load;
+  load.library = library;
+  load.role = role;
+  load.device = o.device;
+  load.threads = o.threads;
+  load.arity = static_cast<int>(spec.inputs.size());
+  return load;
 }
 
 // The protocol's timing rules for the device, capped by --max-timing.
@@ -88,10 +90,10 @@ TimingRules timing_rules(const Protocol& protocol, bool cpu, const EvalOptions& 
   return rules;
 }
 
-json load_command(const BuildResult& reference, const std::string& role, const ProblemSpec& spec,
-                  const EvalOptions& o) {
-  json cmd = load_command(reference.library_path, role, spec, o);
-  if (!reference.entry.empty()) cmd["entry"] = reference.entry;
+wire::Load load_command(const BuildResult& reference, const std::string& role, const ProblemSpec& spec,
+                        const EvalOptions& o) {
+  wire::Load cmd = load_command(reference.library_path, role, spec, o);
+  cmd.entry = reference.entry;
   return cmd;
 }
 

@@ -19,18 +19,18 @@ namespace kloop::detail {
 // One case of the reference worker's `generate` command: a model instance
 // built from `weight_seed` at `dims`, called `calls` times on inputs drawn
 // from `seed` (shifted to mean zero when `centered`) and multiplied by `scale`.
-json generate_case(const ProblemSpec& spec, const DimValues& dims, int id, uint64_t seed, uint64_t weight_seed,
-                   double scale, int calls, bool randomize_identity_params, bool centered = false);
+wire::Case generate_case(const ProblemSpec& spec, const DimValues& dims, int id, uint64_t seed, uint64_t weight_seed,
+                         double scale, int calls, bool randomize_identity_params, bool centered = false);
 
 // True when no floating-point output holds a NaN or an Inf.
 bool all_finite(const std::vector<HostTensor>& tensors);
 
 // The worker's `load` command.
-json load_command(const std::string& library, const std::string& role, const ProblemSpec& spec,
-                  const EvalOptions& o);
+wire::Load load_command(const std::string& library, const std::string& role, const ProblemSpec& spec,
+                        const EvalOptions& o);
 // The load command of a built reference (its bundle entry named, if any).
-json load_command(const BuildResult& reference, const std::string& role, const ProblemSpec& spec,
-                  const EvalOptions& o);
+wire::Load load_command(const BuildResult& reference, const std::string& role, const ProblemSpec& spec,
+                        const EvalOptions& o);
 
 // The protocol's timing rules for the device, capped by --max-timing.
 TimingRules timing_rules(const Protocol& protocol, bool cpu, const EvalOptions& options);

@@ -16,6 +16,7 @@
 
 #include "evaluator/evaluate.h"
 #include "evaluator/isolation/subprocess.h"
+#include "evaluator/isolation/wire.h"
 
 namespace kloop::detail {
 
@@ -66,35 +67,46 @@ class WorkerSession {
   WorkerSession(const std::string& worker, const std::string& role, const WorkDir& dir)
       : WorkerSession(worker, role, dir, dir.shared(), SandboxSpec{}) {}
 
-  // The reply to `cmd`, or nullopt when the worker died, timed out or broke
-  // the protocol; failure() then describes it. Descriptors that came with
-  // the reply are in fds() until the next call.
-  std::optional<json> call(const json& cmd, std::chrono::milliseconds timeout, const std::vector<int>& send_fds = {}) {
+  // The reply to `cmd` (wire.h), or nullopt when the worker died, timed
+  // out or broke the protocol (a reply that is not the command's reply);
+  // failure() then describes it. Descriptors that came with the reply are
+  // in fds() until the next call.
+  template <class Command>
+  std::optional<wire::Outcome<typename Command::Reply>> call(const Command& cmd, std::chrono::milliseconds timeout,
+                                                            const std::vector<int>& send_fds = {}) {
     fds_.clear();
-    if (!process_.send(cmd.dump(), send_fds)) return died(timeout);
+    if (!process_.send(wire::command_json(cmd).dump(), send_fds)) return died(timeout);
     std::optional<json> r = reply(timeout);
     if (r && r->contains("sample_done")) return violated("the worker stopped as in a timing batch where none was asked for");
-    return r;
+    return read<typename Command::Reply>(r);
   }
 
-  // `cmd` for an op that stops after each step ({"sample_done": i}) until
-  // told {"op": "next"}: `on_step` runs at each stop and may make calls of
-  // its own (the worker serves them there). The final reply as call()'s.
-  std::optional<json> call_stepwise(const json& cmd, std::chrono::milliseconds timeout,
-                                    const std::function<void(const json&)>& on_step) {
+  // `cmd` for a command that stops after each step (wire::SampleDone) until
+  // told wire::Next: `on_step` runs at each stop with the step's index and
+  // may make calls of its own (the worker serves them there). The final
+  // reply as call()'s.
+  template <class Command>
+  std::optional<wire::Outcome<typename Command::Reply>> call_stepwise(
+      const Command& cmd, std::chrono::milliseconds timeout, const std::function<void(int64_t step)>& on_step) {
     fds_.clear();
-    if (!process_.send(cmd.dump())) return died(timeout);
+    if (!process_.send(wire::command_json(cmd).dump())) return died(timeout);
     for (;;) {
       std::optional<json> r = reply(timeout);
-      if (!r || !r->contains("sample_done")) return r;
-      on_step(*r);
+      if (!r || !r->contains("sample_done")) return read<typename Command::Reply>(r);
+      wire::SampleDone step;
+      try {
+        step = r->get<wire::SampleDone>();
+      } catch (const std::exception& e) {
+        return violated(std::string("a step that kloop cannot read: ") + e.what());
+      }
+      on_step(step.index);
       fds_.clear();
-      if (!process_.send(json{{"op", "next"}}.dump())) return died(timeout);
+      if (!process_.send(wire::command_json(wire::Next{}).dump())) return died(timeout);
     }
   }
 
   void finish() {
-    process_.send(json{{"op", "exit"}}.dump());
+    process_.send(wire::command_json(wire::Exit{}).dump());
     process_.wait(std::chrono::milliseconds(5000));
   }
 
@@ -106,6 +118,17 @@ class WorkerSession {
   pid_t pid() const { return process_.pid(); }
 
  private:
+  // A reply line read as `Reply`; a reply of the wrong form breaks the protocol.
+  template <class Reply>
+  std::optional<wire::Outcome<Reply>> read(const std::optional<json>& r) {
+    if (!r) return std::nullopt;
+    try {
+      return wire::read_reply<Reply>(*r);
+    } catch (const std::exception& e) {
+      return violated(e.what());
+    }
+  }
+
   std::optional<json> reply(std::chrono::milliseconds timeout) {
     auto message = process_.receive(timeout);
     if (!message) {
@@ -122,7 +145,7 @@ class WorkerSession {
     }
   }
 
-  std::optional<json> violated(const std::string& what) {
+  std::nullopt_t violated(const std::string& what) {
     process_.kill();
     protocol_violation_ = true;
     failure_class_ = VerdictClass::kIntegrityViolation;
@@ -130,7 +153,7 @@ class WorkerSession {
     return std::nullopt;
   }
 
-  std::optional<json> died(std::chrono::milliseconds timeout) {
+  std::nullopt_t died(std::chrono::milliseconds timeout) {
     std::string phase = last_phase(file_tail(log_path_, 65536));
     if (process_.timed_out()) {
       process_.kill();
@@ -158,6 +181,20 @@ class WorkerSession {
   bool protocol_violation_ = false;
   std::vector<UniqueFd> fds_;
 };
+
+// What became of a call, whatever its reply type: no reply (the session's
+// failure() says why), a failure the worker reported, or done.
+struct CallStatus {
+  bool replied = false;
+  std::optional<wire::Status> failure;
+  template <class Reply>
+  static CallStatus of(const std::optional<wire::Outcome<Reply>>& r) {
+    return {r.has_value(), r ? r->failure : std::nullopt};
+  }
+  bool ok() const { return replied && !failure; }
+};
+// Turns a call that did not succeed into the candidate's verdict (throws).
+using ReplyCheck = std::function<void(const CallStatus&)>;
 
 // The verified module, copied into the evaluation's shared folder, which
 // the candidate cannot write: what it loads is what the cache's MAC checked

@@ -220,9 +220,9 @@ TEST_F(ReferenceBundleTest, EachMemberRunsItsOwnReference) {
   Evaluator ev(builder, options((root_ / "work" / "loads").string()));
   const BuildResult rb = ev.build_reference(spec("20_LeakyReLU"), /*bundled=*/true);
   // The worker's answer to `cmd`: "ok", or what it said went wrong.
-  auto answer = [](detail::WorkerSession& w, const json& cmd) {
+  auto answer = [](detail::WorkerSession& w, const auto& cmd) {
     const auto reply = w.call(cmd, std::chrono::seconds(60));
-    return reply ? reply->value("ok", false) ? std::string("ok") : reply->value("message", "?") : w.failure();
+    return reply ? reply->ok() ? std::string("ok") : reply->message() : w.failure();
   };
   auto load_command = [&](const std::string& role, const std::string& entry) {
     BuildResult b = rb;
@@ -246,7 +246,7 @@ TEST_F(ReferenceBundleTest, EachMemberRunsItsOwnReference) {
   auto load_entry = [&](const std::string& entry) { return answer(w, load_command("reference", entry)); };
   EXPECT_EQ(load_entry("e0"), "ok");
   EXPECT_EQ(load_entry("e1"), "ok");
-  EXPECT_NE(answer(w, {{"op", "run"}}), "ok");  // any op but generate, even a failed one
+  EXPECT_NE(answer(w, wire::Run{}), "ok");  // any op but generate, even a failed one
   EXPECT_NE(load_entry("e2").find("already loaded"), std::string::npos);
 }
 

@@ -1,0 +1,491 @@
+// The driver-worker protocol, one struct per command and per reply, each
+// serialised here and nowhere else, used by both sides (kloop-worker and
+// the evaluator's driver). On the channel (channel.h) a command is one JSON
+// object with its `op`; a reply is either a failure
+//   {"ok": false, "error_class": ..., "message": ...}
+// or {"ok": true} with the command's reply struct's fields.
+//
+// A candidate's process writes replies too, so every reply is untrusted:
+// reading one (read_reply) checks every field's type and throws
+// MalformedReply for anything else, which the driver turns into a
+// protocol_violation. Commands come from the driver, which the worker
+// trusts; a command it cannot read is still an error reply, never a crash.
+//
+// Sizes, indices and counts in replies are the sender's word: the driver
+// checks them against what it asked for (the range of an alias, the number
+// of samples of a batch) where it uses them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kloop::wire {
+
+using json = nlohmann::json;
+
+// ---- what a worker builds modules and draws inputs from ------------------
+
+// A distribution for kloop's generator (generator.h's DrawSpec by name).
+struct Draw {
+  std::string kind;
+  std::map<std::string, double> params;
+};
+
+// One constructor argument, typed by the spec ("int", "float", "bool",
+// "ints", "string"), its value in JSON's matching form.
+struct Arg {
+  std::string name;
+  std::string type;
+  json value;
+};
+
+// One input of every call of a case.
+struct InputSpec {
+  std::string name;
+  std::string dtype;  // dtype.h's names
+  std::vector<int64_t> shape;
+  Draw dist;
+};
+
+// One test case: a module built with `args`, weights drawn from
+// `weight_seed` (with the spec's overrides), `calls` calls whose inputs are
+// drawn from `seed` (call k's from the stream "call<k>") and scaled.
+struct Case {
+  int id = 0;
+  uint64_t seed = 0;
+  uint64_t weight_seed = 0;
+  double scale = 1.0;
+  std::vector<Arg> args;
+  std::vector<InputSpec> inputs;
+  int calls = 1;
+  std::map<std::string, Draw> weight_overrides;
+  bool randomize_identity_params = false;
+};
+
+// ---- commands and replies --------------------------------------------------
+// Each command names its reply type (Reply) and its op. Optional fields
+// are left out of the JSON when unset.
+
+struct NoReply {};
+
+// Any role: loads the module library (once per process; a reference bundle
+// that has only generated may load another entry of itself).
+struct LoadReply {
+  int arity = 0;
+  int api_version = 0;
+  json device;  // DeviceSession::info(): the device as the verdicts record it
+};
+struct Load {
+  using Reply = LoadReply;
+  static constexpr const char* kOp = "load";
+  std::string library;
+  std::string role;  // reference, candidate
+  std::string device = "cpu";
+  int threads = 0;              // > 0: LibTorch's intra-op threads
+  int arity = -1;               // >= 0: the forward's tensor count the problem passes
+  std::string entry;            // a reference bundle's entry tag
+};
+
+// Reference (or a bare worker): the device's copy bandwidth and GEMM rates.
+struct CalibrateReply {
+  json device;
+  double copy_bytes = 0;
+  double copy_seconds = 0;
+  double dram_bytes_per_s = 0;
+  int64_t gemm_size = 0;
+  double fp32_flops_per_s = 0;
+  double tf32_flops_per_s = 0;
+  double bf16_flops_per_s = 0;
+  double small_kernel_seconds = 0;
+};
+struct Calibrate {
+  using Reply = CalibrateReply;
+  static constexpr const char* kOp = "calibrate";
+  std::string device = "cuda:0";
+  std::optional<int64_t> copy_bytes;
+  std::optional<int64_t> gemm_size;
+};
+
+// Reference: every case to files (weights, inputs: optional; expected).
+struct GeneratedCase {
+  int id = 0;
+  std::vector<std::vector<std::vector<int64_t>>> output_shapes;  // per call, per output
+  std::size_t parameters = 0;
+};
+struct GenerateReply {
+  std::vector<GeneratedCase> cases;
+};
+struct Generate {
+  using Reply = GenerateReply;
+  static constexpr const char* kOp = "generate";
+  std::string dir;
+  std::vector<Case> cases;
+  bool weights_and_inputs = true;
+};
+
+// Reference: the case's module, its weights written for the candidate.
+struct PrepareReply {
+  std::size_t parameters = 0;
+};
+struct Prepare {
+  using Reply = PrepareReply;
+  static constexpr const char* kOp = "prepare";
+  std::string dir;
+  Case c;
+};
+
+// Reference: one call's inputs drawn and expected outputs computed, kept.
+struct ExpectReply {
+  std::vector<std::vector<int64_t>> output_shapes;
+  std::optional<json> inputs_exchange;              // tensor_exchange.h's description
+  std::optional<std::string> inputs_exchange_error; // why the inputs could not be published
+};
+struct Expect {
+  using Reply = ExpectReply;
+  static constexpr const char* kOp = "expect";
+  std::string dir;
+  Case c;
+  int64_t call = 0;
+  bool retain = false;          // keep the outputs for the check after timing
+  bool fp64 = false;            // also the fp64 twin's outputs
+  std::string publish_inputs;   // "", file or cuda_ipc
+};
+
+// Reference: what the candidate published, judged against the expected.
+struct ErrorAnalysisRow {
+  int output = 0;
+  double max_abs_fp64 = 0;
+  double rms_fp64 = 0;
+  double candidate_max_abs_error = 0;
+  double candidate_rms_error = 0;
+  double reference_max_abs_error = 0;
+  double reference_rms_error = 0;
+};
+struct JudgeReply {
+  std::vector<json> outputs;  // tensor_compare's comparisons (comparison_from_json)
+  std::size_t output_count = 0;
+  std::size_t expected_count = 0;
+  std::optional<std::vector<std::size_t>> mutated_inputs;  // not for `post`
+  std::optional<std::vector<ErrorAnalysisRow>> error_analysis;
+  std::optional<std::string> fp64_unavailable;
+  std::optional<bool> same_as_previous_call;
+  std::optional<bool> expected_same_as_previous_call;
+};
+struct Judge {
+  using Reply = JudgeReply;
+  static constexpr const char* kOp = "judge";
+  json exchange;   // the trusted rebuild of what the candidate published
+  json tolerance;  // tensor_compare's Tolerance (to_json)
+  bool post = false;                 // against the retained call's outputs
+  bool keep_for_next_call = false;   // for the stale-output check
+  bool error_analysis = false;       // rows against the fp64 twin
+  bool exact_allowance = false;      // strict's allowance of the reference's own error
+};
+
+// Candidate: one test call, its outputs and inputs-after published.
+struct Alias {
+  int output = 0;
+  int input = 0;
+};
+struct WrongDevice {
+  int output = 0;
+  std::string device;
+};
+struct RunReply {
+  double seconds = 0;
+  std::vector<Alias> aliases;
+  std::vector<WrongDevice> wrong_device;
+  std::optional<json> exchange;  // what it says it published (untrusted)
+};
+struct Run {
+  using Reply = RunReply;
+  static constexpr const char* kOp = "run";
+  std::string dir;
+  std::string out_dir;
+  Case c;
+  int64_t call = 0;
+  std::string transport = "file";
+  std::optional<json> inputs_exchange;  // the reference's published inputs
+};
+
+// Candidate: the last call published again with another transport.
+struct ExchangeReply {
+  std::optional<json> exchange;
+};
+struct Export {
+  using Reply = ExchangeReply;
+  static constexpr const char* kOp = "export";
+  std::string transport;
+};
+
+// Reference: the degeneracy audit's cases, compared on the device.
+struct Conditioning {
+  Case c;
+  json tolerance;
+};
+struct ConditioningReply {
+  bool finite = true;
+  std::optional<std::string> fp64_unavailable;
+  std::optional<bool> within_half;
+  std::optional<double> max_abs_error;
+};
+struct AuditReply {
+  std::size_t parameters = 0;
+  bool zeros_pass = false;
+  bool constant = false;
+  double max_abs_output = 0;
+  int64_t elements = 0;
+  std::vector<bool> same;  // per pair
+  std::optional<ConditioningReply> conditioning;
+};
+struct Audit {
+  using Reply = AuditReply;
+  static constexpr const char* kOp = "audit";
+  std::vector<Case> cases;
+  json tolerance;
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  std::optional<Conditioning> conditioning;
+};
+
+// Candidate: the timing case's module and input sets, then the warm-up.
+struct TimeSetupReply {
+  std::size_t sets = 0;
+  double output_bytes = 0;
+};
+struct TimeSetup {
+  using Reply = TimeSetupReply;
+  static constexpr const char* kOp = "time_setup";
+  std::string dir;
+  Case c;
+  std::optional<Case> post_case;
+  json rules;  // sample_stats' TimingRules (to_json)
+  bool tf32 = false;
+  std::optional<int64_t> warmup_first_call;  // fresh inputs from this call on
+};
+
+// Candidate: exactly `samples` timed calls; after each it stops with a
+// SampleDone and serves TimeCheck until told Next.
+struct TimeBatchReply {
+  std::vector<double> samples;  // claimed seconds per sample: the driver checks each
+  std::vector<double> wall;
+  std::vector<bool> throttled;
+  int64_t persisting_l2_limit = 0;
+  int64_t persisting_l2_window_bytes = 0;
+  json clock_monitor;  // DeviceSession's record, kept as it came
+};
+struct TimeBatch {
+  using Reply = TimeBatchReply;
+  static constexpr const char* kOp = "time_batch";
+  int samples = 0;
+  bool l2_flush = true;
+  std::vector<std::size_t> sets;       // one per sample, or empty: rotate
+  std::optional<int64_t> first_call;   // fresh inputs: sample i on call first_call + i
+};
+// The stop after timed sample i of a batch (or of the timing floor).
+struct SampleDone {
+  int64_t index = 0;  // the worker's word: the driver checks the order
+};
+struct Next {
+  using Reply = NoReply;
+  static constexpr const char* kOp = "next";
+};
+
+// Candidate: the outputs of the timed call the batch stopped after.
+struct TimeCheck {
+  using Reply = ExchangeReply;
+  static constexpr const char* kOp = "time_check";
+  std::size_t kept = 0;
+  std::string out_dir;
+  std::string name;
+  std::string transport = "file";
+};
+
+// Candidate: one more call on fresh inputs, published for the judge.
+struct TimePost {
+  using Reply = ExchangeReply;
+  static constexpr const char* kOp = "time_post";
+  std::string out_dir;
+  std::string transport = "file";
+  std::optional<std::string> name;
+  std::optional<int64_t> call;  // a call of the timing case nobody has seen
+};
+
+// Reference: the sampling loop around no call (the trusted overhead).
+struct TimingFloorReply {
+  std::vector<double> samples;
+};
+struct TimingFloor {
+  using Reply = TimingFloorReply;
+  static constexpr const char* kOp = "timing_floor";
+  int samples = 0;
+  bool l2_flush = true;
+  std::optional<Case> c;              // each sample first draws a call of it
+  std::optional<int64_t> first_call;
+};
+
+// Reference: the baseline, timed with TF32 off and (CUDA) on.
+struct TimeLoopReply {
+  json timing;  // sample_stats' TimingSummary (summary_from_json)
+  json wall;
+  int throttled_discarded = 0;
+  json clock_monitor;
+  int64_t persisting_l2_limit = 0;
+  int64_t persisting_l2_window_bytes = 0;
+};
+struct BaselineReply {
+  std::size_t parameters = 0;
+  double input_bytes = 0;
+  json device;
+  TimeLoopReply fp32;
+  std::optional<TimeLoopReply> tf32;
+};
+struct Baseline {
+  using Reply = BaselineReply;
+  static constexpr const char* kOp = "baseline";
+  Case c;
+  json rules;
+};
+
+// Either role: the activity trace and, when asked, hardware counters.
+struct ProfileReply {
+  uint64_t flush_bytes = 0;   // the size of kloop's markers in the trace
+  std::string module_object;  // the module's path as the dynamic loader names it
+  std::optional<json> trace;  // profiler's records (profiler/records.h)
+  std::vector<uint64_t> stream_done_ns;  // per traced call: when kloop's stream had finished
+  std::optional<std::string> trace_unavailable;
+  std::optional<json> metrics;
+};
+struct Profile {
+  using Reply = ProfileReply;
+  static constexpr const char* kOp = "profile";
+  std::string dir;
+  Case c;
+  bool counters = false;
+  std::optional<int> calls;           // traced calls (3)
+  std::optional<int64_t> first_call;  // fresh inputs for every profiled call
+};
+
+struct Exit {
+  using Reply = NoReply;
+  static constexpr const char* kOp = "exit";
+};
+
+// ---- serialisation -----------------------------------------------------------
+
+#define KLOOP_WIRE_TYPE(T)        \
+  void to_json(json& j, const T& v); \
+  void from_json(const json& j, T& v);
+KLOOP_WIRE_TYPE(Draw)
+KLOOP_WIRE_TYPE(Arg)
+KLOOP_WIRE_TYPE(InputSpec)
+KLOOP_WIRE_TYPE(Case)
+KLOOP_WIRE_TYPE(NoReply)
+KLOOP_WIRE_TYPE(Load)
+KLOOP_WIRE_TYPE(LoadReply)
+KLOOP_WIRE_TYPE(Calibrate)
+KLOOP_WIRE_TYPE(CalibrateReply)
+KLOOP_WIRE_TYPE(GeneratedCase)
+KLOOP_WIRE_TYPE(Generate)
+KLOOP_WIRE_TYPE(GenerateReply)
+KLOOP_WIRE_TYPE(Prepare)
+KLOOP_WIRE_TYPE(PrepareReply)
+KLOOP_WIRE_TYPE(Expect)
+KLOOP_WIRE_TYPE(ExpectReply)
+KLOOP_WIRE_TYPE(ErrorAnalysisRow)
+KLOOP_WIRE_TYPE(Judge)
+KLOOP_WIRE_TYPE(JudgeReply)
+KLOOP_WIRE_TYPE(Alias)
+KLOOP_WIRE_TYPE(WrongDevice)
+KLOOP_WIRE_TYPE(Run)
+KLOOP_WIRE_TYPE(RunReply)
+KLOOP_WIRE_TYPE(Export)
+KLOOP_WIRE_TYPE(ExchangeReply)
+KLOOP_WIRE_TYPE(Conditioning)
+KLOOP_WIRE_TYPE(ConditioningReply)
+KLOOP_WIRE_TYPE(Audit)
+KLOOP_WIRE_TYPE(AuditReply)
+KLOOP_WIRE_TYPE(TimeSetup)
+KLOOP_WIRE_TYPE(TimeSetupReply)
+KLOOP_WIRE_TYPE(TimeBatch)
+KLOOP_WIRE_TYPE(TimeBatchReply)
+KLOOP_WIRE_TYPE(SampleDone)
+KLOOP_WIRE_TYPE(Next)
+KLOOP_WIRE_TYPE(TimeCheck)
+KLOOP_WIRE_TYPE(TimePost)
+KLOOP_WIRE_TYPE(TimingFloor)
+KLOOP_WIRE_TYPE(TimingFloorReply)
+KLOOP_WIRE_TYPE(TimeLoopReply)
+KLOOP_WIRE_TYPE(Baseline)
+KLOOP_WIRE_TYPE(BaselineReply)
+KLOOP_WIRE_TYPE(Profile)
+KLOOP_WIRE_TYPE(ProfileReply)
+KLOOP_WIRE_TYPE(Exit)
+#undef KLOOP_WIRE_TYPE
+
+// A command as its line's JSON: the struct's fields and its op.
+template <class Command>
+json command_json(const Command& c) {
+  json j = c;
+  j["op"] = Command::kOp;
+  return j;
+}
+
+// A failed reply: what went wrong and the verdict class it maps to
+// (load_error, runtime_error, exchange_error).
+struct Status {
+  std::string error_class;
+  std::string message;
+};
+
+json ok_json(const json& payload);  // {"ok": true, ...payload}
+json failure_json(const Status& s);
+
+// A reply that is not what its command's reply must be.
+struct MalformedReply : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A reply line's JSON read as `Reply`, or as the failure it reports.
+template <class Reply>
+struct Outcome {
+  std::optional<Status> failure;  // set: the command failed
+  Reply reply;                    // meaningful when failure is not set
+  bool ok() const { return !failure; }
+  const std::string& message() const {
+    static const std::string none;
+    return failure ? failure->message : none;
+  }
+  const std::string& error_class() const {
+    static const std::string none;
+    return failure ? failure->error_class : none;
+  }
+};
+
+// Reads `j` (an untrusted reply object) as Outcome<Reply>; throws
+// MalformedReply when `ok` is missing or not a boolean, when a failure has
+// no string message, or when a field of the reply has the wrong type.
+Status read_failure(const json& j);
+template <class Reply>
+Outcome<Reply> read_reply(const json& j) {
+  Outcome<Reply> out;
+  const auto ok = j.find("ok");
+  if (ok == j.end() || !ok->is_boolean()) throw MalformedReply("a reply without a boolean 'ok'");
+  if (!ok->get<bool>()) {
+    out.failure = read_failure(j);
+    return out;
+  }
+  try {
+    out.reply = j.get<Reply>();
+  } catch (const json::exception& e) {
+    throw MalformedReply(std::string("a reply kloop cannot read: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace kloop::wire

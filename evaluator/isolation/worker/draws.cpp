@@ -1,0 +1,188 @@
+// Weights and inputs from kloop's generator, drawn where they are used
+// (worker.h).
+#include <cmath>
+
+#include "evaluator/isolation/tensor_bridge.h"
+#include "evaluator/isolation/worker/worker.h"
+#ifdef KLOOP_WITH_CUDA
+#include "evaluator/runtime/generator_device.h"
+#endif
+
+namespace kloop::worker {
+namespace {
+
+DrawSpec draw_spec(const wire::Draw& d, double scale = 1.0) { return {d.kind, d.params, scale}; }
+
+// PyTorch's default initialisation drawn from kloop's generator; the spec's
+// `weights` overrides win, `strict` randomises identity-valued vectors.
+DrawSpec weight_draw(const std::string& name, const at::Tensor& p,
+                     const std::vector<std::pair<std::string, at::Tensor>>& all, const wire::Case& c) {
+  DrawSpec d;
+  const bool randomize = c.randomize_identity_params;
+  if (auto o = c.weight_overrides.find(name); o != c.weight_overrides.end()) {
+    d = draw_spec(o->second);
+    // A declared identity value (upstream's torch.ones / zeros) is as
+    // exploitable as a default one: strict randomises it the same way.
+    if (randomize && d.kind == "ones") return {"uniform", {{"low", 0.5}, {"high", 1.5}}, 1.0};
+    if (randomize && d.kind == "zeros") return {"uniform", {{"low", -0.5}, {"high", 0.5}}, 1.0};
+    return d;
+  }
+  auto fan_in_bound = [](const at::Tensor& w) {
+    int64_t fan_in = w.size(1);
+    for (int64_t i = 2; i < w.dim(); ++i) fan_in *= w.size(i);
+    return 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(fan_in, 1)));
+  };
+  auto uniform = [&d](double lo, double hi) {
+    d.kind = "uniform";
+    d.params = {{"low", lo}, {"high", hi}};
+    return d;
+  };
+  if (p.dim() >= 2) {
+    double b = fan_in_bound(p);
+    return uniform(-b, b);
+  }
+  // A rank-1 bias whose sibling weight is a matrix or filter: fan-in bound.
+  std::string leaf = name.substr(name.rfind('.') + 1);
+  std::string prefix = name.substr(0, name.size() - leaf.size());
+  if (leaf.rfind("bias", 0) == 0) {
+    std::string sibling = prefix + "weight" + leaf.substr(4);
+    for (const auto& [n, w] : all) {
+      if (n == sibling && w.dim() >= 2) {
+        double b = fan_in_bound(w);
+        return uniform(-b, b);
+      }
+    }
+    if (randomize) return uniform(-0.5, 0.5);
+    d.kind = "zeros";
+    return d;
+  }
+  if (leaf.rfind("weight", 0) == 0) {
+    if (randomize) return uniform(0.5, 1.5);
+    d.kind = "ones";
+    return d;
+  }
+  d.kind = "randn";
+  return d;
+}
+
+// One input of a call of a case: its distribution, dtype, shape and seed.
+struct InputDraw {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  DrawSpec draw;
+  uint64_t seed;
+};
+
+std::vector<InputDraw> input_draws(const wire::Case& c, int64_t call) {
+  std::vector<InputDraw> draws;
+  for (const auto& in : c.inputs) {
+    const auto dtype = parse_dtype(in.dtype);
+    if (!dtype) throw WorkerError{"runtime_error", "input '" + in.name + "' has an unknown dtype '" + in.dtype + "'"};
+    draws.push_back({in.name, *dtype, in.shape, draw_spec(in.dist, c.scale),
+                     stream_seed(c.seed, "call" + std::to_string(call))});
+  }
+  return draws;
+}
+
+}  // namespace
+
+std::string Worker::weights_file(const std::string& dir, int case_id) const {
+  return dir + "/case" + std::to_string(case_id) + ".weights.safetensors";
+}
+
+std::map<std::string, at::Tensor> Worker::read_weights(const std::string& path) {
+  std::map<std::string, at::Tensor> out;
+  for (auto& t : read_tensor_file(path)) out[t.name] = to_device(host_to_tensor(t), device_);
+  return out;
+}
+
+// Draws every parameter of a freshly constructed module from kloop's
+// generator (the audit varies weights and inputs separately; otherwise
+// one seed drives both). `keep`: also returns them with the buffers, for
+// the weights file; without it a CPU parameter is drawn in place, with no
+// host copy (a level-3 network's weights are hundreds of MB per case).
+std::vector<HostTensor> Worker::draw_weights(ModuleRunner& module, const wire::Case& c, bool keep) {
+  // A misspelt name in the spec's `weights:` would otherwise fall back to
+  // the default draw without a word.
+  const auto params = module.parameters();  // once: a network has hundreds
+  for (const auto& [name, unused] : c.weight_overrides) {
+    bool found = false;
+    std::string known;
+    for (const auto& [n, t] : params) {
+      found = found || n == name;
+      known += (known.empty() ? "" : ", ") + n;
+    }
+    if (!found) {
+      throw WorkerError{"runtime_error", "the spec's weights: names '" + name +
+                                             "', which is not a parameter of the reference (it has: " +
+                                             (known.empty() ? "none" : known) + ")"};
+    }
+  }
+  std::vector<HostTensor> weights;
+  for (const auto& [name, p] : params) {
+    DrawSpec draw = weight_draw(name, p, params, c);
+    const uint64_t seed = stream_seed(c.weight_seed, "weights");
+    if (!keep && p.device().is_cpu() && p.is_contiguous()) {  // the same values, drawn where they live
+      generate_into(p.data_ptr(), name, dtype_of(p), p.numel(), draw, seed);
+      continue;
+    }
+    HostTensor h = generate_tensor(name, dtype_of(p), shape_of(p), draw, seed);
+    p.copy_(to_device(host_to_tensor(h), device_));
+    if (keep) weights.push_back(std::move(h));
+  }
+  if (keep) {
+    for (auto& [name, b] : module.buffers()) weights.push_back(tensor_to_host(b, name));
+  }
+  return weights;
+}
+
+// The inputs of one call of a case, drawn where they are used: on a GPU
+// by kloop's device generator straight into device memory (no host draw,
+// no copy: GBs per call at upstream sizes), on the CPU into the tensor's
+// memory (no zero-fill). Both give the same bits.
+std::vector<at::Tensor> Worker::draw_args(const wire::Case& c, int64_t call) {
+  std::vector<at::Tensor> args;
+  redraw(args, c, call);
+  return args;
+}
+
+// Call `call`'s inputs drawn into `set` in place (a set of draw_args of
+// the same case, or empty), finished before this returns: the sample that follows
+// starts its wall clock with the device idle (the unaccounted-work check
+// holds that clock against the events). A tensor the module resized or
+// replaced is made anew.
+void Worker::redraw(std::vector<at::Tensor>& set, const wire::Case& c, int64_t call) {
+  const auto draws = input_draws(c, call);
+  set.resize(draws.size());
+  for (std::size_t i = 0; i < draws.size(); ++i) {
+    const InputDraw& d = draws[i];
+    at::Tensor& t = set[i];
+    const auto type = scalar_type_of(d.dtype);
+    if (!t.defined() || t.sizes() != at::IntArrayRef(d.shape) || !t.is_contiguous() || t.scalar_type() != type ||
+        t.device() != at::Device(device_) || t.storage_offset() != 0) {
+      t = at::empty(d.shape, at::TensorOptions().dtype(type).device(device_));
+    }
+#ifdef KLOOP_WITH_CUDA
+    if (session_->cuda()) {
+      try {
+        generate_on_device(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed);
+      } catch (const std::runtime_error& e) {
+        throw WorkerError{"runtime_error", e.what()};
+      }
+      continue;
+    }
+#endif
+    generate_into(t.data_ptr(), d.name, d.dtype, t.numel(), d.draw, d.seed);
+  }
+}
+
+// The same inputs, also as host tensors (for the files of `generate`).
+std::pair<std::vector<HostTensor>, std::vector<at::Tensor>> Worker::draw_inputs(const wire::Case& c, int64_t call) {
+  std::vector<at::Tensor> args = draw_args(c, call);
+  std::vector<HostTensor> inputs;
+  for (std::size_t i = 0; i < args.size(); ++i) inputs.push_back(tensor_to_host(args[i], c.inputs[i].name));
+  return {std::move(inputs), std::move(args)};
+}
+
+}  // namespace kloop::worker

@@ -1,0 +1,317 @@
+// The reference's commands (worker.h): cases to files for the reference
+// checks, the streamed test calls' expected outputs, the degeneracy audit,
+// and the judge of what the candidate published.
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+
+#include <cmath>
+
+#include "evaluator/check/tensor_compare.h"
+#include "evaluator/isolation/tensor_bridge.h"
+#include "evaluator/isolation/worker/worker.h"
+
+namespace kloop::worker {
+
+namespace {
+std::string call_label(const wire::Case& c, int64_t call) {
+  return "case " + std::to_string(c.id) + " call " + std::to_string(call);
+}
+}  // namespace
+
+// Draws weights and inputs, computes expected outputs, all to files.
+wire::GenerateReply Worker::generate(const wire::Generate& cmd) {
+  if (role_ != "reference") throw WorkerError{"runtime_error", "generate is for references"};
+  at::AutoGradMode no_grad(false);
+  session_->set_deterministic(true);  // expected outputs: reproducible bit for bit
+  const bool files = cmd.weights_and_inputs;  // else only the expected outputs
+  wire::GenerateReply reply;
+  for (const auto& c : cmd.cases) {
+    const std::string label = "case " + std::to_string(c.id);
+    auto module = construct({}, c.args, label);
+    auto weights = draw_weights(*module, c, /*keep=*/files);
+    if (files) write_tensor_file(weights_file(cmd.dir, c.id), weights);
+    wire::GeneratedCase done;
+    done.id = c.id;
+    for (int call = 0; call < c.calls; ++call) {
+      auto [inputs, args] = draw_inputs(c, call);
+      const std::string stem = cmd.dir + "/case" + std::to_string(c.id) + ".call" + std::to_string(call);
+      if (files) write_tensor_file(stem + ".inputs.safetensors", inputs);
+      set_phase("reference forward, " + call_label(c, call));
+      auto out = module->forward(args);
+      synchronize();
+      std::vector<HostTensor> expected;
+      std::vector<std::vector<int64_t>> shapes;
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        expected.push_back(tensor_to_host(out[i], "output" + std::to_string(i)));
+        shapes.push_back(expected.back().shape);
+      }
+      write_tensor_file(stem + ".expected.safetensors", expected);
+      done.output_shapes.push_back(std::move(shapes));
+    }
+    done.parameters = module->parameters().size();
+    reply.cases.push_back(std::move(done));
+  }
+  session_->set_deterministic(false);
+  return reply;
+}
+
+// The case's module with weights drawn from kloop's generator, written for
+// the candidate (case<ID>.weights.safetensors).
+wire::PrepareReply Worker::prepare(const wire::Prepare& cmd) {
+  if (role_ != "reference") throw WorkerError{"runtime_error", "prepare is for references"};
+  at::AutoGradMode no_grad(false);
+  const wire::Case& c = cmd.c;
+  module_ = construct({}, c.args, "case " + std::to_string(c.id));
+  set_phase("drawing weights for case " + std::to_string(c.id));
+  write_tensor_file(weights_file(cmd.dir, c.id), draw_weights(*module_, c));
+  module_case_ = c.id;
+  pristine_.clear();
+  expected_.clear();
+  previous_expected_.clear();
+  previous_actual_.clear();
+  return {module_->parameters().size()};
+}
+
+// One call's inputs and expected outputs, kept in this process (on the
+// device) for `judge`. `retain` keeps the outputs for the check after the
+// candidate's timing.
+wire::ExpectReply Worker::expect(const wire::Expect& cmd) {
+  if (role_ != "reference" || !module_) throw WorkerError{"runtime_error", "expect needs a prepared reference"};
+  at::AutoGradMode no_grad(false);
+  const wire::Case& c = cmd.c;
+  const std::string label = call_label(c, cmd.call);
+  session_->set_deterministic(true);  // expected outputs: reproducible bit for bit
+  set_phase("drawing inputs, " + label);
+  auto args = draw_args(c, cmd.call);
+  pristine_.clear();
+  for (const auto& a : args) pristine_.push_back(a.clone());  // a reference may work in place
+  input_export_.release();
+  wire::ExpectReply reply;
+  if (!cmd.publish_inputs.empty()) {
+    set_phase("publishing inputs, " + label);
+    try {
+      const std::string stem = cmd.dir + "/case" + std::to_string(c.id) + ".call" + std::to_string(cmd.call) + ".reference";
+      reply.inputs_exchange = attach(input_export_, input_export_.publish({}, pristine_, cmd.publish_inputs, stem));
+    } catch (const std::exception& e) {  // the driver lets the candidate draw them instead
+      reply.inputs_exchange_error = e.what();
+    }
+  }
+  set_phase("reference forward, " + label);
+  auto out = module_->forward(args);
+  synchronize();
+  fp64_expected_.clear();
+  fp64_unavailable_.clear();
+  if (cmd.fp64) fp64_reference(c, label);
+  session_->set_deterministic(false);
+  previous_expected_ = std::move(expected_);
+  expected_.clear();
+  for (auto& o : out) {
+    expected_.push_back(o.contiguous());
+    reply.output_shapes.push_back(o.sizes().vec());
+  }
+  if (cmd.retain) retained_expected_ = expected_;
+  return reply;
+}
+
+// The audit's cases (one call each) run here and compared here, on the
+// device, so the audit works at upstream sizes: how the first case's
+// outputs look (all within tolerance of zero, constant, largest magnitude)
+// and which pairs of cases give the same outputs within the tolerance.
+wire::AuditReply Worker::audit(const wire::Audit& cmd) {
+  if (role_ != "reference") throw WorkerError{"runtime_error", "audit is for references"};
+  at::AutoGradMode no_grad(false);
+  const Tolerance tol = tolerance_from_json(cmd.tolerance);
+  session_->set_deterministic(true);
+  std::vector<std::vector<at::Tensor>> outs;
+  wire::AuditReply reply;
+  for (const auto& c : cmd.cases) {
+    const std::string label = "case " + std::to_string(c.id);
+    auto module = construct({}, c.args, label);
+    set_phase("drawing weights for " + label);
+    draw_weights(*module, c);
+    if (outs.empty()) reply.parameters = module->parameters().size();
+    auto args = draw_args(c, 0);
+    set_phase("reference forward, " + label);
+    std::vector<at::Tensor> out;
+    for (const auto& o : module->forward(args)) out.push_back(o.contiguous());
+    synchronize();
+    outs.push_back(std::move(out));
+  }
+  session_->set_deterministic(false);
+  set_phase("comparing the audit's cases");
+  reply.zeros_pass = true;
+  reply.constant = true;
+  for (const auto& t : outs.at(0)) {
+    reply.elements += t.numel();
+    reply.zeros_pass = reply.zeros_pass && compare_tensors(t, at::zeros_like(t), "output", tol, 0).passed;
+    if (t.numel() == 0) continue;
+    const at::Tensor flat = t.view({-1});
+    const at::Tensor d = flat.to(at::kDouble);
+    const at::Tensor finite = d.isfinite();
+    if (finite.any().item<bool>()) {
+      reply.max_abs_output = std::max(reply.max_abs_output, d.masked_select(finite).abs().max().item<double>());
+    }
+    reply.constant = reply.constant && flat.eq(flat[0]).all().item<bool>();
+  }
+  for (const auto& [first, second] : cmd.pairs) {
+    const auto& a = outs.at(first);
+    const auto& b = outs.at(second);
+    bool equal = a.size() == b.size();
+    for (std::size_t i = 0; equal && i < a.size(); ++i) {
+      equal = a[i].sizes() == b[i].sizes() && compare_tensors(a[i], b[i], "output", tol, 0).passed;
+    }
+    reply.same.push_back(equal);
+  }
+  if (cmd.conditioning) reply.conditioning = conditioning(*cmd.conditioning);
+  return reply;
+}
+
+// How well fp32 computes one case (strict's zero-mean case): the fp32
+// outputs against the fp64 twin's, held to half the tolerance. Strict
+// judges that case against the twin with the reference's own error added
+// (compare_with_exact_allowance), so a candidate fails honestly only when
+// its error passes the tolerance plus the reference's: where the reference
+// strays more than half the tolerance, one that rounds three times worse
+// can. Where the outputs are not finite, the case tests nothing.
+wire::ConditioningReply Worker::conditioning(const wire::Conditioning& cc) {
+  const wire::Case& c = cc.c;
+  Tolerance half = tolerance_from_json(cc.tolerance);
+  half.atol /= 2;
+  half.rtol /= 2;
+  half.magnitude /= 2;
+  const std::string label = "case " + std::to_string(c.id) + " (conditioning)";
+  session_->set_deterministic(true);
+  module_ = construct({}, c.args, label);
+  set_phase("drawing weights for " + label);
+  draw_weights(*module_, c);
+  auto args = draw_args(c, 0);
+  pristine_.clear();
+  for (const auto& a : args) pristine_.push_back(a.clone());
+  set_phase("reference forward, " + label);
+  std::vector<at::Tensor> out;
+  for (const auto& o : module_->forward(args)) out.push_back(o.contiguous());
+  synchronize();
+  fp64_expected_.clear();
+  fp64_unavailable_.clear();
+  fp64_reference(c, label);
+  session_->set_deterministic(false);
+  wire::ConditioningReply reply;
+  for (const auto& o : out) reply.finite = reply.finite && (!o.is_floating_point() || o.isfinite().all().item<bool>());
+  if (fp64_expected_.size() != out.size()) {
+    reply.fp64_unavailable = fp64_unavailable_.empty() ? "no fp64 outputs" : fp64_unavailable_;
+  } else {
+    bool within = true;
+    double worst = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const auto cmp = compare_tensors(fp64_expected_[i].to(out[i].scalar_type()), out[i],
+                                       "output" + std::to_string(i), half, 0);
+      within = within && cmp.passed;
+      if (std::isfinite(cmp.max_abs_error)) worst = std::max(worst, cmp.max_abs_error);
+    }
+    reply.within_half = within;
+    reply.max_abs_error = worst;
+  }
+  module_.reset();
+  pristine_.clear();
+  fp64_expected_.clear();
+  return reply;
+}
+
+// An fp64 twin of the reference for error analysis: a second instance
+// with the same weights in double precision, called on the call's inputs
+// in double precision. A reference that makes float tensors of its own
+// cannot run this way; the reason is kept and reported instead.
+void Worker::fp64_reference(const wire::Case& c, const std::string& label) {
+  set_phase("fp64 reference, " + label);
+  auto widen = [](const at::Tensor& t) { return t.is_floating_point() ? t.to(at::kDouble) : t.clone(); };
+  try {
+    auto twin = construct({}, c.args, label + " (fp64)");
+    std::map<std::string, at::Tensor> weights;
+    for (const auto& [n, t] : module_->parameters()) weights[n] = t;
+    for (const auto& [n, t] : module_->buffers()) weights[n] = t;
+    for (auto& [n, t] : twin->parameters()) t.set_data(widen(weights.at(n)));
+    for (auto& [n, t] : twin->buffers()) t.set_data(widen(weights.at(n)));
+    std::vector<at::Tensor> args;
+    for (const auto& p : pristine_) args.push_back(widen(p));
+    for (const auto& o : twin->forward(args)) fp64_expected_.push_back(o.to(at::kDouble).contiguous());
+    synchronize();
+  } catch (const c10::Error& e) {
+    fp64_unavailable_ = e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    fp64_unavailable_ = e.what();
+  }
+  if (!fp64_unavailable_.empty()) {
+    fp64_expected_.clear();
+    fp64_unavailable_ = "the reference does not run in fp64: " + fp64_unavailable_.substr(0, 300);
+  }
+}
+
+// Compares what the candidate published for the last `expect` (or, with
+// `post`, for the retained call) on this process's device.
+wire::JudgeReply Worker::judge(const wire::Judge& cmd) {
+  if (role_ != "reference") throw WorkerError{"runtime_error", "judge is for references"};
+  at::AutoGradMode no_grad(false);
+  const Tolerance tol = tolerance_from_json(cmd.tolerance);
+  set_phase("importing the candidate's tensors");
+  // What the candidate published is untrusted: any failure to read it is
+  // its failure (exchange_error), not the judge's.
+  std::unique_ptr<ExchangeImport> imported;
+  try {
+    imported = std::make_unique<ExchangeImport>(cmd.exchange, device_, incoming_fd());
+  } catch (const std::exception& e) {
+    throw WorkerError{"exchange_error", e.what()};
+  }
+  const ExchangeImport& got = *imported;
+  set_phase("comparing on " + device_);
+  const auto& expected = cmd.post ? retained_expected_ : expected_;
+  const auto& actual = got.outputs();
+  // Strict's analyzed calls: an output that misses the fp32 reference may
+  // still be within the tolerance plus the reference's own error of the
+  // fp64 twin's (compare_with_exact_allowance).
+  const bool allowance = !cmd.post && cmd.exact_allowance && fp64_expected_.size() == expected.size();
+  wire::JudgeReply reply;
+  for (std::size_t i = 0; i < expected.size() && i < actual.size(); ++i) {
+    const at::Tensor* exact = allowance ? &fp64_expected_[i] : nullptr;
+    reply.outputs.push_back(
+        to_json(compare_with_exact_allowance(expected[i], exact, actual[i], "output" + std::to_string(i), tol)));
+  }
+  reply.output_count = actual.size();
+  reply.expected_count = expected.size();
+  if (cmd.post) return reply;
+  reply.mutated_inputs.emplace();
+  for (std::size_t k = 0; k < pristine_.size() && k < got.inputs().size(); ++k) {
+    if (!tensors_identical(pristine_[k], got.inputs()[k])) reply.mutated_inputs->push_back(k);
+  }
+  if (cmd.error_analysis) {
+    if (fp64_expected_.empty()) {
+      reply.fp64_unavailable = fp64_unavailable_.empty() ? "no fp64 reference was computed" : fp64_unavailable_;
+    } else {
+      reply.error_analysis.emplace();
+      for (std::size_t i = 0; i < fp64_expected_.size() && i < actual.size() && i < expected.size(); ++i) {
+        if (fp64_expected_[i].sizes() != actual[i].sizes() || fp64_expected_[i].sizes() != expected[i].sizes()) continue;
+        const ErrorVsExact cand = error_against(fp64_expected_[i], actual[i]);
+        const ErrorVsExact ref = error_against(fp64_expected_[i], expected[i]);
+        reply.error_analysis->push_back({static_cast<int>(i), cand.max_abs_exact, cand.rms_exact, cand.max_abs_error,
+                                         cand.rms_error, ref.max_abs_error, ref.rms_error});
+      }
+    }
+  }
+  // Results cached across calls: the same output for different inputs.
+  if (!previous_actual_.empty() && previous_actual_.size() == actual.size()) {
+    bool same_actual = true, same_expected = previous_expected_.size() == expected.size();
+    for (std::size_t i = 0; i < actual.size(); ++i) {
+      same_actual = same_actual && tensors_identical(previous_actual_[i], actual[i]);
+      same_expected = same_expected && tensors_identical(previous_expected_[i], expected[i]);
+    }
+    reply.same_as_previous_call = same_actual;
+    reply.expected_same_as_previous_call = same_expected;
+  }
+  previous_actual_.clear();
+  if (cmd.keep_for_next_call) {
+    for (const auto& a : actual) previous_actual_.push_back(a.clone());  // the mapping closes on return
+  }
+  synchronize();
+  return reply;
+}
+
+}  // namespace kloop::worker

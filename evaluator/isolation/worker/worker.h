@@ -1,0 +1,166 @@
+// kloop-worker: the process that runs model code (a reference or a
+// candidate) for the driver. It reads one command per line on fd 3 and
+// answers there (wire.h); stdout and stderr are a log. A candidate's
+// process never holds expected outputs: the reference's process judges.
+//
+// Commands, test by test (the evaluation streams one call at a time, so
+// upstream sizes need memory for one call, not for the whole plan):
+//   prepare   reference: the case's module and weights (written for the
+//             candidate, the only tensor file on the GPU path);
+//   expect    reference: draws the call's inputs, computes and keeps the
+//             expected outputs where they live (the GPU);
+//   run       candidate: gets the same inputs (from the reference's
+//             published copy, or drawn here with kloop's generator from the
+//             same seed), calls forward, publishes outputs and inputs-after
+//             (tensor_exchange.h: CUDA IPC or files);
+//   judge     reference: imports what the candidate published and compares
+//             it with the expected outputs in place (tensor_compare.h);
+//   export    candidate: publishes the last call again with another transport.
+// Also: load, generate (reference: every case to files, for the reference
+// checks), audit (reference: the degeneracy checks, on the device, no
+// files), the timing commands, baseline, profile, calibrate, exit.
+//
+// Where each lives:
+//   worker_main.cpp       the command loop, load, module construction
+//   draws.cpp             weights and inputs from kloop's generator
+//   reference_ops.cpp     generate, prepare, expect, audit, judge
+//   candidate_ops.cpp     run, export
+//   timing/worker_loops.cpp  the timed loops: baseline, time_*, timing_floor
+//   profile_op.cpp        the activity trace and the counters
+//   calibrate_op.cpp      the device's copy bandwidth and GEMM rates
+#pragma once
+
+#include <ATen/ATen.h>
+#include <kloop/kernel_api.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "evaluator/isolation/channel.h"
+#include "evaluator/isolation/device_session.h"
+#include "evaluator/isolation/tensor_exchange.h"
+#include "evaluator/isolation/wire.h"
+#include "evaluator/runtime/generator.h"
+#include "evaluator/runtime/host_tensor.h"
+#include "evaluator/timing/sample_stats.h"
+
+namespace kloop::worker {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// An error with the verdict class it maps to.
+struct WorkerError {
+  std::string error_class;  // load_error, runtime_error, exchange_error
+  std::string message;
+};
+
+// Each phase goes to stderr (the log tail a verdict quotes) and, where
+// $KLOOP_TRACE names a file, is appended there with the wall-clock time and
+// the role, so both workers' steps interleave in one timeline.
+void phase(const std::string& role, const std::string& what);
+
+class Worker {
+ public:
+  explicit Worker(Channel& channel) : channel_(channel) {}
+  int serve();
+
+ private:
+  // The command loop (worker_main.cpp).
+  json dispatch(const std::string& op, const json& cmd);
+  template <class Command, class Reply>
+  json serve_as(const json& cmd, Reply (Worker::*handler)(const Command&));
+  void send(const json& j);
+  json attach(const ExchangeExport& e, json description);
+  int incoming_fd() const { return incoming_fds_.empty() ? -1 : incoming_fds_.front().get(); }
+  void set_phase(const std::string& what);
+  void synchronize() { session_->synchronize(); }
+  void release_call_state();
+
+  wire::LoadReply load(const wire::Load& cmd);
+  std::unique_ptr<ModuleRunner> construct(const std::map<std::string, at::Tensor>& params,
+                                          const std::vector<wire::Arg>& args, const std::string& label);
+
+  // Weights and inputs (draws.cpp).
+  std::map<std::string, at::Tensor> read_weights(const std::string& path);
+  std::vector<HostTensor> draw_weights(ModuleRunner& module, const wire::Case& c, bool keep = true);
+  std::vector<at::Tensor> draw_args(const wire::Case& c, int64_t call);
+  void redraw(std::vector<at::Tensor>& set, const wire::Case& c, int64_t call);
+  std::pair<std::vector<HostTensor>, std::vector<at::Tensor>> draw_inputs(const wire::Case& c, int64_t call);
+  std::string weights_file(const std::string& dir, int case_id) const;
+
+  // The reference's commands (reference_ops.cpp).
+  wire::GenerateReply generate(const wire::Generate& cmd);
+  wire::PrepareReply prepare(const wire::Prepare& cmd);
+  wire::ExpectReply expect(const wire::Expect& cmd);
+  wire::AuditReply audit(const wire::Audit& cmd);
+  wire::ConditioningReply conditioning(const wire::Conditioning& cc);
+  void fp64_reference(const wire::Case& c, const std::string& label);
+  wire::JudgeReply judge(const wire::Judge& cmd);
+
+  // The candidate's test calls (candidate_ops.cpp).
+  wire::RunReply run(const wire::Run& cmd);
+  json publish(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
+               const std::string& transport, const std::string& stem);
+  wire::ExchangeReply export_again(const wire::Export& cmd);
+
+  // The timed loops (timing/worker_loops.cpp).
+  wire::BaselineReply baseline(const wire::Baseline& cmd);
+  wire::TimeLoopReply time_loop(ModuleRunner& module, const std::vector<std::vector<at::Tensor>>& sets,
+                                const TimingRules& rules, bool tf32, const std::string& label);
+  wire::TimeSetupReply time_setup(const wire::TimeSetup& cmd);
+  wire::TimeBatchReply time_batch(const wire::TimeBatch& cmd);
+  void await_next(int i);
+  wire::ExchangeReply time_check(const wire::TimeCheck& cmd);
+  wire::ExchangeReply time_post(const wire::TimePost& cmd);
+  wire::TimingFloorReply timing_floor(const wire::TimingFloor& cmd);
+
+  wire::ProfileReply profile(const wire::Profile& cmd);        // profile_op.cpp
+  wire::CalibrateReply calibrate(const wire::Calibrate& cmd);  // calibrate_op.cpp
+  template <typename F>
+  double median_seconds(F&& fn, int samples);
+
+  Channel& channel_;
+  // Descriptors that came with the current command (CUDA memory exports)
+  // and those to send with its reply.
+  std::vector<UniqueFd> incoming_fds_, outgoing_fds_;
+  std::unique_ptr<DeviceSession> session_;
+  // Streamed evaluation: the current case's module; the reference's
+  // pristine inputs and expected outputs of the current call (and of the
+  // previous call and the retained one); the candidate's last call.
+  std::unique_ptr<ModuleRunner> module_;
+  int module_case_ = -1;
+  // The candidate's timing (time_setup .. time_post).
+  std::unique_ptr<ModuleRunner> timing_module_;
+  std::vector<std::vector<at::Tensor>> timing_sets_;
+  std::size_t timing_next_ = 0;
+  wire::Case timing_case_;
+  wire::Case post_case_;
+  std::vector<std::vector<at::Tensor>> kept_;  // outputs of timed calls the driver will check
+  std::string timing_label_;
+  std::vector<at::Tensor> pristine_, expected_, previous_expected_, retained_expected_, previous_actual_;
+  std::vector<at::Tensor> fp64_expected_;  // the optional fp64 twin's outputs for the current call
+  std::string fp64_unavailable_;
+  std::vector<at::Tensor> last_outputs_, last_inputs_;
+  std::string last_stem_;
+  ExchangeExport exchange_;
+  ExchangeExport input_export_;  // reference: the current call's inputs, for the candidate
+  void* handle_ = nullptr;
+  std::string library_;        // the path handle_ was opened from
+  bool generate_only_ = true;  // no op but load and generate has run (see load)
+  std::string module_object_;  // the loaded module's path as the dynamic loader names it
+  // Makes a module of the loaded library (either kernel API version).
+  std::function<std::unique_ptr<ModuleRunner>(const ModuleInit&)> create_;
+  std::string role_;
+  std::string device_ = "cpu";
+  int arity_ = 0;
+  std::string current_ = "starting";
+};
+
+}  // namespace kloop::worker
