@@ -82,7 +82,7 @@ class SlurmRunTest : public ::testing::Test {
                                         "device: cpu\nprotocol: strict\n"
                                         "provider: {kind: command, model: demo-answers, command: ['" +
                                             (dir_ / "answer.sh").string() + "']}\n"
-                                        "scaffold: {kind: iterative, turns: 3}\n"
+                                        "scaffold: {kind: iterative, turns: 2}\n"
                                         "evaluation: {timeout_s: 60, max_timing_seconds: 0.05, threads: 1}\n";
   }
   void TearDown() override {
@@ -158,7 +158,7 @@ TEST_F(SlurmRunTest, AJobArrayReportsWhatTheLocalRunReportsAndAKilledTaskResubmi
   const CommandResult local = kloop({"run", "exp.yaml", "--name", "local"});
   ASSERT_EQ(local.status.code, 0) << local.output;
   const auto rows = report_rows("local");
-  ASSERT_EQ(rows.size(), 9u);
+  ASSERT_EQ(rows.size(), 6u);
 
   // 1. The run as a job array of 3 shards, waited for.
   const CommandResult dry = kloop({"run", "exp.yaml", "--name", "sharded", "--slurm", "--shards", "3", "--dry-run"});
@@ -175,7 +175,7 @@ TEST_F(SlurmRunTest, AJobArrayReportsWhatTheLocalRunReportsAndAKilledTaskResubmi
   }
   EXPECT_FALSE(fs::exists(dir_ / "runs/sharded/results.jsonl")) << "no driver of the whole run wrote";
   EXPECT_EQ(report_rows("sharded"), rows);
-  EXPECT_EQ(record_lines("sharded").size(), 9u);
+  EXPECT_EQ(record_lines("sharded").size(), 6u);
   const CommandResult again = kloop({"run", "exp.yaml", "--name", "sharded", "--slurm", "--shards", "3"});
   EXPECT_EQ(again.status.code, 0) << again.output;
   EXPECT_NE(again.output.find("nothing submitted"), std::string::npos) << again.output;
@@ -183,7 +183,7 @@ TEST_F(SlurmRunTest, AJobArrayReportsWhatTheLocalRunReportsAndAKilledTaskResubmi
   // 2. Slow answers (the submission's environment travels with the job), so
   // that a shard is mid-way when its task is cancelled; then the same
   // command again.
-  setenv("KLOOP_TEST_ANSWER_DELAY", "1", 1);
+  setenv("KLOOP_TEST_ANSWER_DELAY", "2", 1);
   const CommandResult sub = kloop({"run", "exp.yaml", "--name", "killed", "--slurm", "--shards", "3"});
   unsetenv("KLOOP_TEST_ANSWER_DELAY");
   ASSERT_EQ(sub.status.code, 0) << sub.output;
@@ -202,12 +202,12 @@ TEST_F(SlurmRunTest, AJobArrayReportsWhatTheLocalRunReportsAndAKilledTaskResubmi
       },
       600s))
       << "the job did not end";
-  EXPECT_LT(record_lines("killed").size(), 9u) << "shard 1 finished before it was cancelled";
+  EXPECT_LT(record_lines("killed").size(), 6u) << "shard 1 finished before it was cancelled";
   const CommandResult resubmit = kloop({"run", "exp.yaml", "--name", "killed", "--slurm", "--shards", "3", "--wait"});
   ASSERT_EQ(resubmit.status.code, 0) << resubmit.output;
   EXPECT_NE(resubmit.output.find("shard(s) 1 of 3"), std::string::npos) << "only the killed shard: " << resubmit.output;
   const auto lines = record_lines("killed");
-  EXPECT_EQ(lines.size(), 9u) << "nothing lost, nothing repeated";
+  EXPECT_EQ(lines.size(), 6u) << "nothing lost, nothing repeated";
   EXPECT_EQ(std::set<std::string>(lines.begin(), lines.end()).size(), lines.size()) << "a repeated attempt";
   EXPECT_EQ(report_rows("killed"), rows);
   EXPECT_NE(read_all(dir_ / "runs/killed/slurm/submissions.jsonl").find(job), std::string::npos);
