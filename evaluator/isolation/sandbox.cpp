@@ -33,11 +33,17 @@
 #include <set>
 
 #include "evaluator/build/build_config.h"
+#include "evaluator/isolation/sandbox_confine.h"
 
 namespace kloop {
 namespace {
 
 namespace fs = std::filesystem;
+using confine::build_filter;
+using confine::enter_landlock_domain;
+using confine::kMaxFilter;
+using confine::landlock_abi;
+using confine::set_limit;
 
 // Where the child reports a failed step: the step's name and errno.
 struct SetupFailure {
@@ -76,283 +82,12 @@ bool allowed_name(const std::string& name) {
   return false;
 }
 
-// The seccomp program: fixed size, filled in the child (the weak level
-// needs the child's own pid). Denied calls fail with EPERM rather than kill,
-// so a library probing for them keeps working.
-constexpr int kMaxFilter = 160;
-
-struct FilterBuilder {
-  struct sock_filter* f;
-  int n = 0;
-  void add(struct sock_filter s) {
-    if (n < kMaxFilter) f[n++] = s;
-  }
-  void stmt(uint16_t code, uint32_t k) { add(BPF_STMT(code, k)); }
-  void jump(uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) { add(BPF_JUMP(code, k, jt, jf)); }
-};
-
-#if defined(__x86_64__)
-constexpr uint32_t kAuditArch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
-#else
-#error "the sandbox's seccomp filter knows x86_64 and aarch64"
-#endif
-
-// Calls that reach other processes' memory or leave the sandbox's
-// namespaces and mounts; none is needed to run a kernel.
-const long kDenied[] = {
-    SYS_ptrace,         SYS_process_vm_readv, SYS_process_vm_writev, SYS_kcmp,
-#ifdef SYS_pidfd_getfd
-    SYS_pidfd_getfd,
-#endif
-    SYS_mount,          SYS_umount2,          SYS_pivot_root,        SYS_unshare,
-    SYS_setns,          SYS_chroot,           SYS_bpf,               SYS_keyctl,
-    SYS_add_key,        SYS_request_key,      SYS_kexec_load,        SYS_init_module,
-    SYS_finit_module,   SYS_delete_module,    SYS_reboot,            SYS_swapon,
-    SYS_swapoff,        SYS_open_by_handle_at, SYS_name_to_handle_at, SYS_userfaultfd,
-#ifdef SYS_io_uring_setup
-    SYS_io_uring_setup,
-#endif
-#ifdef SYS_fsopen
-    SYS_fsopen,         SYS_fsmount,          SYS_move_mount,        SYS_open_tree,
-#endif
-};
-
-// Without a PID namespace (weak), signals may only go to the process
-// itself or its own group, and the group cannot be left.
-const long kDeniedWithoutPidNamespace[] = {
-    SYS_tkill, SYS_setsid, SYS_setpgid,
-#ifdef SYS_pidfd_open
-    SYS_pidfd_open,
-#endif
-#ifdef SYS_pidfd_send_signal
-    SYS_pidfd_send_signal,
-#endif
-};
-
-int build_filter(struct sock_filter* out, bool confine_signals, pid_t self) {
-  FilterBuilder b{out};
-  const uint32_t deny = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
-  b.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-  b.jump(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0);
-  b.stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-  b.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-#if defined(__x86_64__)
-  b.jump(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);  // the x32 ABI
-  b.stmt(BPF_RET | BPF_K, deny);
-#endif
-  for (long nr : kDenied) {
-    b.jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1);
-    b.stmt(BPF_RET | BPF_K, deny);
-  }
-  if (confine_signals) {
-    for (long nr : kDeniedWithoutPidNamespace) {
-      b.jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1);
-      b.stmt(BPF_RET | BPF_K, deny);
-    }
-    // kill(pid): pid 0, our pid or our group (-pid); the others take a
-    // thread group id first, which must be ours.
-    const uint32_t me = static_cast<uint32_t>(self), group = static_cast<uint32_t>(-self);
-    b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_kill, 0, 5);
-    b.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
-    b.jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
-    b.jump(BPF_JMP | BPF_JEQ | BPF_K, me, 1, 0);
-    b.jump(BPF_JMP | BPF_JEQ | BPF_K, group, 0, 1);
-    b.stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-    for (long nr : {static_cast<long>(SYS_tgkill), static_cast<long>(SYS_rt_sigqueueinfo),
-                    static_cast<long>(SYS_rt_tgsigqueueinfo)}) {
-      b.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-      b.jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 3);
-      b.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
-      b.jump(BPF_JMP | BPF_JEQ | BPF_K, me, 0, 1);
-      b.stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-    }
-    // Anything that reached here is a signal call aimed elsewhere, or
-    // another call: decide by number once more.
-    b.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-    for (long nr : {static_cast<long>(SYS_kill), static_cast<long>(SYS_tgkill),
-                    static_cast<long>(SYS_rt_sigqueueinfo), static_cast<long>(SYS_rt_tgsigqueueinfo)}) {
-      b.jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1);
-      b.stmt(BPF_RET | BPF_K, deny);
-    }
-    // A file's owner (fcntl F_SETOWN/F_SETOWN_EX, ioctl FIOSETOWN/SIOCSPGRP)
-    // is signalled by the kernel on I/O (F_SETSIG picks any signal), checked
-    // only against the caller's euid, where root passes for every process:
-    // a candidate sets no owner at all (tests/fixtures/attacks/attack_signal_reference.cpp).
-    for (auto [nr, cmd_a, cmd_b] : {std::array<uint32_t, 3>{SYS_fcntl, F_SETOWN, F_SETOWN_EX},
-                                    std::array<uint32_t, 3>{SYS_ioctl, FIOSETOWN, SIOCSPGRP}}) {
-      b.jump(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 5);
-      b.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1]));
-      b.jump(BPF_JMP | BPF_JEQ | BPF_K, cmd_a, 2, 0);
-      b.jump(BPF_JMP | BPF_JEQ | BPF_K, cmd_b, 1, 0);
-      b.stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-      b.stmt(BPF_RET | BPF_K, deny);
-    }
-  }
-  b.stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-  return b.n < kMaxFilter ? b.n : -1;
-}
-
-void set_limit(int resource, uint64_t value) {
-  struct rlimit rl = {value, value};
-  setrlimit(resource, &rl);
-}
-
-// Landlock, by number (the build machine's headers may predate the ABI the
-// kernel speaks).
-constexpr uint64_t kLandlockMakeChar = 1ull << 6;
-constexpr uint64_t kLandlockMakeBlock = 1ull << 11;
-constexpr uint64_t kLandlockScopeSignal = 1ull << 1;
-
-int landlock_abi() {
-#ifdef SYS_landlock_create_ruleset
-  long v = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u /* LANDLOCK_CREATE_RULESET_VERSION */);
-  return v > 0 ? static_cast<int>(v) : 0;
-#else
-  return 0;
-#endif
-}
-
-// A Landlock domain of the sandbox's own: the kernel then refuses every
-// ptrace access from inside it to a process outside it (ptrace,
-// process_vm_*, /proc/PID/{mem,environ,fd,root,...}), whatever the uids and
-// dumpable flags, and from ABI 6 on every signal to outside. It guards the
-// windows undumpability leaves open: a kloop process between its exec and
-// its prctl, and a strict sandbox's child while it writes its user
-// namespace's maps (dumpable, with a copy of the driver's memory), both of
-// which a weak candidate with the same uid could otherwise open. The only
-// file rights it handles (device nodes) are denied everywhere anyway.
-bool enter_landlock_domain(int abi) {
-#ifdef SYS_landlock_create_ruleset
-  struct {
-    uint64_t handled_access_fs, handled_access_net, scoped;
-  } attr = {kLandlockMakeChar | kLandlockMakeBlock, 0, abi >= 6 ? kLandlockScopeSignal : 0};
-  const size_t size = abi >= 6 ? 24 : abi >= 4 ? 16 : 8;
-  long ruleset = syscall(SYS_landlock_create_ruleset, &attr, size, 0u);
-  if (ruleset < 0) return false;
-  const bool ok = syscall(SYS_landlock_restrict_self, static_cast<int>(ruleset), 0u) == 0;
-  close(static_cast<int>(ruleset));
-  return ok;
-#else
-  (void)abi;
-  return false;
-#endif
-}
-
 bool exists(const std::string& p) {
   std::error_code ec;
   return fs::exists(p, ec);
 }
 
 }  // namespace
-
-namespace {
-
-bool write_text_file(const std::string& path, const std::string& text) {
-  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  close(fd);
-  return ok;
-}
-
-std::string read_first_line(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  char buf[512];
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return "";
-  buf[n] = 0;
-  std::string s = buf;
-  return s.substr(0, s.find('\n'));
-}
-
-}  // namespace
-
-SandboxGroup SandboxGroup::create(uint64_t memory_bytes, uint64_t processes) {
-  SandboxGroup g;
-  if (geteuid() != 0 || (memory_bytes == 0 && processes == 0)) return g;
-  static std::atomic<int> counter{0};
-  const std::string name = "kloop-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-  auto make = [&](const std::string& parent) -> std::string {
-    const std::string dir = parent + "/" + name;
-    if (mkdir(dir.c_str(), 0755) != 0) return "";
-    g.dirs_.push_back(dir);
-    g.procs_.push_back(dir + "/cgroup.procs");
-    return dir;
-  };
-  const std::string v2 = "/sys/fs/cgroup";
-  const std::string controllers = read_first_line(v2 + "/cgroup.controllers");
-  if (!controllers.empty()) {
-    // v2: one folder; the root must hand the controllers to its children.
-    const std::string subtree = read_first_line(v2 + "/cgroup.subtree_control");
-    for (const char* c : {"memory", "pids"}) {
-      if (controllers.find(c) != std::string::npos && subtree.find(c) == std::string::npos) {
-        write_text_file(v2 + "/cgroup.subtree_control", std::string("+") + c);
-      }
-    }
-    const std::string now = read_first_line(v2 + "/cgroup.subtree_control");
-    const std::string dir = now.find("memory") != std::string::npos ? make(v2) : "";
-    if (dir.empty()) return g;
-    bool ok = memory_bytes == 0 || (write_text_file(dir + "/memory.max", std::to_string(memory_bytes)) &&
-                                    (write_text_file(dir + "/memory.swap.max", "0") || true));
-    if (processes && now.find("pids") != std::string::npos) {
-      ok = ok && write_text_file(dir + "/pids.max", std::to_string(processes));
-    }
-    if (!ok) return SandboxGroup();  // the destructor of the partial one removes its folder
-    g.kind_ = "cgroup v2";
-    return g;
-  }
-  // v1: a folder per controller.
-  bool ok = true;
-  if (memory_bytes && access((v2 + "/memory/cgroup.procs").c_str(), W_OK) == 0) {
-    const std::string dir = make(v2 + "/memory");
-    ok = !dir.empty() && write_text_file(dir + "/memory.limit_in_bytes", std::to_string(memory_bytes));
-    if (ok) write_text_file(dir + "/memory.memsw.limit_in_bytes", std::to_string(memory_bytes));  // absent without swap accounting
-  }
-  if (ok && processes && access((v2 + "/pids/cgroup.procs").c_str(), W_OK) == 0) {
-    const std::string dir = make(v2 + "/pids");
-    ok = !dir.empty() && write_text_file(dir + "/pids.max", std::to_string(processes));
-  }
-  if (!ok) return SandboxGroup();
-  g.kind_ = "cgroup v1";
-  return g;
-}
-
-void SandboxGroup::remove() {
-  // The tree is gone when this runs (the worker was reaped; its PID
-  // namespace took the rest), but the kernel may need a moment.
-  for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
-    for (int i = 0; i < 200 && rmdir(it->c_str()) != 0 && errno == EBUSY; ++i) usleep(5000);
-  }
-  dirs_.clear();
-  procs_.clear();
-}
-
-SandboxGroup::~SandboxGroup() { remove(); }
-
-SandboxGroup& SandboxGroup::operator=(SandboxGroup&& o) noexcept {
-  if (this != &o) {
-    remove();
-    dirs_ = std::move(o.dirs_);
-    procs_ = std::move(o.procs_);
-    kind_ = std::move(o.kind_);
-    o.dirs_.clear();
-    o.procs_.clear();
-  }
-  return *this;
-}
-
-std::string SandboxGroup::describe() const { return dirs_.empty() ? "" : kind_; }
-
-bool SandboxGroup::has_members() const {
-  for (const auto& procs : procs_) {
-    if (read_first_line(procs).empty()) return false;
-  }
-  return !procs_.empty();
-}
 
 struct PreparedSandbox::Plan {
   struct Mount {

@@ -1,0 +1,358 @@
+// The steps of one candidate's evaluation after both workers started
+// (candidate_steps.h).
+#include "evaluator/detail/candidate_steps.h"
+
+#include "evaluator/build/build_config.h"
+#include "evaluator/detail/activity_checks.h"
+#include "evaluator/detail/candidate_timing.h"
+#include "evaluator/judge.h"
+#include "evaluator/timing/device_figures.h"
+
+namespace kloop::detail {
+namespace {
+
+// Part of the cached reference counters' key: bump it when the profiler's
+// metric set (RangeProfiler::metric_names) or their JSON form changes.
+constexpr int kReferenceMetricsFormat = 1;
+
+}  // namespace
+
+CandidateSteps::CandidateSteps(const ProblemSpec& spec, const Protocol& protocol, const EvalOptions& options,
+                               const TimingRules& rules, std::string cache_dir, const WorkDir& work,
+                               WorkerSession& ref, WorkerSession& cand, Verdict& v, Finish finish)
+    : spec_(spec),
+      protocol_(protocol),
+      options_(options),
+      rules_(rules),
+      cache_dir_(std::move(cache_dir)),
+      cpu_(options.device == "cpu"),
+      work_(work),
+      ref_(ref),
+      cand_(cand),
+      v_(v),
+      finish_(std::move(finish)) {}
+
+std::optional<Verdict> CandidateSteps::worker_failed(const CallStatus& r) {
+  if (!r.replied) {
+    v_.log_tail = cand_.log_tail();
+    if (cand_.protocol_violation()) {
+      v_.integrity.push_back({"protocol_violation", cand_.failure().substr(std::string("protocol_violation: ").size())});
+    }
+    return finish_(cand_.failure_class(), cand_.failure());
+  }
+  if (r.failure) {
+    v_.log_tail = cand_.log_tail();
+    return finish_(class_from_name(r.failure->error_class), r.failure->message);
+  }
+  return std::nullopt;
+}
+
+VerdictClass class_from_name(const std::string& name) {
+  if (name == "load_error") return VerdictClass::kLoadError;
+  if (name == "timeout") return VerdictClass::kTimeout;
+  return VerdictClass::kRuntimeError;
+}
+
+// What the candidate claims it published, rebuilt from what kloop knows:
+// file paths are kloop's own (the candidate's folder, the call's stem),
+// never a path from the reply; from a cuda_ipc description only the layout
+// is taken, which the judge bounds-checks against the mapped memory.
+json CandidateSteps::trusted_exchange(const json& claimed, const std::string& stem) const {
+  if (!claimed.is_object() || !claimed.contains("transport") || !claimed["transport"].is_string()) {
+    throw ProtocolViolation("the reply does not say how the outputs were published");
+  }
+  const std::string via = claimed["transport"];
+  if (via == "file") {
+    return {{"transport", "file"}, {"outputs", {{"path", stem + ".outputs.safetensors"}}},
+            {"inputs", {{"path", stem + ".inputs.safetensors"}}}};
+  }
+  if (via != "cuda_ipc") throw ProtocolViolation("unknown transport '" + via.substr(0, 40) + "'");
+  if (!claimed.contains("bytes") || !claimed["bytes"].is_number_unsigned() || !claimed.contains("tensors") ||
+      !claimed["tensors"].is_array() || claimed["tensors"].size() > 4096) {
+    throw ProtocolViolation("a cuda_ipc description without a valid size and tensor list");
+  }
+  return {{"transport", "cuda_ipc"}, {"bytes", claimed["bytes"]}, {"tensors", claimed["tensors"]}};
+}
+
+wire::JudgeReply CandidateSteps::judge(const json& claimed, const std::string& stem, bool post, bool keep, bool analyze) {
+  if (claimed.is_object() && claimed.contains("fallback_reason") && v_.exchange == "cuda_ipc") {
+    // The candidate could not export CUDA IPC memory and published files.
+    v_.exchange = "file (cuda_ipc failed: " + claimed["fallback_reason"].dump().substr(0, 300) + ")";
+  }
+  wire::Judge cmd{trusted_exchange(claimed, stem), tolerance_, post, keep, analyze,
+                  analyze && protocol_.precision_check};
+  auto send_fds = [&] {
+    std::vector<int> fds;
+    if (cmd.exchange["transport"] == "cuda_ipc") {
+      if (cand_.fds().size() != 1) throw ProtocolViolation("a cuda_ipc reply must carry exactly one descriptor");
+      fds.push_back(cand_.fds()[0].get());
+    }
+    return fds;
+  };
+  const auto t0 = Clock::now();
+  auto answer = ref_.call(cmd, options_.run_timeout, send_fds());
+  v_.phases.compare += since(t0);
+  if (answer && !answer->ok() && v_.exchange == "cuda_ipc") {
+    // The driver or the container refused CUDA IPC: the same tensors as
+    // files, and files for the rest of this evaluation.
+    v_.exchange = "file (cuda_ipc failed: " + answer->message() + ")";
+    auto exported = cand_call(wire::Export{"file"}, options_.run_timeout);
+    if (auto bad = worker_failed(CallStatus::of(exported))) throw CandidateFailed{*bad};
+    cmd.exchange = trusted_exchange(exported->reply.exchange.value_or(json()), stem);
+    answer = ref_.call(cmd, options_.run_timeout, send_fds());
+  }
+  if (!answer) throw ReferenceDied(ref_.failure() + "\n" + ref_.log_tail());
+  if (!answer->ok()) {
+    // What the candidate published could not be read: its failure.
+    if (answer->error_class() == "exchange_error") {
+      throw ProtocolViolation("its published tensors are unreadable (" + answer->message() + ")");
+    }
+    throw EvaluationError("judging the candidate of " + spec_.name + " failed (" + answer->message() + ")\n" +
+                          ref_.log_tail());
+  }
+  return answer->reply;
+}
+
+std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& tests, const std::vector<wire::Case>& cases,
+                                                 int calls) {
+  // Outputs travel by CUDA IPC on a GPU, by files on the CPU.
+  v_.exchange = !options_.output_transport.empty() ? options_.output_transport : cpu_ ? "file" : "cuda_ipc";
+  if (v_.exchange != "file" && v_.exchange != "cuda_ipc") {
+    throw EvaluationError("output transport '" + v_.exchange + "': expected file or cuda_ipc");
+  }
+  inputs_via_ = !options_.input_transport.empty() ? options_.input_transport : cpu_ ? "draw" : "cuda_ipc";
+  if (inputs_via_ != "draw" && inputs_via_ != "file" && inputs_via_ != "cuda_ipc") {
+    throw EvaluationError("input transport '" + inputs_via_ + "': expected draw, file or cuda_ipc");
+  }
+  v_.input_exchange = inputs_via_ == "draw" ? "drawn" : inputs_via_;
+  tolerance_ = to_json(protocol_.tolerance);
+  std::vector<std::string> input_names;
+  for (const auto& in : spec_.inputs) input_names.push_back(in.name);
+  for (std::size_t ti = 0; ti < tests.size(); ++ti) {
+    const TestCase& t = tests[ti];
+    const wire::Case& c = cases[ti];
+    ref_call(wire::Prepare{work_.shared(), c}, options_.run_timeout, v_.phases.reference);
+    for (int call = 0; call < calls; ++call) {
+      CallObservation o;
+      o.case_id = t.id;
+      o.call = call;
+      o.label = t.label();
+      o.scaling = t.scaling;
+      o.variant = t.variant;
+      o.centered = t.centered;
+      const bool first = ti == 0 && call == 0;
+      // The fp64 twin: the first call (--fp64-reference, and strict's
+      // precision check), and under strict every call of the centered
+      // case, whose outputs strict judges against it where fp32 itself
+      // strays (compare_with_exact_allowance).
+      const bool analyzed = (first && options_.fp64_reference) ||
+                            (protocol_.precision_check && ((ti == 0 && call == 0) || t.centered));
+      const wire::Expect expect_cmd{work_.shared(), c, call, first, analyzed, inputs_via_ != "draw" ? inputs_via_ : ""};
+      const wire::ExpectReply expected = ref_call(expect_cmd, options_.run_timeout, v_.phases.reference);
+      if (expected.inputs_exchange_error) {
+        // The reference could not publish them: the candidate draws them
+        // itself (same generator, same seed) from here on.
+        v_.input_exchange = "drawn (" + inputs_via_ + " failed: " + *expected.inputs_exchange_error + ")";
+        inputs_via_ = "draw";
+      }
+      const int expected_count = static_cast<int>(expected.output_shapes.size());
+      o.expected_count = expected_count;
+      if (expected_count != spec_.outputs) {
+        throw EvaluationError(spec_.spec_path + ": field 'outputs': says " + std::to_string(spec_.outputs) +
+                              " but the reference returns " + std::to_string(expected_count));
+      }
+      wire::Run run_cmd{work_.shared(), work_.sandbox(), c, call, transport(), expected.inputs_exchange};
+      std::vector<int> input_fds;
+      if (expected.inputs_exchange && expected.inputs_exchange->value("transport", "") == "cuda_ipc") {
+        if (ref_.fds().size() != 1) throw EvaluationError("the reference published CUDA inputs without a descriptor");
+        input_fds.push_back(ref_.fds()[0].get());
+      }
+      auto ran = cand_call(run_cmd, options_.run_timeout, input_fds);
+      if (ran && ran->error_class() == "exchange_error") {
+        // The candidate could not map the reference's inputs: it draws them
+        // itself (same generator, same seed) from here on.
+        if (inputs_via_ != "cuda_ipc") throw ProtocolViolation("it reported an input exchange error for inputs it was not sent");
+        v_.input_exchange = "drawn (cuda_ipc failed: " + ran->message() + ")";
+        inputs_via_ = "draw";
+        run_cmd.inputs_exchange.reset();
+        ran = cand_call(run_cmd, options_.run_timeout);
+      }
+      if (auto bad = worker_failed(CallStatus::of(ran))) return *bad;
+      const wire::RunReply& info = ran->reply;
+      for (const auto& a : info.aliases) {
+        if (a.output < 0 || a.output >= expected_count || a.input < 0 || a.input >= static_cast<int>(spec_.inputs.size())) {
+          throw ProtocolViolation("an aliasing report names output " + std::to_string(a.output) + " and input " +
+                                  std::to_string(a.input) + ", which do not exist");
+        }
+      }
+      o.aliases = info.aliases;
+      o.wrong_device = info.wrong_device;
+      if (o.wrong_device.empty()) {
+        const std::string stem = work_.sandbox() + "/case" + std::to_string(t.id) + ".call" + std::to_string(call) + ".candidate";
+        o.judged = judge(info.exchange.value_or(json()), stem, false, call + 1 < calls, analyzed);
+        if (o.judged->error_analysis) {
+          if (!v_.error_analysis.is_array()) v_.error_analysis = json::array();
+          for (const auto& r : *o.judged->error_analysis) {
+            json row = r;
+            row["case"] = t.label();
+            v_.error_analysis.push_back(std::move(row));
+          }
+        }
+        v_.fp64_unavailable = o.judged->fp64_unavailable.value_or(v_.fp64_unavailable);
+      }
+      CallJudgement judged = judge_call(o, protocol_, input_names, options_.device);
+      v_.integrity.insert(v_.integrity.end(), judged.findings.begin(), judged.findings.end());
+      v_.tests.push_back(std::move(judged.outcome));
+    }
+  }
+
+  if (const auto decided = judge_tests(v_.tests, v_.integrity, protocol_)) {
+    cand_.finish();
+    return finish_(decided->verdict, decided->message);
+  }
+
+  return std::nullopt;
+}
+
+std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase>& tests,
+                                                      const std::vector<wire::Case>& cases, int calls,
+                                                      const json& device_info, const std::string& reference_key,
+                                                      double overhead, bool fresh) {
+  // The reference's trace, for the candidate's activity audit (its
+  // baseline was taken before the candidate started). Only a correct
+  // candidate needs it.
+  std::optional<wire::ProfileReply> reference_profile;
+  if (options_.measure_time) {
+    if (!cpu_ && options_.activity_audit) {
+      // The trace is taken every time (the audit compares this run's
+      // launches); the counters come from the cache when this reference
+      // was profiled before on this device, since their replay passes
+      // cost tens of seconds at upstream sizes.
+      const BaselineKey counters_key{spec_.name, reference_key, json(tests[0].dims), device_info, KLOOP_TORCH_VERSION,
+                                     {{"counters", kReferenceMetricsFormat}}};
+      std::optional<json> cached_metrics;
+      if (options_.profile) cached_metrics = load_reference_metrics(cache_dir_, counters_key);
+      const auto t0 = Clock::now();
+      wire::Profile profile_cmd;
+      profile_cmd.dir = work_.shared();
+      profile_cmd.c = cases[0];
+      profile_cmd.counters = options_.profile && !cached_metrics;
+      auto r = ref_.call(profile_cmd, options_.run_timeout);
+      v_.phases.reference += since(t0);
+      if (!r) throw EvaluationError("the reference of " + spec_.name + " failed (" + ref_.failure() + ")\n" + ref_.log_tail());
+      if (r->ok()) {
+        reference_profile = r->reply;
+        if (cached_metrics) {
+          reference_profile->metrics = *cached_metrics;
+        } else if (options_.profile && reference_profile->metrics &&
+                   reference_profile->metrics->value("unavailable", "").empty() &&
+                   !reference_profile->metrics->value("kernels", json::array()).empty()) {
+          store_reference_metrics(cache_dir_, counters_key, *reference_profile->metrics);
+        }
+      }
+    }
+  }
+
+  // Timing, then one more call that must still be correct.
+  if (options_.measure_time) {
+    // The timed calls get inputs of their own, from a nonce: the model of
+    // case 0 (same weights), never a test input, never an earlier run's.
+    const wire::Case timing_case = timing_case_of(cases[0], calls, Unpredictable().nonce());
+    ref_call(wire::Prepare{work_.shared(), timing_case}, options_.run_timeout, v_.phases.reference);
+    std::string timed_wrong;
+    int check_number = 0;
+    auto check_timed_call = [&](int64_t call) {
+      ref_call(wire::Expect{work_.shared(), timing_case, call, false, false, ""}, options_.run_timeout, v_.phases.reference);
+      const std::string name = "timing.check" + std::to_string(check_number++);
+      auto checked = cand_call(wire::TimeCheck{0, work_.sandbox(), name, transport()}, options_.run_timeout);
+      if (auto bad = worker_failed(CallStatus::of(checked))) throw CandidateFailed{*bad};
+      const wire::JudgeReply j =
+          judge(checked->reply.exchange.value_or(json()), work_.sandbox() + "/" + name, false, false);
+      if (!timed_wrong.empty()) return;
+      if (j.output_count != j.expected_count) {
+        timed_wrong = "returned " + std::to_string(j.output_count) + " output(s), expected " +
+                      std::to_string(j.expected_count);
+      }
+      for (const auto& cmp : j.outputs) {
+        if (!timed_wrong.empty() || cmp.value("passed", false)) continue;
+        const TensorComparison c = comparison_from_json(cmp);
+        timed_wrong = describe_failed_output(c, protocol_.tolerance);
+      }
+    };
+    wire::TimeSetup setup;
+    setup.dir = work_.shared();
+    setup.c = timing_case;
+    setup.post_case = cases[0];
+    setup.rules = to_json(rules_);
+    wire::TimePost post;
+    post.out_dir = work_.sandbox();
+    post.transport = transport();
+    const CandidateTiming timed = time_candidate(
+        cand_, setup, rules_, cpu_, granted_cpu_threads(options_), overhead, options_.run_timeout,
+        [&](const CallStatus& r) {
+          if (auto bad = worker_failed(r)) throw CandidateFailed{*bad};
+        },
+        v_.phases.candidate, post, check_timed_call, options_.timed_check_chance, fresh);
+    v_.candidate_time = timed.summary;
+    v_.phases.timed_checks = timed.checking_seconds;
+    v_.throttled_samples_discarded = timed.throttled_discarded;
+    v_.timing_check = timed.check;
+    TimingObservation seen;
+    seen.cpu = cpu_;
+    seen.timed_wrong = timed_wrong;
+    seen.implausible = timed.implausible;
+    // Judged now: the activity audit below replaces what the candidate holds.
+    {
+      // Fresh inputs: the reference computes that call's outputs now.
+      if (timed.post_call) {
+        ref_call(wire::Expect{work_.shared(), timing_case, *timed.post_call, false, false, ""}, options_.run_timeout,
+                 v_.phases.reference);
+      }
+      const wire::JudgeReply j = timed.post_call
+                                     ? judge(timed.post_exchange, work_.sandbox() + "/timing.post", false, false)
+                                     : judge(timed.post_exchange,
+                                             work_.sandbox() + "/case" + std::to_string(tests[0].id) + ".post", true,
+                                             false);
+      seen.still_correct = j.output_count == j.expected_count;
+      for (const auto& cmp : j.outputs) seen.still_correct = seen.still_correct && cmp.value("passed", false);
+    }
+    if (!cpu_) {
+      seen.headline_seconds = v_.candidate_time->headline(rules_.statistic);
+      if (auto cal = load_calibration(cache_dir_, device_info)) {
+        const DimValues& d = tests[0].dims;
+        const SpeedOfLight sol = speed_of_light(spec_.flop_count(d), spec_.byte_count(d), *cal);
+        v_.sol_floor_seconds = sol.floor_seconds;
+        v_.sol_bound = sol.bound;
+        if (seen.headline_seconds > 0) v_.sol_percent = 100.0 * sol.floor_seconds / seen.headline_seconds;
+        seen.floor_seconds = sol.floor_seconds;
+        seen.floor_bound = sol.bound;
+      }
+      v_.candidate_wall = timed.wall;
+      seen.event_median = v_.candidate_time->median;
+      seen.wall_median = v_.candidate_wall->median;
+      if (options_.activity_audit) {
+        // The audit's findings go to the judge, which places them among the others.
+        const std::size_t before = v_.integrity.size();
+        const auto audit_start = Clock::now();
+        audit_candidate_activity(spec_, tests[0].dims, cand_, work_, cases[0], reference_profile, device_info,
+                                 rules_, protocol_, options_, cache_dir_, v_);
+        if (v_.activity.contains("kernels_per_call")) audit_shape_variants(tests, cases, cand_, work_, protocol_, options_, v_);
+        v_.phases.activity_audit = since(audit_start);
+        seen.activity.assign(v_.integrity.begin() + static_cast<std::ptrdiff_t>(before), v_.integrity.end());
+        v_.integrity.resize(before);
+      }
+      seen.persisting_l2_limit = timed.persisting_l2_limit;
+      seen.persisting_l2_window_bytes = timed.persisting_l2_window_bytes;
+    }
+    if (const auto decided = judge_timing(seen, protocol_, v_.integrity)) {
+      cand_.finish();
+      return finish_(decided->verdict, decided->message);
+    }
+    if (v_.reference_time && v_.candidate_time->headline(rules_.statistic) > 0) {
+      v_.speedup = v_.reference_time->headline(rules_.statistic) / v_.candidate_time->headline(rules_.statistic);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace kloop::detail
