@@ -23,13 +23,12 @@ std::string describe_failed_output(const TensorComparison& c, const Tolerance& t
 CallJudgement judge_call(const CallObservation& o, const Protocol& protocol, const std::vector<std::string>& input_names,
                          const std::string& device) {
   CallJudgement j;
+  j.outcome = o.test;
   TestOutcome& out = j.outcome;
-  out.case_id = o.case_id;
-  out.call = o.call;
-  out.label = o.label;
-  out.scaling = o.scaling;
-  out.variant = o.variant;
-  out.centered = o.centered;
+  out.passed = false;
+  out.problem.clear();
+  out.problem_kind.clear();
+  out.outputs.clear();
   auto input_name = [&](std::size_t k) { return k < input_names.size() ? input_names[k] : "?"; };
   for (const auto& a : o.aliases) {
     j.findings.push_back({"output_aliases_input", "output " + std::to_string(a.output) + " shares memory with input " +
@@ -66,12 +65,12 @@ CallJudgement judge_call(const CallObservation& o, const Protocol& protocol, con
     }
     for (const std::size_t k : r.mutated_inputs.value_or(std::vector<std::size_t>{})) {
       j.findings.push_back({"input_mutation", "forward modified its input " + std::to_string(k) + " (" + input_name(k) +
-                                                  ") on " + o.label + "; inputs must be left unchanged"});
+                                                  ") on " + o.test.label + "; inputs must be left unchanged"});
     }
     // A call that returns the previous call's result, where the
     // reference's results differ, was cached across calls.
     if (r.same_as_previous_call.value_or(false) && !r.expected_same_as_previous_call.value_or(true)) {
-      j.findings.push_back({"stale_output", "call " + std::to_string(o.call) + " of " + o.label +
+      j.findings.push_back({"stale_output", "call " + std::to_string(o.test.call) + " of " + o.test.label +
                                                 " returned exactly the previous call's result for different "
                                                 "inputs (results cached across calls)"});
     }

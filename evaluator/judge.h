@@ -26,12 +26,7 @@ std::string describe_failed_output(const TensorComparison& c, const Tolerance& t
 
 // One test call as the two workers saw it.
 struct CallObservation {
-  int case_id = 0;
-  int call = 0;
-  std::string label;    // "case 2 (x3)"
-  std::string scaling;  // the TestCase's, for reports
-  std::string variant;
-  bool centered = false;
+  TestOutcome test;  // which call: case_id, call, label, scaling, variant, centered (the rest is the judge's)
   int expected_count = 0;                   // the reference's outputs
   std::vector<wire::Alias> aliases;         // in range (the driver checked)
   std::vector<wire::WrongDevice> wrong_device;

@@ -33,10 +33,10 @@ json failing(const std::string& name) {
 // A call whose one output the reference judged.
 CallObservation observed(json comparison, int call = 0) {
   CallObservation o;
-  o.case_id = 1;
-  o.call = call;
-  o.label = "case 1 (x3)";
-  o.scaling = "x3";
+  o.test.case_id = 1;
+  o.test.call = call;
+  o.test.label = "case 1 (x3)";
+  o.test.scaling = "x3";
   o.expected_count = 1;
   wire::JudgeReply r;
   r.outputs = {std::move(comparison)};

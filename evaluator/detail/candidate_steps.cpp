@@ -134,12 +134,12 @@ std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& te
     ref_call(wire::Prepare{work_.shared(), c}, options_.run_timeout, v_.phases.reference);
     for (int call = 0; call < calls; ++call) {
       CallObservation o;
-      o.case_id = t.id;
-      o.call = call;
-      o.label = t.label();
-      o.scaling = t.scaling;
-      o.variant = t.variant;
-      o.centered = t.centered;
+      o.test.case_id = t.id;
+      o.test.call = call;
+      o.test.label = t.label();
+      o.test.scaling = t.scaling;
+      o.test.variant = t.variant;
+      o.test.centered = t.centered;
       const bool first = ti == 0 && call == 0;
       // The fp64 twin: the first call (--fp64-reference, and strict's
       // precision check), and under strict every call of the centered

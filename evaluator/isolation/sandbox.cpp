@@ -39,11 +39,6 @@ namespace kloop {
 namespace {
 
 namespace fs = std::filesystem;
-using confine::build_filter;
-using confine::enter_landlock_domain;
-using confine::kMaxFilter;
-using confine::landlock_abi;
-using confine::set_limit;
 
 // Where the child reports a failed step: the step's name and errno.
 struct SetupFailure {
@@ -205,7 +200,7 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
   p.gid_map = std::to_string(getegid()) + " " + std::to_string(getegid()) + " 1\n";
   const std::string tmp_inside = p.strict ? "/tmp" : (cwd.empty() ? fs::temp_directory_path().string() : cwd);
   p.keep_environment = spec.level == Isolation::kNone;
-  static const int abi = landlock_abi();
+  static const int abi = confine::landlock_abi();
   if (spec.level != Isolation::kNone) p.landlock_abi = abi;
   if (abi == 0 && spec.level == Isolation::kWeak && !p.as_root) {
     static std::atomic<bool> warned{false};
@@ -445,18 +440,18 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
       if (syscall(SYS_capset, &header, data) != 0) fail(fd, "dropping capabilities");
     }
     if (spec_.level != Isolation::kNone) {
-      if (spec_.address_space_bytes) set_limit(RLIMIT_AS, *spec_.address_space_bytes);
-      if (spec_.cpu_seconds) set_limit(RLIMIT_CPU, *spec_.cpu_seconds);
-      if (spec_.file_size_bytes) set_limit(RLIMIT_FSIZE, spec_.file_size_bytes);
-      if (spec_.processes) set_limit(RLIMIT_NPROC, spec_.processes);
+      if (spec_.address_space_bytes) confine::set_limit(RLIMIT_AS, *spec_.address_space_bytes);
+      if (spec_.cpu_seconds) confine::set_limit(RLIMIT_CPU, *spec_.cpu_seconds);
+      if (spec_.file_size_bytes) confine::set_limit(RLIMIT_FSIZE, spec_.file_size_bytes);
+      if (spec_.processes) confine::set_limit(RLIMIT_NPROC, spec_.processes);
     }
-    set_limit(RLIMIT_CORE, 0);
+    confine::set_limit(RLIMIT_CORE, 0);
     if (!p.cwd.empty() && chdir(p.cwd.c_str()) != 0) fail(fd, "entering the working folder");
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(fd, "PR_SET_NO_NEW_PRIVS");
-    if (p.landlock_abi > 0 && !enter_landlock_domain(p.landlock_abi)) fail(fd, "entering a Landlock domain");
+    if (p.landlock_abi > 0 && !confine::enter_landlock_domain(p.landlock_abi)) fail(fd, "entering a Landlock domain");
     if (spec_.level != Isolation::kNone) {
-      struct sock_filter filter[kMaxFilter];
-      const int n = build_filter(filter, !p.strict, getpid());
+      struct sock_filter filter[confine::kMaxFilter];
+      const int n = confine::build_filter(filter, !p.strict, getpid());
       if (n < 0) {
         errno = E2BIG;
         fail(fd, "building the seccomp filter");

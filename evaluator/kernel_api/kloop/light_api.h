@@ -1,22 +1,19 @@
 // kloop light kernel API (version 2): a candidate without ATen.
 //
-// The same contract as <kloop/kernel_api.h> (a ModelNew class, its
-// constructor taking `const kloop::ModuleInit&`, a forward over tensors,
-// KLOOP_REGISTER_CANDIDATE(ModelNew)), with kloop's own tensor handle in
-// place of at::Tensor. This header includes nothing of LibTorch, so a
-// one-kernel CUDA candidate compiles in a few seconds instead of the tens of
-// seconds that parsing ATen's headers costs. Candidates that call ATen
-// operators include <kloop/kernel_api.h> instead (version 1) and pay for it;
-// a file includes one of the two.
+// The same contract as <kloop/kernel_api.h> (a ModelNew class, its constructor taking
+// `const kloop::ModuleInit&`, a forward over tensors, KLOOP_REGISTER_CANDIDATE(ModelNew)),
+// with kloop's own tensor handle in place of at::Tensor. This header includes nothing of
+// LibTorch, so a one-kernel CUDA candidate compiles in a few seconds instead of the tens of
+// seconds that parsing ATen's headers costs. Candidates that call ATen operators include
+// <kloop/kernel_api.h> instead (version 1) and pay for it; a file includes one of the two.
 //
-// A kloop::Tensor is a view (data pointer, dtype, sizes, strides in
-// elements, device) of memory kloop owns: the inputs, the weights, and what
-// kloop::empty / empty_like / zeros allocate. Copies share the memory; it
-// lives while a handle to it does. Outputs must be such tensors (or views of
-// them); memory the module allocates itself cannot be returned.
+// A kloop::Tensor is a view (data pointer, dtype, sizes, strides in elements, device) of
+// memory kloop owns: the inputs, the weights, and what kloop::empty / empty_like / zeros
+// allocate. Copies share the memory; it lives while a handle to it does. Outputs must be
+// such tensors (or views of them); memory the module allocates itself cannot be returned.
 //
-// Between kloop and the module there is only the C ABI below (plain structs
-// and function pointers), so the module's C++ types never cross it.
+// Between kloop and the module there is only the C ABI below (plain structs and function
+// pointers), so the module's C++ types never cross it.
 #pragma once
 
 #ifdef KLOOP_KERNEL_API_VERSION
@@ -331,8 +328,7 @@ inline Tensor zeros(const std::vector<int64_t>& sizes, DType dtype = DType::Floa
 inline Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype()); }
 inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype()); }
 
-// The stream kloop times the module on (the current stream): launch every
-// kernel there. Null on CPU.
+// The stream kloop times the module on (the current stream): launch every kernel there. Null on CPU.
 inline void* current_stream_handle() { return detail::host().stream(detail::host().ctx); }
 #if defined(__CUDACC__) || defined(CUDART_VERSION)
 inline cudaStream_t current_stream() { return static_cast<cudaStream_t>(current_stream_handle()); }
@@ -452,8 +448,8 @@ struct LightModule {
 }  // namespace detail
 }  // namespace kloop
 
-// Registers the candidate class (conventionally ModelNew). Use once per file.
-// The entry points catch every exception and hand its text to kloop.
+// Registers the candidate class (conventionally ModelNew), once per file. The entry points
+// catch every exception and hand its text to kloop.
 #define KLOOP_REGISTER_CANDIDATE(CLASS)                                                                          \
   extern "C" __attribute__((visibility("default"))) int kloop_candidate_api_version() {                          \
     return KLOOP_LIGHT_API_VERSION;                                                                              \
