@@ -218,12 +218,11 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   // 3. The two workers. The reference's failures are kloop's (an
   // EvaluationError); the candidate's end in a verdict.
   WorkerSession ref(options_.worker_path, "reference", work);
-  bool candidate_started = false;
+  // A reference call before the candidate exists (after, CandidateSteps makes them).
   auto ref_call = [&](const auto& cmd, std::chrono::milliseconds timeout, double& phase_seconds) {
     const auto t0 = Clock::now();
     auto reply = ref.call(cmd, timeout);
     phase_seconds += since(t0);
-    if (!reply && candidate_started) throw ReferenceDied(ref.failure());
     if (!reply || !reply->ok()) {
       throw EvaluationError("the reference of " + spec.name + " failed (" +
                             (reply ? reply->message() : ref.failure()) + ")\n" + ref.log_tail());
@@ -261,7 +260,6 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   }
   const std::string module = stage_module(work, cb.library_path);
   WorkerSession cand = candidate_session(options_, work, module, cpu);
-  candidate_started = true;
   CandidateSteps steps(spec, protocol, options_, rules, builder_.config().cache_dir, work, ref, cand, v, finish);
   // From here on the candidate's process exists: whatever it sends is
   // untrusted, and a reference that dies is a verdict on the candidate
@@ -345,13 +343,9 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
     CandidateTiming timed;
     try {
       // Each process its own nonce: no cache in a file carries over.
-      wire::TimeSetup setup;
-      setup.dir = work.shared();
-      setup.c = timing_case_of(c, protocol.calls_per_case, Unpredictable().nonce());
-      setup.post_case = c;
-      setup.rules = to_json(rules);
-      wire::TimePost post;
-      post.out_dir = work.sandbox();
+      const wire::TimeSetup setup{work.shared(), timing_case_of(c, protocol.calls_per_case, Unpredictable().nonce()),
+                                  c, to_json(rules), false, std::nullopt};
+      const wire::TimePost post{work.sandbox(), "file", std::nullopt, std::nullopt};
       timed = time_candidate(cand, setup, rules, cpu, granted_cpu_threads(options_), overhead, options_.run_timeout,
                              fail, seconds, post, nullptr, 0, fresh);
     } catch (const ProtocolViolation& e) {

@@ -13,15 +13,15 @@ std::string describe_failed_output(const TensorComparison& c, const Tolerance& t
   if (!c.problem.empty()) return c.name + ": " + c.problem;
   char buf[320];
   const bool scaled = c.atol_used > 0 && c.atol_used < tol.atol;
-  std::snprintf(buf, sizeof(buf), "%s differs in %lld of %lld elements (max abs error %.3g; allowed %.3g + %.3g * |expected|%s)",
-                c.name.c_str(), static_cast<long long>(c.mismatches), static_cast<long long>(c.numel), c.max_abs_error,
-                scaled ? c.atol_used : tol.atol, tol.rtol,
-                scaled ? ", atol capped at 1% of the expected output's RMS" : "");
+  std::snprintf(
+      buf, sizeof(buf), "%s differs in %lld of %lld elements (max abs error %.3g; allowed %.3g + %.3g * |expected|%s)",
+      c.name.c_str(), static_cast<long long>(c.mismatches), static_cast<long long>(c.numel), c.max_abs_error,
+      scaled ? c.atol_used : tol.atol, tol.rtol, scaled ? ", atol capped at 1% of the expected output's RMS" : "");
   return buf;
 }
 
-CallJudgement judge_call(const CallObservation& o, const Protocol& protocol, const std::vector<std::string>& input_names,
-                         const std::string& device) {
+CallJudgement judge_call(const CallObservation& o, const Protocol& protocol,
+                         const std::vector<std::string>& input_names, const std::string& device) {
   CallJudgement j;
   j.outcome = o.test;
   TestOutcome& out = j.outcome;
@@ -44,7 +44,8 @@ CallJudgement judge_call(const CallObservation& o, const Protocol& protocol, con
     const wire::JudgeReply& r = *o.judged;
     const int got = static_cast<int>(r.output_count);
     if (got != o.expected_count) {
-      out.problem = "forward returned " + std::to_string(got) + " output(s), expected " + std::to_string(o.expected_count);
+      out.problem =
+          "forward returned " + std::to_string(got) + " output(s), expected " + std::to_string(o.expected_count);
       out.problem_kind = "output_count";
     } else {
       for (const auto& cmp : r.outputs) out.outputs.push_back(comparison_from_json(cmp));
@@ -80,8 +81,8 @@ CallJudgement judge_call(const CallObservation& o, const Protocol& protocol, con
   return j;
 }
 
-std::optional<Decision> judge_tests(const std::vector<TestOutcome>& tests, const std::vector<IntegrityFinding>& integrity,
-                                    const Protocol& protocol) {
+std::optional<Decision> judge_tests(const std::vector<TestOutcome>& tests,
+                                    const std::vector<IntegrityFinding>& integrity, const Protocol& protocol) {
   if (!integrity.empty() && protocol.integrity_checks) {
     return Decision{VerdictClass::kIntegrityViolation, integrity.front().check + ": " + integrity.front().message};
   }
@@ -115,7 +116,8 @@ std::optional<Decision> judge_timing(const TimingObservation& t, const Protocol&
   }
   if (!t.implausible.empty()) integrity.push_back({"implausible_timing", t.implausible});
   if (!t.cpu) {
-    if (t.floor_seconds && protocol.speed_of_light_floor && t.headline_seconds < kBelowFloorFraction * *t.floor_seconds) {
+    if (t.floor_seconds && protocol.speed_of_light_floor &&
+        t.headline_seconds < kBelowFloorFraction * *t.floor_seconds) {
       integrity.push_back({"below_speed_of_light",
                            "the candidate took " + std::to_string(t.headline_seconds * 1e6) + " us, below the " +
                                t.floor_bound + "-bound floor of " + std::to_string(*t.floor_seconds * 1e6) +
@@ -131,11 +133,11 @@ std::optional<Decision> judge_timing(const TimingObservation& t, const Protocol&
     }
     integrity.insert(integrity.end(), t.activity.begin(), t.activity.end());
     if (t.persisting_l2_limit != 0 || t.persisting_l2_window_bytes != 0) {
-      integrity.push_back({"persisting_l2", "the module set a persisting-L2 carve-out (limit " +
-                                                std::to_string(t.persisting_l2_limit) + " bytes, access-policy window " +
-                                                std::to_string(t.persisting_l2_window_bytes) +
-                                                " bytes on the current stream), which would let its data survive the "
-                                                "flush"});
+      integrity.push_back(
+          {"persisting_l2", "the module set a persisting-L2 carve-out (limit " + std::to_string(t.persisting_l2_limit) +
+                                " bytes, access-policy window " + std::to_string(t.persisting_l2_window_bytes) +
+                                " bytes on the current stream), which would let its data survive the "
+                                "flush"});
     }
     if (protocol.integrity_checks && !integrity.empty()) {
       return Decision{VerdictClass::kIntegrityViolation, integrity.front().check + ": " + integrity.front().message};
@@ -146,7 +148,8 @@ std::optional<Decision> judge_timing(const TimingObservation& t, const Protocol&
     return Decision{VerdictClass::kIntegrityViolation, "implausible_timing: " + t.implausible};
   }
   if (!t.still_correct) {
-    integrity.push_back({"corrupt_after_repeat", "the output was correct at first but wrong after the timed repetitions"});
+    integrity.push_back(
+        {"corrupt_after_repeat", "the output was correct at first but wrong after the timed repetitions"});
     if (protocol.integrity_checks) {
       return Decision{VerdictClass::kIntegrityViolation, "corrupt_after_repeat: " + integrity.back().message};
     }

@@ -26,11 +26,11 @@ std::string describe_failed_output(const TensorComparison& c, const Tolerance& t
 
 // One test call as the two workers saw it.
 struct CallObservation {
-  TestOutcome test;  // which call: case_id, call, label, scaling, variant, centered (the rest is the judge's)
-  int expected_count = 0;                   // the reference's outputs
-  std::vector<wire::Alias> aliases;         // in range (the driver checked)
+  TestOutcome test;        // which call: case_id, call, label, scaling, variant, centered (the rest is the judge's)
+  int expected_count = 0;  // the reference's outputs
+  std::vector<wire::Alias> aliases;  // in range (the driver checked)
   std::vector<wire::WrongDevice> wrong_device;
-  std::optional<wire::JudgeReply> judged;   // absent when an output was on the wrong device
+  std::optional<wire::JudgeReply> judged;  // absent when an output was on the wrong device
 };
 
 // What one call means: its outcome and the integrity findings it raised.
@@ -41,28 +41,28 @@ struct CallJudgement {
 
 // `input_names`: the problem's inputs, by index; `device`: where outputs
 // must be.
-CallJudgement judge_call(const CallObservation& o, const Protocol& protocol, const std::vector<std::string>& input_names,
-                         const std::string& device);
+CallJudgement judge_call(const CallObservation& o, const Protocol& protocol,
+                         const std::vector<std::string>& input_names, const std::string& device);
 
 // After the test calls: the first integrity finding where the protocol
 // checks integrity, else the failed calls (incorrect), else nothing (go on
 // to timing).
-std::optional<Decision> judge_tests(const std::vector<TestOutcome>& tests, const std::vector<IntegrityFinding>& integrity,
-                                    const Protocol& protocol);
+std::optional<Decision> judge_tests(const std::vector<TestOutcome>& tests,
+                                    const std::vector<IntegrityFinding>& integrity, const Protocol& protocol);
 
 // What the timing phase saw: the checked timed calls, the claims check, the
 // call after timing and, on a GPU, the device's own evidence.
 struct TimingObservation {
   bool cpu = true;
-  std::string timed_wrong;   // why a checked timed call was wrong; "" when none was
-  std::string implausible;   // why the claimed times cannot be true; "" when they can
-  bool still_correct = true; // the call after the timed repetitions
+  std::string timed_wrong;    // why a checked timed call was wrong; "" when none was
+  std::string implausible;    // why the claimed times cannot be true; "" when they can
+  bool still_correct = true;  // the call after the timed repetitions
   // GPU only.
-  double headline_seconds = 0;  // the candidate's time by the protocol's statistic
-  double event_median = 0;      // the events on kloop's stream
-  double wall_median = 0;       // the device busy, by the wall clock
-  std::optional<double> floor_seconds;  // the speed-of-light floor, where the device is calibrated
-  std::string floor_bound;              // "memory", "compute"
+  double headline_seconds = 0;             // the candidate's time by the protocol's statistic
+  double event_median = 0;                 // the events on kloop's stream
+  double wall_median = 0;                  // the device busy, by the wall clock
+  std::optional<double> floor_seconds;     // the speed-of-light floor, where the device is calibrated
+  std::string floor_bound;                 // "memory", "compute"
   std::vector<IntegrityFinding> activity;  // the activity audit's findings, in its order
   long long persisting_l2_limit = 0;
   long long persisting_l2_window_bytes = 0;

@@ -24,9 +24,10 @@ std::optional<std::string> reference_bundle_source(const std::vector<std::string
   for (std::size_t i = 0; i < paths.size(); ++i) {
     if (paths[i].find_first_of("\"\\\n") != std::string::npos) return std::nullopt;  // not for #line
     const std::string tag = "e" + std::to_string(i);
-    body += "\nnamespace kloop_bundle_" + tag + " {\n#undef KLOOP_REGISTER_REFERENCE\n"
-            "#define KLOOP_REGISTER_REFERENCE(CLASS) KLOOP_DETAIL_EXPORT(reference_" + tag +
-            ", kloop::detail::ReferenceAdapter, CLASS)\n#line 1 \"" + paths[i] + "\"\n";
+    body += "\nnamespace kloop_bundle_" + tag +
+            " {\n#undef KLOOP_REGISTER_REFERENCE\n"
+            "#define KLOOP_REGISTER_REFERENCE(CLASS) KLOOP_DETAIL_EXPORT(reference_" +
+            tag + ", kloop::detail::ReferenceAdapter, CLASS)\n#line 1 \"" + paths[i] + "\"\n";
     std::istringstream in(read_file(paths[i]));
     for (std::string line; std::getline(in, line);) {
       const auto first = line.find_first_not_of(" \t");
@@ -54,8 +55,9 @@ BuildResult Builder::build_reference_bundle(const std::vector<std::string>& path
   const auto start = Clock::now();
   if (paths.size() > 1) {
     if (const auto text = reference_bundle_source(paths)) {
-      BuildResult r = build_text(*text, "bundle of " + std::to_string(paths.size()) + " references from " +
-                                            fs::path(paths.front()).parent_path().string(),
+      BuildResult r = build_text(*text,
+                                 "bundle of " + std::to_string(paths.size()) + " references from " +
+                                     fs::path(paths.front()).parent_path().string(),
                                  ModuleRole::kReference, target);
       if (r.ok) {
         r.entry = "e" + std::to_string(member);

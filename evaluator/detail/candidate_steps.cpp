@@ -18,8 +18,8 @@ constexpr int kReferenceMetricsFormat = 1;
 }  // namespace
 
 CandidateSteps::CandidateSteps(const ProblemSpec& spec, const Protocol& protocol, const EvalOptions& options,
-                               const TimingRules& rules, std::string cache_dir, const WorkDir& work,
-                               WorkerSession& ref, WorkerSession& cand, Verdict& v, Finish finish)
+                               const TimingRules& rules, std::string cache_dir, const WorkDir& work, WorkerSession& ref,
+                               WorkerSession& cand, Verdict& v, Finish finish)
     : spec_(spec),
       protocol_(protocol),
       options_(options),
@@ -36,7 +36,8 @@ std::optional<Verdict> CandidateSteps::worker_failed(const CallStatus& r) {
   if (!r.replied) {
     v_.log_tail = cand_.log_tail();
     if (cand_.protocol_violation()) {
-      v_.integrity.push_back({"protocol_violation", cand_.failure().substr(std::string("protocol_violation: ").size())});
+      v_.integrity.push_back(
+          {"protocol_violation", cand_.failure().substr(std::string("protocol_violation: ").size())});
     }
     return finish_(cand_.failure_class(), cand_.failure());
   }
@@ -63,7 +64,8 @@ json CandidateSteps::trusted_exchange(const json& claimed, const std::string& st
   }
   const std::string via = claimed["transport"];
   if (via == "file") {
-    return {{"transport", "file"}, {"outputs", {{"path", stem + ".outputs.safetensors"}}},
+    return {{"transport", "file"},
+            {"outputs", {{"path", stem + ".outputs.safetensors"}}},
             {"inputs", {{"path", stem + ".inputs.safetensors"}}}};
   }
   if (via != "cuda_ipc") throw ProtocolViolation("unknown transport '" + via.substr(0, 40) + "'");
@@ -74,12 +76,13 @@ json CandidateSteps::trusted_exchange(const json& claimed, const std::string& st
   return {{"transport", "cuda_ipc"}, {"bytes", claimed["bytes"]}, {"tensors", claimed["tensors"]}};
 }
 
-wire::JudgeReply CandidateSteps::judge(const json& claimed, const std::string& stem, bool post, bool keep, bool analyze) {
+wire::JudgeReply CandidateSteps::judge(const json& claimed, const std::string& stem, bool post, bool keep,
+                                       bool analyze) {
   if (claimed.is_object() && claimed.contains("fallback_reason") && v_.exchange == "cuda_ipc") {
     // The candidate could not export CUDA IPC memory and published files.
     v_.exchange = "file (cuda_ipc failed: " + claimed["fallback_reason"].dump().substr(0, 300) + ")";
   }
-  wire::Judge cmd{trusted_exchange(claimed, stem), tolerance_, post, keep, analyze,
+  wire::Judge cmd{trusted_exchange(claimed, stem),     tolerance_, post, keep, analyze,
                   analyze && protocol_.precision_check};
   auto send_fds = [&] {
     std::vector<int> fds;
@@ -113,8 +116,8 @@ wire::JudgeReply CandidateSteps::judge(const json& claimed, const std::string& s
   return answer->reply;
 }
 
-std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& tests, const std::vector<wire::Case>& cases,
-                                                 int calls) {
+std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& tests,
+                                                 const std::vector<wire::Case>& cases, int calls) {
   // Outputs travel by CUDA IPC on a GPU, by files on the CPU.
   v_.exchange = !options_.output_transport.empty() ? options_.output_transport : cpu_ ? "file" : "cuda_ipc";
   if (v_.exchange != "file" && v_.exchange != "cuda_ipc") {
@@ -145,8 +148,8 @@ std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& te
       // precision check), and under strict every call of the centered
       // case, whose outputs strict judges against it where fp32 itself
       // strays (compare_with_exact_allowance).
-      const bool analyzed = (first && options_.fp64_reference) ||
-                            (protocol_.precision_check && ((ti == 0 && call == 0) || t.centered));
+      const bool analyzed =
+          (first && options_.fp64_reference) || (protocol_.precision_check && ((ti == 0 && call == 0) || t.centered));
       const wire::Expect expect_cmd{work_.shared(), c, call, first, analyzed, inputs_via_ != "draw" ? inputs_via_ : ""};
       const wire::ExpectReply expected = ref_call(expect_cmd, options_.run_timeout, v_.phases.reference);
       if (expected.inputs_exchange_error) {
@@ -171,7 +174,8 @@ std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& te
       if (ran && ran->error_class() == "exchange_error") {
         // The candidate could not map the reference's inputs: it draws them
         // itself (same generator, same seed) from here on.
-        if (inputs_via_ != "cuda_ipc") throw ProtocolViolation("it reported an input exchange error for inputs it was not sent");
+        if (inputs_via_ != "cuda_ipc")
+          throw ProtocolViolation("it reported an input exchange error for inputs it was not sent");
         v_.input_exchange = "drawn (cuda_ipc failed: " + ran->message() + ")";
         inputs_via_ = "draw";
         run_cmd.inputs_exchange.reset();
@@ -180,7 +184,8 @@ std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& te
       if (auto bad = worker_failed(CallStatus::of(ran))) return *bad;
       const wire::RunReply& info = ran->reply;
       for (const auto& a : info.aliases) {
-        if (a.output < 0 || a.output >= expected_count || a.input < 0 || a.input >= static_cast<int>(spec_.inputs.size())) {
+        if (a.output < 0 || a.output >= expected_count || a.input < 0 ||
+            a.input >= static_cast<int>(spec_.inputs.size())) {
           throw ProtocolViolation("an aliasing report names output " + std::to_string(a.output) + " and input " +
                                   std::to_string(a.input) + ", which do not exist");
         }
@@ -188,7 +193,8 @@ std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& te
       o.aliases = info.aliases;
       o.wrong_device = info.wrong_device;
       if (o.wrong_device.empty()) {
-        const std::string stem = work_.sandbox() + "/case" + std::to_string(t.id) + ".call" + std::to_string(call) + ".candidate";
+        const std::string stem =
+            work_.sandbox() + "/case" + std::to_string(t.id) + ".call" + std::to_string(call) + ".candidate";
         o.judged = judge(info.exchange.value_or(json()), stem, false, call + 1 < calls, analyzed);
         if (o.judged->error_analysis) {
           if (!v_.error_analysis.is_array()) v_.error_analysis = json::array();
@@ -222,135 +228,127 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
   // baseline was taken before the candidate started). Only a correct
   // candidate needs it.
   std::optional<wire::ProfileReply> reference_profile;
-  if (options_.measure_time) {
-    if (!cpu_ && options_.activity_audit) {
-      // The trace is taken every time (the audit compares this run's
-      // launches); the counters come from the cache when this reference
-      // was profiled before on this device, since their replay passes
-      // cost tens of seconds at upstream sizes.
-      const BaselineKey counters_key{spec_.name, reference_key, json(tests[0].dims), device_info, KLOOP_TORCH_VERSION,
-                                     {{"counters", kReferenceMetricsFormat}}};
-      std::optional<json> cached_metrics;
-      if (options_.profile) cached_metrics = load_reference_metrics(cache_dir_, counters_key);
-      const auto t0 = Clock::now();
-      wire::Profile profile_cmd;
-      profile_cmd.dir = work_.shared();
-      profile_cmd.c = cases[0];
-      profile_cmd.counters = options_.profile && !cached_metrics;
-      auto r = ref_.call(profile_cmd, options_.run_timeout);
-      v_.phases.reference += since(t0);
-      if (!r) throw EvaluationError("the reference of " + spec_.name + " failed (" + ref_.failure() + ")\n" + ref_.log_tail());
-      if (r->ok()) {
-        reference_profile = r->reply;
-        if (cached_metrics) {
-          reference_profile->metrics = *cached_metrics;
-        } else if (options_.profile && reference_profile->metrics &&
-                   reference_profile->metrics->value("unavailable", "").empty() &&
-                   !reference_profile->metrics->value("kernels", json::array()).empty()) {
-          store_reference_metrics(cache_dir_, counters_key, *reference_profile->metrics);
-        }
+  if (!cpu_ && options_.activity_audit) {
+    // The trace is taken every time (the audit compares this run's
+    // launches); the counters come from the cache when this reference
+    // was profiled before on this device, since their replay passes
+    // cost tens of seconds at upstream sizes.
+    const BaselineKey counters_key{spec_.name,  reference_key,       json(tests[0].dims),
+                                   device_info, KLOOP_TORCH_VERSION, {{"counters", kReferenceMetricsFormat}}};
+    std::optional<json> cached_metrics;
+    if (options_.profile) cached_metrics = load_reference_metrics(cache_dir_, counters_key);
+    const auto t0 = Clock::now();
+    wire::Profile profile_cmd;
+    profile_cmd.dir = work_.shared();
+    profile_cmd.c = cases[0];
+    profile_cmd.counters = options_.profile && !cached_metrics;
+    auto r = ref_.call(profile_cmd, options_.run_timeout);
+    v_.phases.reference += since(t0);
+    if (!r)
+      throw EvaluationError("the reference of " + spec_.name + " failed (" + ref_.failure() + ")\n" + ref_.log_tail());
+    if (r->ok()) {
+      reference_profile = r->reply;
+      if (cached_metrics) {
+        reference_profile->metrics = *cached_metrics;
+      } else if (options_.profile && reference_profile->metrics &&
+                 reference_profile->metrics->value("unavailable", "").empty() &&
+                 !reference_profile->metrics->value("kernels", json::array()).empty()) {
+        store_reference_metrics(cache_dir_, counters_key, *reference_profile->metrics);
       }
     }
   }
 
   // Timing, then one more call that must still be correct.
-  if (options_.measure_time) {
-    // The timed calls get inputs of their own, from a nonce: the model of
-    // case 0 (same weights), never a test input, never an earlier run's.
-    const wire::Case timing_case = timing_case_of(cases[0], calls, Unpredictable().nonce());
-    ref_call(wire::Prepare{work_.shared(), timing_case}, options_.run_timeout, v_.phases.reference);
-    std::string timed_wrong;
-    int check_number = 0;
-    auto check_timed_call = [&](int64_t call) {
-      ref_call(wire::Expect{work_.shared(), timing_case, call, false, false, ""}, options_.run_timeout, v_.phases.reference);
-      const std::string name = "timing.check" + std::to_string(check_number++);
-      auto checked = cand_call(wire::TimeCheck{0, work_.sandbox(), name, transport()}, options_.run_timeout);
-      if (auto bad = worker_failed(CallStatus::of(checked))) throw CandidateFailed{*bad};
-      const wire::JudgeReply j =
-          judge(checked->reply.exchange.value_or(json()), work_.sandbox() + "/" + name, false, false);
-      if (!timed_wrong.empty()) return;
-      if (j.output_count != j.expected_count) {
-        timed_wrong = "returned " + std::to_string(j.output_count) + " output(s), expected " +
-                      std::to_string(j.expected_count);
-      }
-      for (const auto& cmp : j.outputs) {
-        if (!timed_wrong.empty() || cmp.value("passed", false)) continue;
-        const TensorComparison c = comparison_from_json(cmp);
-        timed_wrong = describe_failed_output(c, protocol_.tolerance);
-      }
-    };
-    wire::TimeSetup setup;
-    setup.dir = work_.shared();
-    setup.c = timing_case;
-    setup.post_case = cases[0];
-    setup.rules = to_json(rules_);
-    wire::TimePost post;
-    post.out_dir = work_.sandbox();
-    post.transport = transport();
-    const CandidateTiming timed = time_candidate(
-        cand_, setup, rules_, cpu_, granted_cpu_threads(options_), overhead, options_.run_timeout,
-        [&](const CallStatus& r) {
-          if (auto bad = worker_failed(r)) throw CandidateFailed{*bad};
-        },
-        v_.phases.candidate, post, check_timed_call, options_.timed_check_chance, fresh);
-    v_.candidate_time = timed.summary;
-    v_.phases.timed_checks = timed.checking_seconds;
-    v_.throttled_samples_discarded = timed.throttled_discarded;
-    v_.timing_check = timed.check;
-    TimingObservation seen;
-    seen.cpu = cpu_;
-    seen.timed_wrong = timed_wrong;
-    seen.implausible = timed.implausible;
-    // Judged now: the activity audit below replaces what the candidate holds.
-    {
-      // Fresh inputs: the reference computes that call's outputs now.
-      if (timed.post_call) {
-        ref_call(wire::Expect{work_.shared(), timing_case, *timed.post_call, false, false, ""}, options_.run_timeout,
-                 v_.phases.reference);
-      }
-      const wire::JudgeReply j = timed.post_call
-                                     ? judge(timed.post_exchange, work_.sandbox() + "/timing.post", false, false)
-                                     : judge(timed.post_exchange,
-                                             work_.sandbox() + "/case" + std::to_string(tests[0].id) + ".post", true,
-                                             false);
-      seen.still_correct = j.output_count == j.expected_count;
-      for (const auto& cmp : j.outputs) seen.still_correct = seen.still_correct && cmp.value("passed", false);
+  // The timed calls get inputs of their own, from a nonce: the model of
+  // case 0 (same weights), never a test input, never an earlier run's.
+  const wire::Case timing_case = timing_case_of(cases[0], calls, Unpredictable().nonce());
+  ref_call(wire::Prepare{work_.shared(), timing_case}, options_.run_timeout, v_.phases.reference);
+  std::string timed_wrong;
+  int check_number = 0;
+  auto check_timed_call = [&](int64_t call) {
+    ref_call(wire::Expect{work_.shared(), timing_case, call, false, false, ""}, options_.run_timeout,
+             v_.phases.reference);
+    const std::string name = "timing.check" + std::to_string(check_number++);
+    auto checked = cand_call(wire::TimeCheck{0, work_.sandbox(), name, transport()}, options_.run_timeout);
+    if (auto bad = worker_failed(CallStatus::of(checked))) throw CandidateFailed{*bad};
+    const wire::JudgeReply j =
+        judge(checked->reply.exchange.value_or(json()), work_.sandbox() + "/" + name, false, false);
+    if (!timed_wrong.empty()) return;
+    if (j.output_count != j.expected_count) {
+      timed_wrong =
+          "returned " + std::to_string(j.output_count) + " output(s), expected " + std::to_string(j.expected_count);
     }
-    if (!cpu_) {
-      seen.headline_seconds = v_.candidate_time->headline(rules_.statistic);
-      if (auto cal = load_calibration(cache_dir_, device_info)) {
-        const DimValues& d = tests[0].dims;
-        const SpeedOfLight sol = speed_of_light(spec_.flop_count(d), spec_.byte_count(d), *cal);
-        v_.sol_floor_seconds = sol.floor_seconds;
-        v_.sol_bound = sol.bound;
-        if (seen.headline_seconds > 0) v_.sol_percent = 100.0 * sol.floor_seconds / seen.headline_seconds;
-        seen.floor_seconds = sol.floor_seconds;
-        seen.floor_bound = sol.bound;
-      }
-      v_.candidate_wall = timed.wall;
-      seen.event_median = v_.candidate_time->median;
-      seen.wall_median = v_.candidate_wall->median;
-      if (options_.activity_audit) {
-        // The audit's findings go to the judge, which places them among the others.
-        const std::size_t before = v_.integrity.size();
-        const auto audit_start = Clock::now();
-        audit_candidate_activity(spec_, tests[0].dims, cand_, work_, cases[0], reference_profile, device_info,
-                                 rules_, protocol_, options_, cache_dir_, v_);
-        if (v_.activity.contains("kernels_per_call")) audit_shape_variants(tests, cases, cand_, work_, protocol_, options_, v_);
-        v_.phases.activity_audit = since(audit_start);
-        seen.activity.assign(v_.integrity.begin() + static_cast<std::ptrdiff_t>(before), v_.integrity.end());
-        v_.integrity.resize(before);
-      }
-      seen.persisting_l2_limit = timed.persisting_l2_limit;
-      seen.persisting_l2_window_bytes = timed.persisting_l2_window_bytes;
+    for (const auto& cmp : j.outputs) {
+      if (!timed_wrong.empty() || cmp.value("passed", false)) continue;
+      const TensorComparison c = comparison_from_json(cmp);
+      timed_wrong = describe_failed_output(c, protocol_.tolerance);
     }
-    if (const auto decided = judge_timing(seen, protocol_, v_.integrity)) {
-      cand_.finish();
-      return finish_(decided->verdict, decided->message);
+  };
+  const wire::TimeSetup setup{work_.shared(), timing_case, cases[0], to_json(rules_), false, std::nullopt};
+  const wire::TimePost post{work_.sandbox(), transport(), std::nullopt, std::nullopt};
+  const CandidateTiming timed = time_candidate(
+      cand_, setup, rules_, cpu_, granted_cpu_threads(options_), overhead, options_.run_timeout,
+      [&](const CallStatus& r) {
+        if (auto bad = worker_failed(r)) throw CandidateFailed{*bad};
+      },
+      v_.phases.candidate, post, check_timed_call, options_.timed_check_chance, fresh);
+  v_.candidate_time = timed.summary;
+  v_.phases.timed_checks = timed.checking_seconds;
+  v_.throttled_samples_discarded = timed.throttled_discarded;
+  v_.timing_check = timed.check;
+  TimingObservation seen;
+  seen.cpu = cpu_;
+  seen.timed_wrong = timed_wrong;
+  seen.implausible = timed.implausible;
+  // Judged now: the activity audit below replaces what the candidate holds.
+  {
+    // Fresh inputs: the reference computes that call's outputs now.
+    if (timed.post_call) {
+      ref_call(wire::Expect{work_.shared(), timing_case, *timed.post_call, false, false, ""}, options_.run_timeout,
+               v_.phases.reference);
     }
-    if (v_.reference_time && v_.candidate_time->headline(rules_.statistic) > 0) {
-      v_.speedup = v_.reference_time->headline(rules_.statistic) / v_.candidate_time->headline(rules_.statistic);
+    const wire::JudgeReply j =
+        timed.post_call ? judge(timed.post_exchange, work_.sandbox() + "/timing.post", false, false)
+                        : judge(timed.post_exchange, work_.sandbox() + "/case" + std::to_string(tests[0].id) + ".post",
+                                true, false);
+    seen.still_correct = j.output_count == j.expected_count;
+    for (const auto& cmp : j.outputs) seen.still_correct = seen.still_correct && cmp.value("passed", false);
+  }
+  if (!cpu_) {
+    seen.headline_seconds = v_.candidate_time->headline(rules_.statistic);
+    if (auto cal = load_calibration(cache_dir_, device_info)) {
+      const DimValues& d = tests[0].dims;
+      const SpeedOfLight sol = speed_of_light(spec_.flop_count(d), spec_.byte_count(d), *cal);
+      v_.sol_floor_seconds = sol.floor_seconds;
+      v_.sol_bound = sol.bound;
+      if (seen.headline_seconds > 0) v_.sol_percent = 100.0 * sol.floor_seconds / seen.headline_seconds;
+      seen.floor_seconds = sol.floor_seconds;
+      seen.floor_bound = sol.bound;
     }
+    v_.candidate_wall = timed.wall;
+    seen.event_median = v_.candidate_time->median;
+    seen.wall_median = v_.candidate_wall->median;
+    if (options_.activity_audit) {
+      // The audit's findings go to the judge, which places them among the others.
+      const std::size_t before = v_.integrity.size();
+      const auto audit_start = Clock::now();
+      audit_candidate_activity(spec_, tests[0].dims, cand_, work_, cases[0], reference_profile, device_info, rules_,
+                               protocol_, options_, cache_dir_, v_);
+      if (v_.activity.contains("kernels_per_call"))
+        audit_shape_variants(tests, cases, cand_, work_, protocol_, options_, v_);
+      v_.phases.activity_audit = since(audit_start);
+      seen.activity.assign(v_.integrity.begin() + static_cast<std::ptrdiff_t>(before), v_.integrity.end());
+      v_.integrity.resize(before);
+    }
+    seen.persisting_l2_limit = timed.persisting_l2_limit;
+    seen.persisting_l2_window_bytes = timed.persisting_l2_window_bytes;
+  }
+  if (const auto decided = judge_timing(seen, protocol_, v_.integrity)) {
+    cand_.finish();
+    return finish_(decided->verdict, decided->message);
+  }
+  if (v_.reference_time && v_.candidate_time->headline(rules_.statistic) > 0) {
+    v_.speedup = v_.reference_time->headline(rules_.statistic) / v_.candidate_time->headline(rules_.statistic);
   }
   return std::nullopt;
 }

@@ -24,9 +24,9 @@ VerdictClass class_from_name(const std::string& name);
 class CandidateSteps {
  public:
   using Finish = std::function<Verdict(VerdictClass, std::string)>;
-  CandidateSteps(const ProblemSpec& spec, const Protocol& protocol, const EvalOptions& options, const TimingRules& rules,
-                 std::string cache_dir, const WorkDir& work, WorkerSession& ref, WorkerSession& cand, Verdict& v,
-                 Finish finish);
+  CandidateSteps(const ProblemSpec& spec, const Protocol& protocol, const EvalOptions& options,
+                 const TimingRules& rules, std::string cache_dir, const WorkDir& work, WorkerSession& ref,
+                 WorkerSession& cand, Verdict& v, Finish finish);
 
   // The verdict of a candidate call that did not succeed, if it did not.
   std::optional<Verdict> worker_failed(const CallStatus& r);
@@ -51,7 +51,8 @@ class CandidateSteps {
   // The reference's trace (for the activity audit), the timing on inputs of
   // the candidate's own, the call after it, and on a GPU the device's
   // evidence; `reference_key` names the reference's build (its cached
-  // counters), `overhead` is the trusted per-sample cost of the loop.
+  // counters), `overhead` is the trusted per-sample cost of the loop. Only
+  // for evaluations that measure time.
   std::optional<Verdict> time_and_audit(const std::vector<TestCase>& tests, const std::vector<wire::Case>& cases,
                                         int calls, const json& device_info, const std::string& reference_key,
                                         double overhead, bool fresh);
@@ -66,7 +67,8 @@ class CandidateSteps {
     phase_seconds += since(t0);
     if (!reply) throw ReferenceDied(ref_.failure());
     if (!reply->ok()) {
-      throw EvaluationError("the reference of " + spec_.name + " failed (" + reply->message() + ")\n" + ref_.log_tail());
+      throw EvaluationError("the reference of " + spec_.name + " failed (" + reply->message() + ")\n" +
+                            ref_.log_tail());
     }
     return reply->reply;
   }

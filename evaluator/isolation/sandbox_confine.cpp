@@ -39,27 +39,50 @@ constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
 // Calls that reach other processes' memory or leave the sandbox's
 // namespaces and mounts; none is needed to run a kernel.
 const long kDenied[] = {
-    SYS_ptrace,         SYS_process_vm_readv, SYS_process_vm_writev, SYS_kcmp,
+    SYS_ptrace,
+    SYS_process_vm_readv,
+    SYS_process_vm_writev,
+    SYS_kcmp,
 #ifdef SYS_pidfd_getfd
     SYS_pidfd_getfd,
 #endif
-    SYS_mount,          SYS_umount2,          SYS_pivot_root,        SYS_unshare,
-    SYS_setns,          SYS_chroot,           SYS_bpf,               SYS_keyctl,
-    SYS_add_key,        SYS_request_key,      SYS_kexec_load,        SYS_init_module,
-    SYS_finit_module,   SYS_delete_module,    SYS_reboot,            SYS_swapon,
-    SYS_swapoff,        SYS_open_by_handle_at, SYS_name_to_handle_at, SYS_userfaultfd,
+    SYS_mount,
+    SYS_umount2,
+    SYS_pivot_root,
+    SYS_unshare,
+    SYS_setns,
+    SYS_chroot,
+    SYS_bpf,
+    SYS_keyctl,
+    SYS_add_key,
+    SYS_request_key,
+    SYS_kexec_load,
+    SYS_init_module,
+    SYS_finit_module,
+    SYS_delete_module,
+    SYS_reboot,
+    SYS_swapon,
+    SYS_swapoff,
+    SYS_open_by_handle_at,
+    SYS_name_to_handle_at,
+    SYS_userfaultfd,
 #ifdef SYS_io_uring_setup
     SYS_io_uring_setup,
 #endif
 #ifdef SYS_fsopen
-    SYS_fsopen,         SYS_fsmount,          SYS_move_mount,        SYS_open_tree,
+    SYS_fsopen,
+    SYS_fsmount,
+    SYS_move_mount,
+    SYS_open_tree,
 #endif
 };
 
 // Without a PID namespace (weak), signals may only go to the process
 // itself or its own group, and the group cannot be left.
 const long kDeniedWithoutPidNamespace[] = {
-    SYS_tkill, SYS_setsid, SYS_setpgid,
+    SYS_tkill,
+    SYS_setsid,
+    SYS_setpgid,
 #ifdef SYS_pidfd_open
     SYS_pidfd_open,
 #endif
@@ -116,8 +139,8 @@ int build_filter(struct sock_filter* out, bool confine_signals, pid_t self) {
     // Anything that reached here is a signal call aimed elsewhere, or
     // another call: decide by number once more.
     b.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-    for (long nr : {static_cast<long>(SYS_kill), static_cast<long>(SYS_tgkill),
-                    static_cast<long>(SYS_rt_sigqueueinfo), static_cast<long>(SYS_rt_tgsigqueueinfo)}) {
+    for (long nr : {static_cast<long>(SYS_kill), static_cast<long>(SYS_tgkill), static_cast<long>(SYS_rt_sigqueueinfo),
+                    static_cast<long>(SYS_rt_tgsigqueueinfo)}) {
       b.jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1);
       b.stmt(BPF_RET | BPF_K, deny);
     }

@@ -77,7 +77,9 @@ SandboxGroup SandboxGroup::create(uint64_t memory_bytes, uint64_t processes) {
   if (memory_bytes && access((v2 + "/memory/cgroup.procs").c_str(), W_OK) == 0) {
     const std::string dir = make(v2 + "/memory");
     ok = !dir.empty() && write_text_file(dir + "/memory.limit_in_bytes", std::to_string(memory_bytes));
-    if (ok) write_text_file(dir + "/memory.memsw.limit_in_bytes", std::to_string(memory_bytes));  // absent without swap accounting
+    if (ok)
+      write_text_file(dir + "/memory.memsw.limit_in_bytes",
+                      std::to_string(memory_bytes));  // absent without swap accounting
   }
   if (ok && processes && access((v2 + "/pids/cgroup.procs").c_str(), W_OK) == 0) {
     const std::string dir = make(v2 + "/pids");

@@ -306,8 +306,8 @@ void from_json(const json& j, Audit& v) {
   get_opt(j, "conditioning", v.conditioning);
 }
 void to_json(json& j, const AuditReply& v) {
-  j = {{"parameters", v.parameters}, {"zeros_pass", v.zeros_pass}, {"constant", v.constant},
-       {"max_abs_output", v.max_abs_output}, {"elements", v.elements}, {"same", v.same}};
+  j = {{"parameters", v.parameters},         {"zeros_pass", v.zeros_pass}, {"constant", v.constant},
+       {"max_abs_output", v.max_abs_output}, {"elements", v.elements},     {"same", v.same}};
   put_opt(j, "conditioning", v.conditioning);
 }
 void from_json(const json& j, AuditReply& v) {
@@ -479,9 +479,7 @@ json ok_json(const json& payload) {
   return j;
 }
 
-json failure_json(const Status& s) {
-  return {{"ok", false}, {"error_class", s.error_class}, {"message", s.message}};
-}
+json failure_json(const Status& s) { return {{"ok", false}, {"error_class", s.error_class}, {"message", s.message}}; }
 
 Status read_failure(const json& j) {
   Status s;

@@ -18,12 +18,11 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace kloop::wire {
 
@@ -87,9 +86,9 @@ struct Load {
   std::string library;
   std::string role;  // reference, candidate
   std::string device = "cpu";
-  int threads = 0;              // > 0: LibTorch's intra-op threads
-  int arity = -1;               // >= 0: the forward's tensor count the problem passes
-  std::string entry;            // a reference bundle's entry tag
+  int threads = 0;    // > 0: LibTorch's intra-op threads
+  int arity = -1;     // >= 0: the forward's tensor count the problem passes
+  std::string entry;  // a reference bundle's entry tag
 };
 
 // Reference (or a bare worker): the device's copy bandwidth and GEMM rates.
@@ -143,8 +142,8 @@ struct Prepare {
 // Reference: one call's inputs drawn and expected outputs computed, kept.
 struct ExpectReply {
   std::vector<std::vector<int64_t>> output_shapes;
-  std::optional<json> inputs_exchange;              // tensor_exchange.h's description
-  std::optional<std::string> inputs_exchange_error; // why the inputs could not be published
+  std::optional<json> inputs_exchange;               // tensor_exchange.h's description
+  std::optional<std::string> inputs_exchange_error;  // why the inputs could not be published
 };
 struct Expect {
   using Reply = ExpectReply;
@@ -152,9 +151,9 @@ struct Expect {
   std::string dir;
   Case c;
   int64_t call = 0;
-  bool retain = false;          // keep the outputs for the check after timing
-  bool fp64 = false;            // also the fp64 twin's outputs
-  std::string publish_inputs;   // "", file or cuda_ipc
+  bool retain = false;         // keep the outputs for the check after timing
+  bool fp64 = false;           // also the fp64 twin's outputs
+  std::string publish_inputs;  // "", file or cuda_ipc
 };
 
 // Reference: what the candidate published, judged against the expected.
@@ -180,12 +179,12 @@ struct JudgeReply {
 struct Judge {
   using Reply = JudgeReply;
   static constexpr const char* kOp = "judge";
-  json exchange;   // the trusted rebuild of what the candidate published
-  json tolerance;  // tensor_compare's Tolerance (to_json)
-  bool post = false;                 // against the retained call's outputs
-  bool keep_for_next_call = false;   // for the stale-output check
-  bool error_analysis = false;       // rows against the fp64 twin
-  bool exact_allowance = false;      // strict's allowance of the reference's own error
+  json exchange;                    // the trusted rebuild of what the candidate published
+  json tolerance;                   // tensor_compare's Tolerance (to_json)
+  bool post = false;                // against the retained call's outputs
+  bool keep_for_next_call = false;  // for the stale-output check
+  bool error_analysis = false;      // rows against the fp64 twin
+  bool exact_allowance = false;     // strict's allowance of the reference's own error
 };
 
 // Candidate: one test call, its outputs and inputs-after published.
@@ -284,8 +283,8 @@ struct TimeBatch {
   static constexpr const char* kOp = "time_batch";
   int samples = 0;
   bool l2_flush = true;
-  std::vector<std::size_t> sets;       // one per sample, or empty: rotate
-  std::optional<int64_t> first_call;   // fresh inputs: sample i on call first_call + i
+  std::vector<std::size_t> sets;      // one per sample, or empty: rotate
+  std::optional<int64_t> first_call;  // fresh inputs: sample i on call first_call + i
 };
 // The stop after timed sample i of a batch (or of the timing floor).
 struct SampleDone {
@@ -325,7 +324,7 @@ struct TimingFloor {
   static constexpr const char* kOp = "timing_floor";
   int samples = 0;
   bool l2_flush = true;
-  std::optional<Case> c;              // each sample first draws a call of it
+  std::optional<Case> c;  // each sample first draws a call of it
   std::optional<int64_t> first_call;
 };
 
@@ -354,9 +353,9 @@ struct Baseline {
 
 // Either role: the activity trace and, when asked, hardware counters.
 struct ProfileReply {
-  uint64_t flush_bytes = 0;   // the size of kloop's markers in the trace
-  std::string module_object;  // the module's path as the dynamic loader names it
-  std::optional<json> trace;  // profiler's records (profiler/records.h)
+  uint64_t flush_bytes = 0;              // the size of kloop's markers in the trace
+  std::string module_object;             // the module's path as the dynamic loader names it
+  std::optional<json> trace;             // profiler's records (profiler/records.h)
   std::vector<uint64_t> stream_done_ns;  // per traced call: when kloop's stream had finished
   std::optional<std::string> trace_unavailable;
   std::optional<json> metrics;
@@ -378,7 +377,7 @@ struct Exit {
 
 // ---- serialisation -----------------------------------------------------------
 
-#define KLOOP_WIRE_TYPE(T)        \
+#define KLOOP_WIRE_TYPE(T)           \
   void to_json(json& j, const T& v); \
   void from_json(const json& j, T& v);
 KLOOP_WIRE_TYPE(Draw)

@@ -18,7 +18,8 @@ Case sample_case() {
   c.weight_seed = 7;
   c.scale = 1e-3;
   c.args = {{"dim", "int", 4096}, {"eps", "float", 1e-5}, {"sizes", "ints", {1, 2}}};
-  c.inputs = {{"x", "float32", {16, 4096}, {"randn", {}}}, {"m", "int64", {16}, {"randint", {{"low", 0}, {"high", 9}}}}};
+  c.inputs = {{"x", "float32", {16, 4096}, {"randn", {}}},
+              {"m", "int64", {16}, {"randint", {{"low", 0}, {"high", 9}}}}};
   c.calls = 2;
   c.weight_overrides = {{"weight", {"ones", {}}}};
   c.randomize_identity_params = true;
@@ -107,9 +108,9 @@ TEST(WireTest, RepliesOfTheWrongFormAreMalformed) {
                    json::parse(R"({"ok": true, "samples": [0.001, "fast"], "wall": [], "throttled": []})")),
                MalformedReply)
       << "a sample that is not a number";
-  EXPECT_THROW(read_reply<TimeBatchReply>(
-                   json::parse(R"({"ok": true, "samples": [0.001], "wall": [0.001], "throttled": [1]})")),
-               MalformedReply)
+  EXPECT_THROW(
+      read_reply<TimeBatchReply>(json::parse(R"({"ok": true, "samples": [0.001], "wall": [0.001], "throttled": [1]})")),
+      MalformedReply)
       << "throttled must be a boolean";
   EXPECT_THROW(read_reply<TimeBatchReply>(json::parse(R"({"ok": true, "samples": [0.001]})")), MalformedReply)
       << "a batch without its wall times";

@@ -152,7 +152,8 @@ wire::TimeBatchReply Worker::time_batch(const wire::TimeBatch& cmd) {
     } else {
       set = cmd.sets.empty() ? timing_next_++ % timing_sets_.size() : cmd.sets[static_cast<std::size_t>(i)];
     }
-    if (set >= timing_sets_.size()) throw WorkerError{"runtime_error", "time_batch: no input set " + std::to_string(set)};
+    if (set >= timing_sets_.size())
+      throw WorkerError{"runtime_error", "time_batch: no input set " + std::to_string(set)};
     const auto& in = timing_sets_[set];
     session_->begin_sample(cmd.l2_flush);
     auto out = timing_module_->forward(in);
@@ -192,12 +193,13 @@ void Worker::await_next(int i) {
 // Publishes the outputs of the timed call the batch stopped after, for
 // the driver's check against the reference on its inputs.
 wire::ExchangeReply Worker::time_check(const wire::TimeCheck& cmd) {
-  if (cmd.kept >= kept_.size()) throw WorkerError{"runtime_error", "time_check: no kept output " + std::to_string(cmd.kept)};
+  if (cmd.kept >= kept_.size())
+    throw WorkerError{"runtime_error", "time_check: no kept output " + std::to_string(cmd.kept)};
   const std::vector<at::Tensor>& out = kept_[cmd.kept];
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (!out[i].defined() || out[i].device().str() != at::Device(device_).str()) {
-      throw WorkerError{"runtime_error", "a timed call returned output " + std::to_string(i) +
-                                             " undefined or on another device"};
+      throw WorkerError{"runtime_error",
+                        "a timed call returned output " + std::to_string(i) + " undefined or on another device"};
     }
   }
   return {publish(out, {}, cmd.transport, cmd.out_dir + "/" + cmd.name)};

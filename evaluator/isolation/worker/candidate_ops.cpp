@@ -49,7 +49,8 @@ wire::RunReply Worker::run(const wire::Run& cmd) {
   reply.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   set_phase("publishing outputs of " + label);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    if (!out[i].defined()) throw WorkerError{"runtime_error", "forward returned an undefined tensor as output " + std::to_string(i)};
+    if (!out[i].defined())
+      throw WorkerError{"runtime_error", "forward returned an undefined tensor as output " + std::to_string(i)};
     for (std::size_t k = 0; k < inputs.size(); ++k) {
       if (storage_overlaps(out[i], inputs[k])) reply.aliases.push_back({static_cast<int>(i), static_cast<int>(k)});
     }

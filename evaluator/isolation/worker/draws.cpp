@@ -79,8 +79,8 @@ std::vector<InputDraw> input_draws(const wire::Case& c, int64_t call) {
   for (const auto& in : c.inputs) {
     const auto dtype = parse_dtype(in.dtype);
     if (!dtype) throw WorkerError{"runtime_error", "input '" + in.name + "' has an unknown dtype '" + in.dtype + "'"};
-    draws.push_back({in.name, *dtype, in.shape, draw_spec(in.dist, c.scale),
-                     stream_seed(c.seed, "call" + std::to_string(call))});
+    draws.push_back(
+        {in.name, *dtype, in.shape, draw_spec(in.dist, c.scale), stream_seed(c.seed, "call" + std::to_string(call))});
   }
   return draws;
 }

@@ -22,7 +22,7 @@ std::string call_label(const wire::Case& c, int64_t call) {
 wire::GenerateReply Worker::generate(const wire::Generate& cmd) {
   if (role_ != "reference") throw WorkerError{"runtime_error", "generate is for references"};
   at::AutoGradMode no_grad(false);
-  session_->set_deterministic(true);  // expected outputs: reproducible bit for bit
+  session_->set_deterministic(true);          // expected outputs: reproducible bit for bit
   const bool files = cmd.weights_and_inputs;  // else only the expected outputs
   wire::GenerateReply reply;
   for (const auto& c : cmd.cases) {
@@ -90,7 +90,8 @@ wire::ExpectReply Worker::expect(const wire::Expect& cmd) {
   if (!cmd.publish_inputs.empty()) {
     set_phase("publishing inputs, " + label);
     try {
-      const std::string stem = cmd.dir + "/case" + std::to_string(c.id) + ".call" + std::to_string(cmd.call) + ".reference";
+      const std::string stem =
+          cmd.dir + "/case" + std::to_string(c.id) + ".call" + std::to_string(cmd.call) + ".reference";
       reply.inputs_exchange = attach(input_export_, input_export_.publish({}, pristine_, cmd.publish_inputs, stem));
     } catch (const std::exception& e) {  // the driver lets the candidate draw them instead
       reply.inputs_exchange_error = e.what();
@@ -203,8 +204,8 @@ wire::ConditioningReply Worker::conditioning(const wire::Conditioning& cc) {
     bool within = true;
     double worst = 0;
     for (std::size_t i = 0; i < out.size(); ++i) {
-      const auto cmp = compare_tensors(fp64_expected_[i].to(out[i].scalar_type()), out[i],
-                                       "output" + std::to_string(i), half, 0);
+      const auto cmp =
+          compare_tensors(fp64_expected_[i].to(out[i].scalar_type()), out[i], "output" + std::to_string(i), half, 0);
       within = within && cmp.passed;
       if (std::isfinite(cmp.max_abs_error)) worst = std::max(worst, cmp.max_abs_error);
     }
@@ -288,7 +289,8 @@ wire::JudgeReply Worker::judge(const wire::Judge& cmd) {
     } else {
       reply.error_analysis.emplace();
       for (std::size_t i = 0; i < fp64_expected_.size() && i < actual.size() && i < expected.size(); ++i) {
-        if (fp64_expected_[i].sizes() != actual[i].sizes() || fp64_expected_[i].sizes() != expected[i].sizes()) continue;
+        if (fp64_expected_[i].sizes() != actual[i].sizes() || fp64_expected_[i].sizes() != expected[i].sizes())
+          continue;
         const ErrorVsExact cand = error_against(fp64_expected_[i], actual[i]);
         const ErrorVsExact ref = error_against(fp64_expected_[i], expected[i]);
         reply.error_analysis->push_back({static_cast<int>(i), cand.max_abs_exact, cand.rms_exact, cand.max_abs_error,

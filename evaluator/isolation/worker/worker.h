@@ -32,12 +32,12 @@
 
 #include <ATen/ATen.h>
 #include <kloop/kernel_api.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>

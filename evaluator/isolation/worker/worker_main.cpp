@@ -1,12 +1,11 @@
 // kloop-worker's command loop, `load` and module construction (worker.h).
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
 #include <sys/prctl.h>
 #include <unistd.h>
-
-#include <ATen/Parallel.h>
-#include <c10/util/Exception.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -29,8 +28,8 @@ class InitFromData : public ModuleInit {
     if (it == params_.end()) {
       std::string known;
       for (const auto& [k, v] : params_) known += (known.empty() ? "" : ", ") + k;
-      throw std::out_of_range("kloop: no weight named '" + name + "' (this problem has: " +
-                              (known.empty() ? "none" : known) + ")");
+      throw std::out_of_range("kloop: no weight named '" + name +
+                              "' (this problem has: " + (known.empty() ? "none" : known) + ")");
     }
     return it->second;
   }
@@ -50,9 +49,7 @@ class InitFromData : public ModuleInit {
   std::vector<int64_t> arg_ints(const std::string& name) const override {
     return get(name, "ints").get<std::vector<int64_t>>();
   }
-  std::string arg_string(const std::string& name) const override {
-    return get(name, "string").get<std::string>();
-  }
+  std::string arg_string(const std::string& name) const override { return get(name, "string").get<std::string>(); }
   std::string device() const override { return device_; }
 
  private:
@@ -67,8 +64,8 @@ class InitFromData : public ModuleInit {
     if (!a) {
       std::string known;
       for (const auto& x : args_) known += (known.empty() ? "" : ", ") + x.name;
-      throw std::out_of_range("kloop: no constructor argument named '" + name + "' (this problem has: " +
-                              (known.empty() ? "none" : known) + ")");
+      throw std::out_of_range("kloop: no constructor argument named '" + name +
+                              "' (this problem has: " + (known.empty() ? "none" : known) + ")");
     }
     if (type && a->type != type) {
       throw std::invalid_argument("kloop: argument '" + name + "' has type " + a->type + ", not " + type);
@@ -91,8 +88,7 @@ void phase(const std::string& role, const std::string& what) {
     return path && *path ? std::fopen(path, "a") : nullptr;
   }();
   if (trace) {
-    const double now =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     std::fprintf(trace, "%.3f %s[%d] %s\n", now, role.empty() ? "worker" : role.c_str(), getpid(), what.c_str());
     std::fflush(trace);
   }
@@ -238,30 +234,29 @@ wire::LoadReply Worker::load(const wire::Load& cmd) {
       };
     }
   } else if (version_fn && arity_fn) {
-    throw WorkerError{"load_error", "the module was built for kernel API version " + std::to_string(version) +
-                                        ", this kloop speaks version " + std::to_string(kKernelApiVersion) +
-                                        (role_ == "candidate" ? " (<kloop/kernel_api.h>) and " +
-                                                                    std::to_string(KLOOP_LIGHT_API_VERSION) +
-                                                                    " (<kloop/light_api.h>)"
-                                                              : std::string())};
+    throw WorkerError{"load_error",
+                      "the module was built for kernel API version " + std::to_string(version) +
+                          ", this kloop speaks version " + std::to_string(kKernelApiVersion) +
+                          (role_ == "candidate" ? " (<kloop/kernel_api.h>) and " +
+                                                      std::to_string(KLOOP_LIGHT_API_VERSION) + " (<kloop/light_api.h>)"
+                                                : std::string())};
   }
   if (!version_fn || !arity_fn || !create_) {
     create_ = nullptr;
     std::string other = role_ == "candidate" ? "reference" : "candidate";
     bool wrong_role = dlsym(handle_, ("kloop_" + other + "_api_version").c_str()) != nullptr;
     std::string macro = role_ == "candidate" ? "KLOOP_REGISTER_CANDIDATE(ModelNew)" : "KLOOP_REGISTER_REFERENCE(Model)";
-    throw WorkerError{"load_error",
-                      wrong_role ? "the module registers a " + other + ", not a " + role_ + "; use " + macro
-                                 : "the module registers no " + role_ + " (symbol " + prefix +
-                                       "create is missing); end the file with " + macro};
+    throw WorkerError{"load_error", wrong_role
+                                        ? "the module registers a " + other + ", not a " + role_ + "; use " + macro
+                                        : "the module registers no " + role_ + " (symbol " + prefix +
+                                              "create is missing); end the file with " + macro};
   }
   arity_ = arity_fn();
   const int expected = cmd.arity;
   if (expected >= 0 && arity_ != expected) {
     create_ = nullptr;
     throw WorkerError{"load_error", "forward takes " + std::to_string(arity_) +
-                                        " tensor argument(s), but the problem passes " +
-                                        std::to_string(expected)};
+                                        " tensor argument(s), but the problem passes " + std::to_string(expected)};
   }
   return {arity_, version, session_->info()};
 }
