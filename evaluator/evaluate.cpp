@@ -21,6 +21,7 @@
 
 #include "evaluator/build/build_config.h"
 #include "evaluator/build/environment.h"
+#include "evaluator/build/python_env.h"
 #include "evaluator/check/activity_audit.h"
 #include "evaluator/detail/activity_checks.h"
 #include "evaluator/detail/candidate_steps.h"
@@ -45,6 +46,12 @@ WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const
   SandboxSpec s;
   s.level = o.isolation;
   s.read_only = {o.worker_path, sandbox_init_path(o.worker_path), module, work.shared()};
+  if (is_python_module(module)) {  // its entry, the host library and the python's own folders
+    s.read_only.push_back(fs::path(module).parent_path().string());
+    s.read_only.push_back(python_host_library(o.worker_path));
+    const PythonEnvironment& py = python_environment();
+    s.read_only.insert(s.read_only.end(), py.sys_path.begin(), py.sys_path.end());
+  }
   s.writable = {work.sandbox()};
   s.weak_as_sandbox_uid = true;
   s.gpu_devices = !cpu;
@@ -79,6 +86,34 @@ std::string python_candidate(const std::string& path) {
 }
 
 
+// Whether `path` is built and run as KernelBench's Python format.
+bool candidate_is_python(const std::string& path, const std::string& format) {
+  if (format == "kernelbench_python") return true;
+  if (format == "cpp") return false;
+  if (format != "auto") {
+    throw EvaluationError("candidate format '" + format + "' is unknown; use cpp, kernelbench_python or auto");
+  }
+  return is_python_module(path);
+}
+
+// A Python build's failure in one line: the compiler's first error (a
+// load_inline extension that does not compile), else the exception the
+// import ended with (the traceback's last line).
+std::string python_build_failure(const BuildResult& cb) {
+  for (const auto& d : cb.diagnostics) {
+    if (d.severity == "error") return "the candidate's extension does not compile; first error: " + d.format();
+  }
+  std::string last, where;  // the exception, and the candidate's last line it names
+  std::istringstream in(cb.log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find_first_not_of(" \t") != std::string::npos) last = line;
+    const std::size_t at = line.find("module.py\", line ");
+    if (line.rfind("  File \"", 0) == 0 && at != std::string::npos) where = line.substr(at);
+  }
+  return "importing the candidate failed: " + (last.empty() ? std::string("no output") : last) +
+         (where.empty() ? "" : " (" + where + ")");
+}
+
 }  // namespace
 
 std::string find_worker_executable() {
@@ -108,6 +143,15 @@ std::string detect_cuda_arch(const std::string& device) {
   // Hopper's wgmma and TMA instructions need the architecture-specific target.
   if (arch == "sm_90") arch = "sm_90a";
   return arch;
+}
+
+BuildResult Evaluator::build_candidate(const std::string& path, bool python, BuildTarget target) {
+  if (!python) return builder_.build(path, ModuleRole::kCandidate, target);
+  try {
+    return builder_.build_python(path, target);
+  } catch (const std::runtime_error& e) {
+    throw EvaluationError(std::string("cannot build the Python candidate: ") + e.what());
+  }
 }
 
 BuildResult Evaluator::build_reference(const ProblemSpec& spec, bool bundled) {
@@ -170,14 +214,15 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
 
   // 1. Builds: the candidate first, since its errors need no reference.
   if (!fs::exists(candidate_path)) throw EvaluationError(candidate_path + ": no such file");
-  if (const std::string why = python_candidate(candidate_path); !why.empty()) {
+  const bool python = candidate_is_python(candidate_path, options_.candidate_format);
+  if (const std::string why = python_candidate(candidate_path); !python && !why.empty()) {
     return finish(VerdictClass::kCompileError,
                   candidate_path + " is a Python ModelNew (" + why +
-                      "), KernelBench's format; kloop's candidates are C++: a struct ModelNew whose forward takes and "
-                      "returns at::Tensor, registered with KLOOP_REGISTER_CANDIDATE(ModelNew) (README: Writing a "
-                      "candidate)");
+                      "), KernelBench's format, but the candidate format is cpp: a struct ModelNew whose forward takes "
+                      "and returns at::Tensor, registered with KLOOP_REGISTER_CANDIDATE(ModelNew) (README: Writing a "
+                      "candidate); for KernelBench's format use --candidate-format kernelbench_python");
   }
-  BuildResult cb = builder_.build(candidate_path, ModuleRole::kCandidate, target);
+  BuildResult cb = build_candidate(candidate_path, python, target);
   v.phases.build_candidate = cb.seconds;
   v.build = {cb.cached, cb.timed_out, cb.seconds, cb.compile_seconds, cb.key, cb.command, cb.log, cb.diagnostics};
   if (!cb.ok) {
@@ -185,6 +230,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       return finish(VerdictClass::kCompileError,
                     "compilation did not finish within " + std::to_string(builder_.config().timeout.count()) + " s");
     }
+    if (python) return finish(VerdictClass::kCompileError, python_build_failure(cb));
     int errors = 0;
     for (const auto& d : cb.diagnostics) errors += d.severity == "error" ? 1 : 0;
     std::string first;
@@ -308,7 +354,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   const BuildTarget target = cpu ? BuildTarget::kCpu : BuildTarget::kCuda;
   const TimingRules rules = timing_rules(protocol, cpu, options_);
   const bool fresh = fresh_timed_inputs(protocol, cpu, options_);
-  BuildResult cb = builder_.build(candidate_path, ModuleRole::kCandidate, target);
+  BuildResult cb = build_candidate(candidate_path, candidate_is_python(candidate_path, options_.candidate_format), target);
   BuildResult rb = build_reference(spec);
   if (!cb.ok || !rb.ok) throw EvaluationError("repeat timing: the " + std::string(cb.ok ? "reference" : "candidate") + " does not build");
   const TestCase t = plan_tests(spec, protocol, cpu || options_.small_dims, options_.seed).front();

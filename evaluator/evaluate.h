@@ -42,6 +42,10 @@ struct EvalOptions {
   std::string work_root;                     // "" = /dev/shm if usable, else the temp dir
   bool keep_work_dir = false;
   std::string worker_path;  // "" = kloop-worker beside this executable, or $KLOOP_WORKER
+  // What a candidate file is: "cpp" (kloop's kernel API), "kernelbench_python"
+  // (KernelBench's Python ModelNew, run by the Python host) or "auto" (Python
+  // when the file ends in .py, else C++).
+  std::string candidate_format = "auto";
   bool small_dims = false;  // GPU: run at the spec's small cpu dims (tests, quick looks)
   bool activity_audit = true;  // GPU: trace the candidate's kernels (streams, late work, libraries)
   bool profile = false;        // GPU: hardware counters and the profile digests (slower)
@@ -182,6 +186,9 @@ class Evaluator {
   // bundle's build key is not the reference's own, and baselines are
   // cached under the reference's own).
   BuildResult build_reference(const ProblemSpec& spec, bool bundled = false);
+  // C++ through the compiler, KernelBench's Python format through the
+  // Python host's build (EvaluationError when this kloop cannot run Python).
+  BuildResult build_candidate(const std::string& path, bool python, BuildTarget target);
   const EvalOptions& options() const { return options_; }
 
  private:

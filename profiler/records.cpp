@@ -255,6 +255,9 @@ std::string kernel_library(const std::string& kernel_name) {
 std::string object_library(const std::string& object, const std::string& module_object) {
   if (object.empty()) return "";
   if (object == module_object) return "custom";
+  // A module that is a folder (a Python candidate's build: the libraries its
+  // load_inline extensions made) owns every binary under it.
+  if (!module_object.empty() && module_object.back() == '/' && object.rfind(module_object, 0) == 0) return "custom";
   if (object == kSelfObject) return "kloop";
   std::string file = object.substr(object.find_last_of('/') + 1);
   file = file.substr(0, file.find(".so"));

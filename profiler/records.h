@@ -129,7 +129,8 @@ std::string demangle(const std::string& mangled);
 std::string kernel_library(const std::string& kernel_name);
 
 // Which library a binary that launches kernels belongs to: "custom" for
-// `module_object` (the candidate's own module), "kloop" for kSelfObject,
+// `module_object` (the candidate's own module; a folder, ending in '/', owns
+// every binary under it), "kloop" for kSelfObject,
 // "aten" (libtorch*, libc10*), "cublas" (libcublas*), "cudnn" (libcudnn*),
 // and any other binary by its file name without directory, "lib" prefix
 // and version ("cufft", "flash_attn_2_cuda"): precompiled code that is not

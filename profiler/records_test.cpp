@@ -211,6 +211,12 @@ TEST(RecordsTest, ObjectLibraryNamesTheBinary) {
             "flash_attn_2_cuda.cpython-311-x86_64-linux-gnu");
   EXPECT_EQ(object_library("/tmp/kloop-work/other.so", module), "other");  // not the module: not its own
   EXPECT_EQ(object_library("", module), "");
+  // A Python candidate's module is its folder: its extensions are its own.
+  const std::string folder = "/dev/shm/kloop-work-1/shared/candidate-python/";
+  EXPECT_EQ(object_library(folder + "extensions/relu_ext/relu_ext.so", folder), "custom");
+  EXPECT_EQ(object_library("/dev/shm/kloop-work-1/shared/candidate-python-other/x.so", folder),
+            "x");  // a sibling folder is not the module
+  EXPECT_EQ(object_library("/usr/lib/python3/dist-packages/torch/lib/libtorch_cuda.so", folder), "aten");
 }
 
 TEST(RecordsTest, TemplateAndVendorMarksOfKernelNames) {

@@ -108,6 +108,7 @@ Runner add_eval_command(CLI::App& app, const GlobalOptions& global) {
   struct State {
     std::string problem;
     std::string candidate;
+    std::string candidate_format = "auto";
     bool json = false;
     EvalCliOptions eval;
     std::vector<std::string> set_dims;
@@ -116,9 +117,15 @@ Runner add_eval_command(CLI::App& app, const GlobalOptions& global) {
   };
   auto st = std::make_shared<State>();
   app.add_option("--problem,-p", st->problem, "problem name, e.g. 19_ReLU")->required();
-  app.add_option("--candidate,-c", st->candidate, "candidate source file (.cpp on CPU, .cu on CUDA)")
+  app.add_option("--candidate,-c", st->candidate,
+                 "candidate file: kloop's C++ (.cpp on CPU, .cu on CUDA) or KernelBench's Python ModelNew (.py)")
       ->required()
       ->check(CLI::ExistingFile);
+  app.add_option("--candidate-format", st->candidate_format,
+                 "cpp (kloop's kernel API), kernelbench_python (a torch.nn.Module ModelNew, load_inline allowed) or "
+                 "auto (kernelbench_python for a .py file)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpp", "kernelbench_python"}));
   app.add_flag("--json", st->json, "print the verdict as JSON");
   app.add_option("--set-dim", st->set_dims, "override one of the problem's dims, NAME=VALUE (repeatable)");
   app.add_option("--repeat-timing", st->repeat_timing,
@@ -132,7 +139,9 @@ Runner add_eval_command(CLI::App& app, const GlobalOptions& global) {
     ProblemSpec spec = reg.load(st->problem);
     for (const auto& kv : st->set_dims) apply_dim_override(spec, kv);
     Builder builder(BuilderConfig::from_environment());
-    Evaluator evaluator(builder, make_eval_options(st->eval));
+    EvalOptions options = make_eval_options(st->eval);
+    options.candidate_format = st->candidate_format;
+    Evaluator evaluator(builder, options);
     if (st->timing_only) {
       if (st->repeat_timing <= 0) throw std::invalid_argument("--timing-only needs --repeat-timing N");
       print_repeats(evaluator, spec, st->candidate, st->repeat_timing);

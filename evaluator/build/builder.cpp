@@ -30,9 +30,11 @@
 #include <nlohmann/json.hpp>
 
 #include "evaluator/build/build_config.h"
+#include "evaluator/build/cache_entry.h"
 #include "evaluator/build/content_hash.h"
 #include "evaluator/build/environment.h"
 #include "evaluator/build/integrity.h"
+#include "evaluator/build/python_env.h"
 #include "evaluator/isolation/subprocess.h"
 
 namespace kloop {
@@ -40,107 +42,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-constexpr const char* kBuildFormat = "kloop-build-2";
-
-// Holds an exclusive flock for its lifetime.
-class FileLock {
- public:
-  explicit FileLock(const std::string& path) : fd_(open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
-    if (fd_ < 0) throw std::runtime_error(path + ": cannot open the build lock");
-    while (flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) throw std::runtime_error(path + ": cannot take the build lock");
-    }
-  }
-  ~FileLock() {
-    flock(fd_, LOCK_UN);
-    close(fd_);
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_;
-};
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw std::runtime_error(path + ": cannot write");
-}
+using namespace build_cache;
 
 const char* source_name(ModuleRole role, BuildTarget target) {
   if (role == ModuleRole::kReference) return "reference.cpp";
   return target == BuildTarget::kCuda ? "candidate.cu" : "candidate.cpp";
-}
-
-enum class EntryState { kMissing, kTrusted, kUntrusted };
-
-std::string file_or_empty(const fs::path& p) {
-  std::error_code ec;
-  if (!fs::exists(p, ec)) return "";
-  return read_file(p.string());
-}
-
-// The MAC of a build entry: which key it answers for, what it says, and the
-// bytes it hands out (the library) or feeds back (the log).
-std::string entry_tag(const IntegrityKey& ik, const std::string& key, const nlohmann::json& meta,
-                      const std::string& log, const std::string& library) {
-  return ik.tag({kBuildFormat, "build-entry", key, meta.dump(), log, library});
-}
-
-// Loads a finished cache entry into `r` when its MAC holds; `why` says what
-// is wrong with an untrusted one.
-EntryState load_entry(const fs::path& dir, const std::string& key, const IntegrityKey& ik, BuildResult& r,
-                      std::string& why) {
-  std::ifstream in(dir / "result.json");
-  if (!in) {
-    std::error_code ec;
-    if (!fs::exists(dir, ec)) return EntryState::kMissing;
-    why = "no result.json";
-    return EntryState::kUntrusted;
-  }
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const nlohmann::json::exception&) {
-    why = "result.json is not JSON";
-    return EntryState::kUntrusted;
-  }
-  if (!j.is_object() || !j.contains("mac") || !j["mac"].is_string()) {
-    why = "result.json has no MAC (made before kloop signed its cache, or not by kloop)";
-    return EntryState::kUntrusted;
-  }
-  const std::string mac = j["mac"].get<std::string>();
-  j.erase("mac");
-  const bool ok = j.value("ok", false);
-  const std::string log = file_or_empty(dir / "build.log");
-  const std::string library = ok ? file_or_empty(dir / "module.so") : "";
-  if (!ik.verify(mac, {kBuildFormat, "build-entry", key, j.dump(), log, library})) {
-    why = "its MAC does not match module.so, build.log and result.json";
-    return EntryState::kUntrusted;
-  }
-  r.ok = ok;
-  r.command = j.value("command", "");
-  r.compile_seconds = j.value("compile_seconds", 0.0);
-  r.log = log;
-  r.diagnostics = parse_compiler_output(r.log);
-  r.library_path = ok ? (dir / "module.so").string() : "";
-  return EntryState::kTrusted;
-}
-
-// Moves an untrusted entry out of the way (kept for inspection) and says so.
-void quarantine(const fs::path& cache_dir, const fs::path& dir, const std::string& what, const std::string& why) {
-  static std::atomic<int> counter{0};
-  const fs::path aside = cache_dir / "untrusted";
-  const fs::path target =
-      aside / (dir.filename().string() + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-  std::error_code ec;
-  fs::create_directories(aside, ec);
-  fs::rename(dir, target, ec);
-  if (ec) fs::remove_all(dir, ec);
-  warn_untrusted(what + " " + dir.string() + " is not trusted (" + why + "); moved to " + target.string() +
-                 " and built again");
 }
 
 }  // namespace
@@ -382,10 +288,59 @@ BuildResult Builder::build(const std::string& source_path, ModuleRole role, Buil
 
 BuildResult Builder::build_text(const std::string& source, const std::string& source_path, ModuleRole role,
                                 BuildTarget target) {
+  Recipe recipe;
+  recipe.key = cache_key(source, role, target);
+  const std::string src_name = source_name(role, target);
+  recipe.files = {{src_name, source}};
+  recipe.command = command(role, target, src_name, "module.so");
+  if (role == ModuleRole::kReference) {
+    std::vector<std::string> pch = reference_pch_flags(/*verified=*/true);
+    recipe.command.insert(recipe.command.begin() + 1, pch.begin(), pch.end());
+  }
+  recipe.product = "module.so";
+  // The compiler reads model-written source: a candidate's compile runs in
+  // the sandbox (its folder writable, the headers and libraries it links
+  // read-only), so an #include of a file elsewhere fails.
+  recipe.sandboxed = role == ModuleRole::kCandidate;
+  recipe.read_only = config_.include_dirs;
+  recipe.read_only.insert(recipe.read_only.end(), config_.library_dirs.begin(), config_.library_dirs.end());
+  recipe.meta = {{"role", role_name(role)}, {"source", source_path}};
+  return build_entry(recipe);
+}
+
+BuildResult Builder::build_python(const std::string& source_path, BuildTarget target) {
+  const PythonEnvironment& py = python_environment();
+  const std::string source = read_file(source_path);
+  const std::string host = read_file(candidate_host_script());
+  Recipe recipe;
+  ContentHash h;
+  h.add(kBuildFormat).add("python-candidate").add(target == BuildTarget::kCpu ? "cpu" : "cuda");
+  h.add(py.executable).add(py.version).add(py.torch_version).add(compiler_identity_cached(config_.cxx));
+  if (target == BuildTarget::kCuda) h.add(compiler_identity_cached(config_.nvcc)).add(config_.cuda_arch);
+  h.add(host).add(source);
+  recipe.key = h.hex();
+  recipe.files = {{"module.py", source}, {"candidate_host.py", host}};
+  recipe.command = {py.executable, "-I", "candidate_host.py", "build", "module.py", "extensions"};
+  recipe.product = "module.py";
+  recipe.sandboxed = true;
+  recipe.runs_model_code = true;
+  recipe.read_only = py.sys_path;
+  recipe.read_only.insert(recipe.read_only.end(), config_.include_dirs.begin(), config_.include_dirs.end());
+  recipe.read_only.insert(recipe.read_only.end(), config_.library_dirs.begin(), config_.library_dirs.end());
+  recipe.meta = {{"role", "candidate"}, {"source", source_path}, {"format", "python"}};
+  // load_inline compiles for the device's architecture ("sm_90a" -> "9.0a").
+  if (target == BuildTarget::kCuda && config_.cuda_arch.rfind("sm_", 0) == 0 && config_.cuda_arch.size() > 4) {
+    const std::string digits = config_.cuda_arch.substr(3);
+    recipe.environment.push_back("TORCH_CUDA_ARCH_LIST=" + digits.substr(0, 1) + "." + digits.substr(1));
+  }
+  return build_entry(recipe);
+}
+
+BuildResult Builder::build_entry(const Recipe& recipe) {
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   BuildResult r;
-  r.key = cache_key(source, role, target);
+  r.key = recipe.key;
   const fs::path builds = fs::path(config_.cache_dir) / "builds";
   const fs::path entry = builds / r.key;
   fs::create_directories(builds);
@@ -413,32 +368,28 @@ BuildResult Builder::build_text(const std::string& source, const std::string& so
   const fs::path tmp = builds / (r.key + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
   fs::remove_all(tmp);
   fs::create_directories(tmp);
-  const std::string src_name = source_name(role, target);
-  write_text((tmp / src_name).string(), source);
-  std::vector<std::string> cmd = command(role, target, src_name, "module.so");
-  if (role == ModuleRole::kReference) {
-    std::vector<std::string> pch = reference_pch_flags(/*verified=*/true);
-    cmd.insert(cmd.begin() + 1, pch.begin(), pch.end());
-  }
-  for (const auto& part : cmd) r.command += (r.command.empty() ? "" : " ") + part;
+  for (const auto& [name, text] : recipe.files) write_text((tmp / name).string(), text);
+  for (const auto& part : recipe.command) r.command += (r.command.empty() ? "" : " ") + part;
 
-  // The compiler reads model-written source: a candidate's compile runs in
-  // the sandbox (its folder writable, the headers and libraries it links
-  // read-only), so an #include of a file elsewhere fails.
   SandboxSpec sandbox;
-  if (role == ModuleRole::kCandidate) {
+  if (recipe.sandboxed) {
     sandbox.level = config_.isolation;
-    sandbox.read_only = config_.include_dirs;
-    sandbox.read_only.insert(sandbox.read_only.end(), config_.library_dirs.begin(), config_.library_dirs.end());
+    sandbox.read_only = recipe.read_only;
     sandbox.writable = {tmp.string()};
     sandbox.file_size_bytes = 4ull << 30;
+    sandbox.environment = recipe.environment;
+    sandbox.weak_as_sandbox_uid = recipe.runs_model_code;
   }
-  CommandResult c = run_command(cmd, tmp.string(), config_.timeout, sandbox);
-  if (role == ModuleRole::kCandidate && geteuid() == 0) {
-    // Back from the sandbox's uid to ours, before the entry is trusted.
-    std::error_code ec;
-    (void)!chown(tmp.c_str(), 0, 0);
-    for (const auto& f : fs::recursive_directory_iterator(tmp, ec)) (void)!lchown(f.path().c_str(), 0, 0);
+  CommandResult c = run_command(recipe.command, tmp.string(), config_.timeout, sandbox);
+  std::error_code ec;
+  if (recipe.sandboxed) {
+    for (auto f = fs::recursive_directory_iterator(tmp, ec); !ec && f != fs::recursive_directory_iterator(); ++f) {
+      // Back from the sandbox's uid to ours, before the entry is trusted;
+      // and nothing but files and folders in what the worker will read.
+      if (geteuid() == 0) (void)!lchown(f->path().c_str(), 0, 0);
+      if (f->is_symlink(ec) || (!f->is_regular_file(ec) && !f->is_directory(ec))) fs::remove(f->path(), ec);
+    }
+    if (geteuid() == 0) (void)!chown(tmp.c_str(), 0, 0);
   }
   r.log = c.output;
   r.compile_seconds = c.seconds;
@@ -449,25 +400,25 @@ BuildResult Builder::build_text(const std::string& source, const std::string& so
     r.seconds = elapsed();
     return r;
   }
-  r.ok = c.status.exited && c.status.code == 0 && fs::exists(tmp / "module.so");
+  r.ok = c.status.exited && c.status.code == 0 && fs::is_regular_file(tmp / recipe.product, ec);
   if (!r.ok && r.log.empty()) r.log = "the compiler " + c.status.describe() + " without output";
   write_text((tmp / "build.log").string(), r.log);
-  nlohmann::json meta = {{"ok", r.ok}, {"command", r.command}, {"compile_seconds", r.compile_seconds},
-                         {"role", role_name(role)}, {"source", source_path}};
-  const std::string library = r.ok ? read_file((tmp / "module.so").string()) : "";
+  nlohmann::json meta = recipe.meta;
+  meta["ok"] = r.ok;
+  meta["command"] = r.command;
+  meta["compile_seconds"] = r.compile_seconds;
   // The tag is over the fields as they will read back (a JSON number
   // round-trips to the same text).
   meta = nlohmann::json::parse(meta.dump());
   nlohmann::json signed_meta = meta;
-  signed_meta["mac"] = entry_tag(ik, r.key, meta, r.log, library);
+  signed_meta["mac"] = entry_tag(ik, r.key, meta, r.log, r.ok ? entry_payload(tmp, meta) : "");
   write_text((tmp / "result.json").string(), signed_meta.dump(2));
-  std::error_code ec;
   fs::rename(tmp, entry, ec);
   if (ec) {  // someone else's entry won the race: use it
     fs::remove_all(tmp);
     load_entry(entry, r.key, ik, r, why);
   } else {
-    r.library_path = r.ok ? (entry / "module.so").string() : "";
+    r.library_path = r.ok ? (entry / recipe.product).string() : "";
   }
   r.seconds = elapsed();
   return r;

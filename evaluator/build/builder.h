@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "evaluator/build/diagnostics.h"
 #include "evaluator/isolation/sandbox.h"
 
@@ -65,6 +67,14 @@ class Builder {
   explicit Builder(BuilderConfig config);
 
   BuildResult build(const std::string& source_path, ModuleRole role, BuildTarget target);
+  // A KernelBench-format candidate (python_env.h's python3): the file and
+  // candidate_host.py copied into the entry, and the candidate imported once
+  // in the compile sandbox, so that its load_inline calls compile their
+  // extensions into the entry's extensions/. library_path is the entry's
+  // module.py; a failed import or compile is a failed build with the
+  // traceback and the compiler's output as its log. Throws
+  // std::runtime_error when there is no usable python (python_env.h).
+  BuildResult build_python(const std::string& source_path, BuildTarget target);
   // References `paths` compiled as one file (reference_bundle_source), and
   // the result for paths[member] (its `entry` set). Compiling references in
   // bundles costs about a tenth of compiling them one by one (the frontend
@@ -81,6 +91,22 @@ class Builder {
  private:
   BuildResult build_text(const std::string& source, const std::string& source_path, ModuleRole role,
                          BuildTarget target);
+  // How to make one cache entry: the files to write, the command, what it
+  // makes, where it may read, and result.json's own fields.
+  struct Recipe {
+    std::string key;
+    std::vector<std::pair<std::string, std::string>> files;  // name, contents
+    std::vector<std::string> command;
+    std::string product;  // module.so or module.py
+    bool sandboxed = false;
+    // Weak isolation as root: run as the sandbox uid, not as a root without
+    // capabilities (the build runs model-written code, not only a compiler).
+    bool runs_model_code = false;
+    std::vector<std::string> read_only;
+    std::vector<std::string> environment;  // NAME=VALUE added inside the sandbox
+    nlohmann::json meta;
+  };
+  BuildResult build_entry(const Recipe& recipe);
   std::vector<std::string> command(ModuleRole role, BuildTarget target, const std::string& source,
                                    const std::string& output) const;
   std::vector<std::string> host_compile_flags(ModuleRole role) const;

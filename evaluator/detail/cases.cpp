@@ -1,6 +1,8 @@
 // The case helpers of cases.h.
 #include "evaluator/detail/cases.h"
 
+#include "evaluator/build/python_env.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -77,6 +79,10 @@ wire::Load load_command(const std::string& library, const std::string& role, con
   load.device = o.device;
   load.threads = o.threads;
   load.arity = static_cast<int>(spec.inputs.size());
+  if (is_python_module(library)) {
+    load.python_host = python_host_library(o.worker_path);
+    load.python_path = python_environment().sys_path;
+  }
   return load;
 }
 

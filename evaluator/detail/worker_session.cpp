@@ -1,6 +1,8 @@
 // The work folder and the log helpers of worker_session.h.
 #include "evaluator/detail/worker_session.h"
 
+#include "evaluator/build/python_env.h"
+
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -61,8 +63,21 @@ std::string last_lines(const std::string& text, int n) {
 
 std::string stage_module(const WorkDir& work, const std::string& library) {
   if (noexec(work.shared())) return library;  // a module cannot be mapped from there: load it where it is
-  const std::string staged = work.shared() + "/candidate.so";
   std::error_code ec;
+  if (is_python_module(library)) {  // the whole entry: module.py, candidate_host.py, extensions/
+    const fs::path staged = fs::path(work.shared()) / "candidate-python";
+    fs::copy(fs::path(library).parent_path(), staged, fs::copy_options::recursive | fs::copy_options::overwrite_existing,
+             ec);
+    if (ec) throw EvaluationError("cannot stage the candidate's module " + library + ": " + ec.message());
+    for (const auto& f : fs::recursive_directory_iterator(staged, ec)) {
+      fs::permissions(f.path(), fs::perms::group_read | fs::perms::others_read, fs::perm_options::add, ec);
+      if (f.is_directory(ec)) {
+        fs::permissions(f.path(), fs::perms::group_exec | fs::perms::others_exec, fs::perm_options::add, ec);
+      }
+    }
+    return (staged / "module.py").string();
+  }
+  const std::string staged = work.shared() + "/candidate.so";
   fs::copy_file(library, staged, fs::copy_options::overwrite_existing, ec);
   if (ec) throw EvaluationError("cannot stage the candidate's module " + library + ": " + ec.message());
   fs::permissions(staged, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,

@@ -199,7 +199,7 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
   p.uid_map = std::to_string(geteuid()) + " " + std::to_string(geteuid()) + " 1\n";
   p.gid_map = std::to_string(getegid()) + " " + std::to_string(getegid()) + " 1\n";
   const std::string tmp_inside = p.strict ? "/tmp" : (cwd.empty() ? fs::temp_directory_path().string() : cwd);
-  p.keep_environment = spec.level == Isolation::kNone;
+  p.keep_environment = spec.level == Isolation::kNone && spec.environment.empty();
   static const int abi = confine::landlock_abi();
   if (spec.level != Isolation::kNone) p.landlock_abi = abi;
   if (abi == 0 && spec.level == Isolation::kWeak && !p.as_root) {
@@ -210,7 +210,10 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
                    "and only kloop's undumpable processes are out of its reach\n");
     }
   }
-  if (!p.keep_environment) p.env = sandbox_environment(spec.level, tmp_inside);
+  if (!p.keep_environment) {
+    p.env = sandbox_environment(spec.level, tmp_inside);
+    p.env.insert(p.env.end(), spec.environment.begin(), spec.environment.end());
+  }
   p.weak_drop_uid = spec.level == Isolation::kWeak && p.as_root && spec.weak_as_sandbox_uid;
   if (spec.level != Isolation::kNone) p.group = SandboxGroup::create(spec.group_memory_bytes, spec.group_processes);
   if (p.as_root && (p.strict || p.weak_drop_uid)) {

@@ -56,6 +56,8 @@ struct SandboxSpec {
   // (and whose work done on a GPU would be neither a CPU kernel nor CPU
   // time the timing check sees).
   bool gpu_devices = true;
+  // NAME=VALUE added to the child's environment (all levels).
+  std::vector<std::string> environment;
   // The limits (all levels).
   std::optional<uint64_t> address_space_bytes;  // RLIMIT_AS
   std::optional<uint64_t> cpu_seconds;          // RLIMIT_CPU

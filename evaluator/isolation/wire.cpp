@@ -77,6 +77,10 @@ void from_json(const json&, NoReply&) {}
 void to_json(json& j, const Load& v) {
   j = {{"library", v.library}, {"role", v.role}, {"device", v.device}, {"threads", v.threads}, {"arity", v.arity}};
   if (!v.entry.empty()) j["entry"] = v.entry;
+  if (!v.python_host.empty()) {
+    j["python_host"] = v.python_host;
+    j["python_path"] = v.python_path;
+  }
 }
 void from_json(const json& j, Load& v) {
   j.at("library").get_to(v.library);
@@ -85,6 +89,8 @@ void from_json(const json& j, Load& v) {
   get_or(j, "threads", v.threads);
   get_or(j, "arity", v.arity);
   get_or(j, "entry", v.entry);
+  get_or(j, "python_host", v.python_host);
+  get_or(j, "python_path", v.python_path);
 }
 void to_json(json& j, const LoadReply& v) {
   j = {{"arity", v.arity}, {"api_version", v.api_version}, {"device", v.device}};

@@ -89,6 +89,10 @@ struct Load {
   int threads = 0;    // > 0: LibTorch's intra-op threads
   int arity = -1;     // >= 0: the forward's tensor count the problem passes
   std::string entry;  // a reference bundle's entry tag
+  // A Python candidate (library: its build's module.py): the host library
+  // the worker opens for it and the module search path of its python3.
+  std::string python_host;
+  std::vector<std::string> python_path;
 };
 
 // Reference (or a bare worker): the device's copy bandwidth and GEMM rates.

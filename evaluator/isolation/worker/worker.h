@@ -25,6 +25,7 @@
 //   draws.cpp             weights and inputs from kloop's generator
 //   reference_ops.cpp     generate, prepare, expect, audit, judge
 //   candidate_ops.cpp     run, export
+//   python_candidate.cpp  load and construct a KernelBench-format (Python) candidate
 //   timing/worker_loops.cpp  the timed loops: baseline, time_*, timing_floor
 //   profile_op.cpp        the activity trace and the counters
 //   calibrate_op.cpp      the device's copy bandwidth and GEMM rates
@@ -44,6 +45,7 @@
 
 #include "evaluator/isolation/channel.h"
 #include "evaluator/isolation/device_session.h"
+#include "evaluator/isolation/python/python_host.h"
 #include "evaluator/isolation/tensor_exchange.h"
 #include "evaluator/isolation/wire.h"
 #include "evaluator/runtime/generator.h"
@@ -84,6 +86,10 @@ class Worker {
   void release_call_state();
 
   wire::LoadReply load(const wire::Load& cmd);
+  // A KernelBench-format candidate through the Python host (python_candidate.cpp).
+  wire::LoadReply load_python(const wire::Load& cmd);
+  std::unique_ptr<ModuleRunner> construct_python(const std::map<std::string, at::Tensor>& params,
+                                                 const std::vector<wire::Arg>& args);
   std::unique_ptr<ModuleRunner> construct(const std::map<std::string, at::Tensor>& params,
                                           const std::vector<wire::Arg>& args, const std::string& label);
 
@@ -155,6 +161,7 @@ class Worker {
   std::string library_;        // the path handle_ was opened from
   bool generate_only_ = true;  // no op but load and generate has run (see load)
   std::string module_object_;  // the loaded module's path as the dynamic loader names it
+  std::unique_ptr<python_host::Host> python_;  // a Python candidate's interpreter and ModelNew
   // Makes a module of the loaded library (either kernel API version).
   std::function<std::unique_ptr<ModuleRunner>(const ModuleInit&)> create_;
   std::string role_;

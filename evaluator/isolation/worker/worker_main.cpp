@@ -197,6 +197,7 @@ wire::LoadReply Worker::load(const wire::Load& cmd) {
     if (cmd.threads > 0) at::set_num_threads(cmd.threads);
     set_phase("preparing " + device_);
     session_ = std::make_unique<DeviceSession>(device_);
+    if (!cmd.python_host.empty()) return load_python(cmd);
     set_phase("loading " + library);
     handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     library_ = library;
@@ -264,6 +265,7 @@ wire::LoadReply Worker::load(const wire::Load& cmd) {
 std::unique_ptr<ModuleRunner> Worker::construct(const std::map<std::string, at::Tensor>& params,
                                                 const std::vector<wire::Arg>& args, const std::string& label) {
   set_phase("constructing the module for " + label);
+  if (python_) return construct_python(params, args);
   InitFromData init(params, args, device_);
   return create_(init);
 }

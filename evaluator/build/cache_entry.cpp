@@ -1,0 +1,128 @@
+// The build cache's entries: see cache_entry.h and builder.cpp's layout.
+#include "evaluator/build/cache_entry.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <stdexcept>
+#include <vector>
+
+#include "evaluator/build/content_hash.h"
+
+namespace kloop::build_cache {
+
+namespace fs = std::filesystem;
+
+FileLock::FileLock(const std::string& path) : fd_(open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+  if (fd_ < 0) throw std::runtime_error(path + ": cannot open the build lock");
+  while (flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) throw std::runtime_error(path + ": cannot take the build lock");
+  }
+}
+
+FileLock::~FileLock() {
+  flock(fd_, LOCK_UN);
+  close(fd_);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error(path + ": cannot write");
+}
+
+std::string entry_product(const nlohmann::json& meta) {
+  return meta.value("format", std::string()) == "python" ? "module.py" : "module.so";
+}
+
+std::string entry_payload(const fs::path& dir, const nlohmann::json& meta) {
+  if (entry_product(meta) != "module.py") return file_or_empty(dir / "module.so");
+  // Every file the worker may import, in a fixed order; the builder leaves
+  // only folders and regular files in a Python entry.
+  // (A link or special file is named, never followed: it makes the payload
+  // differ from what was signed.)
+  std::vector<std::pair<std::string, bool>> files;  // path, is a regular file
+  std::error_code ec;
+  for (const auto& f : fs::recursive_directory_iterator(dir, ec)) {
+    const std::string rel = fs::relative(f.path(), dir, ec).string();
+    const bool link = f.is_symlink(ec);
+    if (!link && f.is_directory(ec)) continue;
+    const bool regular = !link && f.is_regular_file(ec);
+    if (regular && (rel == "build.log" || rel == "result.json")) continue;
+    files.emplace_back(rel, regular);
+  }
+  std::sort(files.begin(), files.end());
+  std::string payload;
+  for (const auto& [rel, regular] : files) {
+    const std::string bytes = regular ? read_file((dir / rel).string()) : std::string();
+    payload += rel + '\0' + (regular ? "file " : "other ") + std::to_string(bytes.size()) + '\0' + bytes;
+  }
+  return payload;
+}
+
+std::string file_or_empty(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return "";
+  return read_file(p.string());
+}
+
+std::string entry_tag(const IntegrityKey& ik, const std::string& key, const nlohmann::json& meta,
+                      const std::string& log, const std::string& payload) {
+  return ik.tag({kBuildFormat, "build-entry", key, meta.dump(), log, payload});
+}
+
+EntryState load_entry(const fs::path& dir, const std::string& key, const IntegrityKey& ik, BuildResult& r,
+                      std::string& why) {
+  std::ifstream in(dir / "result.json");
+  if (!in) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return EntryState::kMissing;
+    why = "no result.json";
+    return EntryState::kUntrusted;
+  }
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception&) {
+    why = "result.json is not JSON";
+    return EntryState::kUntrusted;
+  }
+  if (!j.is_object() || !j.contains("mac") || !j["mac"].is_string()) {
+    why = "result.json has no MAC (made before kloop signed its cache, or not by kloop)";
+    return EntryState::kUntrusted;
+  }
+  const std::string mac = j["mac"].get<std::string>();
+  j.erase("mac");
+  const bool ok = j.value("ok", false);
+  const std::string log = file_or_empty(dir / "build.log");
+  const std::string library = ok ? entry_payload(dir, j) : "";
+  if (!ik.verify(mac, {kBuildFormat, "build-entry", key, j.dump(), log, library})) {
+    why = "its MAC does not match its files, build.log and result.json";
+    return EntryState::kUntrusted;
+  }
+  r.ok = ok;
+  r.command = j.value("command", "");
+  r.compile_seconds = j.value("compile_seconds", 0.0);
+  r.log = log;
+  r.diagnostics = parse_compiler_output(r.log);
+  r.library_path = ok ? (dir / entry_product(j)).string() : "";
+  return EntryState::kTrusted;
+}
+
+void quarantine(const fs::path& cache_dir, const fs::path& dir, const std::string& what, const std::string& why) {
+  static std::atomic<int> counter{0};
+  const fs::path aside = cache_dir / "untrusted";
+  const fs::path target =
+      aside / (dir.filename().string() + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+  std::error_code ec;
+  fs::create_directories(aside, ec);
+  fs::rename(dir, target, ec);
+  if (ec) fs::remove_all(dir, ec);
+  warn_untrusted(what + " " + dir.string() + " is not trusted (" + why + "); moved to " + target.string() +
+                 " and built again");
+}
+}  // namespace kloop::build_cache

@@ -1,0 +1,56 @@
+// The build cache's entries (builder.cpp): the lock one build holds, the
+// MAC over what an entry hands out, reading an entry back, and moving an
+// untrusted one aside. Internal to evaluator/build.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "evaluator/build/builder.h"
+#include "evaluator/build/integrity.h"
+
+namespace kloop::build_cache {
+
+constexpr const char* kBuildFormat = "kloop-build-2";
+
+// Holds an exclusive flock for its lifetime.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+void write_text(const std::string& path, const std::string& text);
+std::string file_or_empty(const std::filesystem::path& p);
+
+enum class EntryState { kMissing, kTrusted, kUntrusted };
+
+// What an entry hands out: module.so for a compiled module; for a Python
+// candidate (result.json's format "python") module.py, with everything else
+// in the folder it imports (candidate_host.py, extensions/).
+std::string entry_product(const nlohmann::json& meta);
+// The bytes the MAC covers: the product's, or for a Python entry every
+// file's path and bytes but the log's and result.json's.
+std::string entry_payload(const std::filesystem::path& dir, const nlohmann::json& meta);
+
+// The MAC of a build entry: which key it answers for, what it says, and the
+// bytes it hands out (`payload`) or feeds back (the log).
+std::string entry_tag(const IntegrityKey& ik, const std::string& key, const nlohmann::json& meta,
+                      const std::string& log, const std::string& payload);
+
+// Loads a finished cache entry into `r` when its MAC holds; `why` says what
+// is wrong with an untrusted one.
+EntryState load_entry(const std::filesystem::path& dir, const std::string& key, const IntegrityKey& ik, BuildResult& r,
+                      std::string& why);
+
+// Moves an untrusted entry out of the way (kept for inspection) and says so.
+void quarantine(const std::filesystem::path& cache_dir, const std::filesystem::path& dir, const std::string& what,
+                const std::string& why);
+
+}  // namespace kloop::build_cache

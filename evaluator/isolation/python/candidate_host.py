@@ -1,0 +1,176 @@
+"""kloop's side of a KernelBench-format candidate: a Python file whose
+ModelNew is a torch.nn.Module, possibly calling kernels it builds with
+torch.utils.cpp_extension.load_inline (README: KernelBench candidates).
+
+Two uses, one file:
+
+* At build time, as a script in the compile sandbox:
+      python3 -I candidate_host.py build CANDIDATE.py EXTENSIONS_DIR
+  imports the candidate once, so its load_inline calls compile their
+  extensions into EXTENSIONS_DIR/<name>/<name>.so, and checks that it
+  defines ModelNew. Anything it prints is the build log; a non-zero exit
+  status is a compile_error.
+* In the candidate's worker (kloop-worker with the interpreter embedded,
+  python_host.cpp), as the module `kloop_candidate_host`: open() imports
+  the candidate with load_inline replaced by an import of what the build
+  made (the worker neither compiles nor writes), create() builds ModelNew
+  with the problem's constructor arguments and loads the problem's weights
+  by state_dict name, forward() calls it. Tensors cross as DLPack capsules,
+  so they share memory with the worker's.
+"""
+
+import importlib.util
+import inspect
+import os
+import sys
+
+CANDIDATE_MODULE = "kloop_candidate"
+
+
+def _extension_file(root, name):
+    """The library torch's load_inline made for `name` under `root`."""
+    folder = os.path.join(root, name)
+    exact = os.path.join(folder, name + ".so")
+    if os.path.isfile(exact):
+        return exact
+    # A name loaded twice with different sources in one process gets _v1, _v2...
+    versions = sorted(f for f in os.listdir(folder) if f.startswith(name + "_v") and f.endswith(".so")) \
+        if os.path.isdir(folder) else []
+    return os.path.join(folder, versions[-1]) if versions else None
+
+
+def _prebuilt_loader(root):
+    def load_prebuilt(name, *args, **kwargs):
+        path = _extension_file(root, name)
+        if path is None:
+            raise ImportError(
+                "kloop: extension '%s' was not built when the candidate was compiled; call load_inline "
+                "at the module's top level (not inside ModelNew) so that the build step compiles it" % name)
+        if not kwargs.get("is_python_module", True):
+            import torch
+            torch.ops.load_library(path)
+            return path if kwargs.get("is_standalone", False) else None
+        spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load_prebuilt
+
+
+def _import_candidate(path):
+    spec = importlib.util.spec_from_file_location(CANDIDATE_MODULE, path)
+    if spec is None:
+        raise ImportError("kloop: cannot read the candidate file " + path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[CANDIDATE_MODULE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _model_class(module):
+    import torch
+    cls = getattr(module, "ModelNew", None)
+    if cls is None:
+        raise TypeError("the file defines no ModelNew: KernelBench's format is a class ModelNew(torch.nn.Module) "
+                        "with the reference Model's constructor arguments and forward inputs")
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        raise TypeError("ModelNew is not a torch.nn.Module subclass")
+    return cls
+
+
+# ---- build time ------------------------------------------------------------
+
+def build(candidate, extensions):
+    os.makedirs(extensions, exist_ok=True)
+    os.environ["TORCH_EXTENSIONS_DIR"] = extensions
+    import torch.utils.cpp_extension as cpp
+    real_inline, real_load = cpp.load_inline, cpp.load
+
+    # Every extension goes where the worker will look for it.
+    def load_inline(*args, **kwargs):
+        kwargs.pop("build_directory", None)
+        return real_inline(*args, **kwargs)
+
+    def load(*args, **kwargs):
+        kwargs.pop("build_directory", None)
+        return real_load(*args, **kwargs)
+
+    cpp.load_inline, cpp.load = load_inline, load
+    _model_class(_import_candidate(candidate))
+    built = sorted(d for d in os.listdir(extensions) if _extension_file(extensions, d))
+    print("kloop: the candidate imports; extensions built: " + (", ".join(built) if built else "none"))
+
+
+# ---- in the worker ---------------------------------------------------------
+
+def open_candidate(path, extensions):
+    """ModelNew and its forward's tensor count (-1: *args)."""
+    import torch
+    import torch.utils.cpp_extension as cpp
+    torch.set_grad_enabled(False)
+    loader = _prebuilt_loader(extensions)
+    cpp.load_inline, cpp.load = loader, loader
+    cls = _model_class(_import_candidate(path))
+    params = list(inspect.signature(cls.forward).parameters.values())[1:]
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return cls, -1
+    return cls, sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _tensor(capsule, was_bool):
+    import torch.utils.dlpack
+    t = torch.utils.dlpack.from_dlpack(capsule)
+    return t.bool() if was_bool else t
+
+
+def create(cls, args, weights, device):
+    """ModelNew(*args) on `device`, with every weight the problem has under
+    the same state_dict name; `weights` maps names to (capsule, was_bool).
+    Returns the model and the problem's weights the candidate has no place
+    for (those it keeps its own initialisation of are reported, not fatal:
+    wrong values fail the tests)."""
+    model = cls(*args)
+    model = model.to(device)
+    state = {name: _tensor(c, b) for name, (c, b) in weights.items()}
+    own = model.state_dict()
+    unused = sorted(n for n in state if n not in own)
+    for name in unused:
+        del state[name]
+    mismatched = [n for n in state if tuple(own[n].shape) != tuple(state[n].shape)]
+    if mismatched:
+        raise ValueError("ModelNew's state_dict entries %s have other shapes than the reference's (%s)" % (
+            ", ".join(mismatched), ", ".join("%s %s" % (n, tuple(state[n].shape)) for n in mismatched)))
+    model.load_state_dict(state, strict=False)
+    model.eval()
+    return model, unused
+
+
+def forward(model, inputs):
+    """The outputs as (capsule, was_bool) pairs; `inputs` as create's weights."""
+    import torch
+    import torch.utils.dlpack
+    out = model(*[_tensor(c, b) for c, b in inputs])
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    result = []
+    for i, t in enumerate(outs):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("forward returned a %s as output %d, not a tensor" % (type(t).__name__, i))
+        t = t.detach()
+        was_bool = t.dtype == torch.bool
+        if was_bool:
+            t = t.to(torch.uint8)
+        result.append((torch.utils.dlpack.to_dlpack(t), was_bool))
+    return result
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] != "build":
+        sys.exit("usage: candidate_host.py build CANDIDATE.py EXTENSIONS_DIR")
+    try:
+        build(sys.argv[2], sys.argv[3])
+    except SystemExit:
+        raise
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        sys.exit(1)

@@ -1,0 +1,55 @@
+// The Python host: a KernelBench-format candidate (a Python file whose
+// ModelNew is a torch.nn.Module) run inside kloop-worker by an embedded
+// interpreter, so that it speaks the same worker protocol, under the same
+// sandbox, as a compiled candidate. The host is a library of its own
+// (libkloop_python_host.so, linked to libpython), which the worker opens
+// only for a Python candidate: the worker itself never links Python.
+// The Python side is candidate_host.py; tensors cross as DLPack capsules,
+// so the candidate's tensors share memory with the worker's (the aliasing
+// and mutation checks see through the crossing).
+#pragma once
+
+#include <kloop/kernel_api.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kloop::python_host {
+
+struct Options {
+  std::string candidate;              // the candidate's .py file
+  std::string extensions;             // the folder its build compiled load_inline extensions into
+  std::string host_script;            // candidate_host.py
+  std::vector<std::string> sys_path;  // the module search path of the python3 that built it
+  std::string device;                 // "cpu" or "cuda:N"
+};
+
+// One constructor argument, in the order the problem's get_init_inputs()
+// passes them: its spec type (int, float, bool, ints, string) and value as JSON.
+struct Arg {
+  std::string type;
+  std::string json;
+};
+
+class Host {
+ public:
+  virtual ~Host() = default;
+  // The tensors forward takes; -1 for forward(self, *inputs).
+  virtual int arity() const = 0;
+  // ModelNew(*args) with every weight loaded by state_dict name; `unused`
+  // gets the weights ModelNew has no entry for. Throws std::runtime_error
+  // with the Python traceback.
+  virtual std::unique_ptr<ModuleRunner> create(const std::vector<std::pair<std::string, at::Tensor>>& weights,
+                                               const std::vector<Arg>& args, std::vector<std::string>& unused) = 0;
+};
+
+// The library's one entry point: the interpreter started and the candidate
+// imported, or nullptr with `error` set (the traceback of a failed import,
+// or what is missing).
+using OpenFn = Host* (*)(const Options& options, std::string* error);
+constexpr const char* kOpenSymbol = "kloop_python_host_open";
+constexpr const char* kLibraryName = "libkloop_python_host.so";
+
+}  // namespace kloop::python_host
