@@ -50,6 +50,7 @@
 #include <thread>
 #include <vector>
 
+#include "evaluator/build/python_env.h"
 #include "evaluator/evaluate.h"
 #include "evaluator/isolation/subprocess.h"
 #include "evaluator/problem/registry.h"
@@ -582,6 +583,27 @@ class UnprivilegedTest : public ::testing::Test {
 TEST_F(UnprivilegedTest, HonestCandidateIsCorrect) {
   CliResult r = eval_as_nobody(scratch().honest_fixture());
   EXPECT_EQ(r.verdict.value("verdict", ""), "correct") << r.out.substr(0, 4000) << r.err;
+}
+
+// A KernelBench-format (Python) candidate with kloop unprivileged: its
+// build and its worker both run its code; under strict neither reaches the
+// driver's environment or writes beside its folder (uid 65534's own cache
+// at build time). Weak as an unprivileged user without Landlock leaves the
+// candidate that user's rights, by design (README: Isolation).
+TEST_F(UnprivilegedTest, PythonCandidateStaysInsideUnderStrict) {
+  try {
+    (void)python_environment();
+  } catch (const std::exception& e) {
+    const char* require = std::getenv("KLOOP_REQUIRE_PYTHON_TORCH");
+    if (require && std::string(require) == "1") FAIL() << e.what();
+    GTEST_SKIP() << e.what();
+  }
+  const fs::path target = fs::path(scratch().nobody_cache) / "builds" / "kloop-python-escape";
+  fs::remove(target);
+  CliResult r = eval_as_nobody(std::string(KLOOP_TEST_FIXTURES) + "/kernelbench/relu_escapes.py");
+  EXPECT_EQ(r.verdict.value("verdict", ""), "correct") << "the candidate got out:\n" << r.out.substr(0, 4000) << r.err;
+  EXPECT_FALSE(fs::exists(target)) << "the build wrote into uid 65534's cache";
+  fs::remove(target);
 }
 
 struct CliAttack {
