@@ -86,16 +86,6 @@ std::string python_candidate(const std::string& path) {
 }
 
 
-// Whether `path` is built and run as KernelBench's Python format.
-bool candidate_is_python(const std::string& path, const std::string& format) {
-  if (format == "kernelbench_python") return true;
-  if (format == "cpp") return false;
-  if (format != "auto") {
-    throw EvaluationError("candidate format '" + format + "' is unknown; use cpp, kernelbench_python or auto");
-  }
-  return is_python_module(path);
-}
-
 // A Python build's failure in one line: the compiler's first error (a
 // load_inline extension that does not compile), else the exception the
 // import ended with (the traceback's last line).
@@ -145,10 +135,20 @@ std::string detect_cuda_arch(const std::string& device) {
   return arch;
 }
 
-BuildResult Evaluator::build_candidate(const std::string& path, bool python, BuildTarget target) {
-  if (!python) return builder_.build(path, ModuleRole::kCandidate, target);
+bool candidate_is_python(const std::string& path, const std::string& format) {
+  if (format == "kernelbench_python") return true;
+  if (format == "cpp") return false;
+  if (format != "auto") {
+    throw EvaluationError("candidate format '" + format + "' is unknown; use cpp, kernelbench_python or auto");
+  }
+  return is_python_module(path);
+}
+
+BuildResult build_candidate_file(Builder& builder, const std::string& path, const std::string& format,
+                                 BuildTarget target) {
+  if (!candidate_is_python(path, format)) return builder.build(path, ModuleRole::kCandidate, target);
   try {
-    return builder_.build_python(path, target);
+    return builder.build_python(path, target);
   } catch (const std::runtime_error& e) {
     throw EvaluationError(std::string("cannot build the Python candidate: ") + e.what());
   }
@@ -222,7 +222,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                       "and returns at::Tensor, registered with KLOOP_REGISTER_CANDIDATE(ModelNew) (README: Writing a "
                       "candidate); for KernelBench's format use --candidate-format kernelbench_python");
   }
-  BuildResult cb = build_candidate(candidate_path, python, target);
+  BuildResult cb = build_candidate_file(builder_, candidate_path, options_.candidate_format, target);
   v.phases.build_candidate = cb.seconds;
   v.build = {cb.cached, cb.timed_out, cb.seconds, cb.compile_seconds, cb.key, cb.command, cb.log, cb.diagnostics};
   if (!cb.ok) {
@@ -354,7 +354,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   const BuildTarget target = cpu ? BuildTarget::kCpu : BuildTarget::kCuda;
   const TimingRules rules = timing_rules(protocol, cpu, options_);
   const bool fresh = fresh_timed_inputs(protocol, cpu, options_);
-  BuildResult cb = build_candidate(candidate_path, candidate_is_python(candidate_path, options_.candidate_format), target);
+  BuildResult cb = build_candidate_file(builder_, candidate_path, options_.candidate_format, target);
   BuildResult rb = build_reference(spec);
   if (!cb.ok || !rb.ok) throw EvaluationError("repeat timing: the " + std::string(cb.ok ? "reference" : "candidate") + " does not build");
   const TestCase t = plan_tests(spec, protocol, cpu || options_.small_dims, options_.seed).front();

@@ -152,6 +152,16 @@ struct ReferenceCase {
   nlohmann::json dims;
 };
 
+// Whether a candidate file is KernelBench's Python format under
+// EvalOptions::candidate_format ("auto": a .py file); EvaluationError for an
+// unknown format.
+bool candidate_is_python(const std::string& path, const std::string& format);
+// Builds a candidate file as its format says: C++ through the compiler,
+// Python through the Python host's build (EvaluationError when this kloop
+// cannot run Python candidates, saying why).
+BuildResult build_candidate_file(Builder& builder, const std::string& path, const std::string& format,
+                                 BuildTarget target);
+
 class Evaluator {
  public:
   Evaluator(Builder& builder, EvalOptions options);
@@ -186,9 +196,7 @@ class Evaluator {
   // bundle's build key is not the reference's own, and baselines are
   // cached under the reference's own).
   BuildResult build_reference(const ProblemSpec& spec, bool bundled = false);
-  // C++ through the compiler, KernelBench's Python format through the
-  // Python host's build (EvaluationError when this kloop cannot run Python).
-  BuildResult build_candidate(const std::string& path, bool python, BuildTarget target);
+
   const EvalOptions& options() const { return options_; }
 
  private:

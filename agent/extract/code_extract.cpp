@@ -57,21 +57,21 @@ bool defines_model_new(const std::string& code) {
 
 }  // namespace
 
-ExtractedCode extract_code(const std::string& response) {
+ExtractedCode extract_code(const std::string& response, bool python) {
   bool saw_fence = false;
   std::vector<Block> blocks = fenced_blocks(response, &saw_fence);
-  static const char* kTags[] = {"cpp", "c++", "cuda", "cu", "cxx", "cc"};
+  static const std::vector<std::string> kCpp = {"cpp", "c++", "cuda", "cu", "cxx", "cc"};
+  static const std::vector<std::string> kPython = {"python", "py", "python3"};
+  const std::vector<std::string>& tags = python ? kPython : kCpp;
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     std::string tag = it->tag.substr(0, it->tag.find_first_of(" \t{"));
-    for (const char* t : kTags) {
-      if (tag == t) return {true, it->body, "fenced:" + tag};
-    }
+    if (std::find(tags.begin(), tags.end(), tag) != tags.end()) return {true, it->body, "fenced:" + tag};
   }
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     if (defines_model_new(it->body)) return {true, it->body, "fenced:ModelNew"};
   }
-  if (!saw_fence && defines_model_new(response) &&
-      response.find("KLOOP_REGISTER_CANDIDATE") != std::string::npos) {
+  const char* whole_text_mark = python ? "import torch" : "KLOOP_REGISTER_CANDIDATE";
+  if (!saw_fence && defines_model_new(response) && response.find(whole_text_mark) != std::string::npos) {
     return {true, response, "unfenced"};
   }
   return {};

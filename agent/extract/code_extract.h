@@ -11,9 +11,11 @@ struct ExtractedCode {
   std::string method;  // "fenced:cpp", "fenced:ModelNew", "unfenced", or "" when not found
 };
 
-// The last fenced block tagged cpp/cuda/c++/cu/cxx; else the last fenced
-// block that defines ModelNew; else, with no fences at all, the whole text
-// when it defines and registers ModelNew.
-ExtractedCode extract_code(const std::string& response);
+// C++ (`python` false): the last fenced block tagged cpp/cuda/c++/cu/cxx;
+// else the last fenced block that defines ModelNew; else, with no fences at
+// all, the whole text when it defines and registers ModelNew.
+// KernelBench's Python format (`python` true): the same with python/py tags,
+// and unfenced text that defines class ModelNew and imports torch.
+ExtractedCode extract_code(const std::string& response, bool python = false);
 
 }  // namespace kloop

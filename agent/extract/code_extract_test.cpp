@@ -39,5 +39,22 @@ TEST(CodeExtractTest, NoCodeAndUnterminatedFence) {
   EXPECT_TRUE(extract_code("~~~cpp\nstruct ModelNew {};\n~~~\n").found);
 }
 
+// KernelBench's format: the python block, not the C++ the answer quotes
+// inside an explanation; C++ extraction ignores a python block.
+TEST(CodeExtractTest, PythonFormatTakesThePythonBlock) {
+  const std::string answer =
+      "The kernel:\n```cpp\n__global__ void k() {}\n```\nThe module:\n```python\nimport torch\n"
+      "class ModelNew(torch.nn.Module):\n    pass\n```\n";
+  ExtractedCode py = extract_code(answer, true);
+  ASSERT_TRUE(py.found);
+  EXPECT_EQ(py.method, "fenced:python");
+  EXPECT_NE(py.code.find("class ModelNew"), std::string::npos);
+  ExtractedCode cpp = extract_code(answer);
+  EXPECT_EQ(cpp.method, "fenced:cpp");
+  const std::string bare = "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n";
+  EXPECT_EQ(extract_code(bare, true).method, "unfenced");
+  EXPECT_FALSE(extract_code(bare).found) << "C++ needs the registration to take a whole text";
+}
+
 }  // namespace
 }  // namespace kloop

@@ -14,23 +14,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kFiles[] = {"system.txt",
-                        "task.txt",
-                        "contract_cpu.txt",
-                        "contract_cuda.txt",
-                        "hardware_cpu.txt",
-                        "hardware_cuda.txt",
-                        "example_reference.cpp",
-                        "example_candidate_cpu.cpp",
-                        "example_candidate_cuda.cu",
-                        "feedback_compile_error.txt",
-                        "feedback_load_error.txt",
-                        "feedback_runtime_error.txt",
-                        "feedback_timeout.txt",
-                        "feedback_incorrect.txt",
-                        "feedback_integrity_violation.txt",
-                        "feedback_correct.txt",
-                        "feedback_no_code.txt"};
+// Every file a style renders from, read up front.
+std::vector<std::string> prompt_files(const std::string& style) {
+  std::vector<std::string> files = {"feedback_compile_error.txt", "feedback_load_error.txt",
+                                    "feedback_runtime_error.txt", "feedback_timeout.txt",
+                                    "feedback_incorrect.txt",     "feedback_integrity_violation.txt",
+                                    "feedback_correct.txt"};
+  if (style == "kernelbench") {
+    for (const char* f : {"system_kernelbench.txt", "task_kernelbench.txt", "hardware_kernelbench_cpu.txt",
+                          "hardware_kernelbench_cuda.txt", "example_reference_kernelbench.py",
+                          "example_candidate_kernelbench_cpu.py", "example_candidate_kernelbench_cuda.py",
+                          "feedback_no_code_kernelbench.txt"}) {
+      files.push_back(f);
+    }
+  } else {
+    for (const char* f : {"system.txt", "task.txt", "contract_cpu.txt", "contract_cuda.txt", "hardware_cpu.txt",
+                          "hardware_cuda.txt", "example_reference.cpp", "example_candidate_cpu.cpp",
+                          "example_candidate_cuda.cu", "feedback_no_code.txt"}) {
+      files.push_back(f);
+    }
+  }
+  return files;
+}
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -139,7 +144,10 @@ FeedbackKind parse_feedback_kind(const std::string& name) {
 }
 
 PromptBuilder::PromptBuilder(PromptSettings settings) : settings_(std::move(settings)) {
-  for (const char* f : kFiles) {
+  if (settings_.style != "kloop" && settings_.style != "kernelbench") {
+    throw std::runtime_error("prompt style '" + settings_.style + "' is unknown; use kloop or kernelbench");
+  }
+  for (const std::string& f : prompt_files(settings_.style)) {
     fs::path p = fs::path(settings_.dir) / f;
     if (!fs::exists(p)) throw std::runtime_error(p.string() + ": prompt file missing (prompts dir: " + settings_.dir + ")");
     files_[f] = read_file(p.string());
@@ -149,15 +157,19 @@ PromptBuilder::PromptBuilder(PromptSettings settings) : settings_(std::move(sett
 std::string PromptBuilder::file(const std::string& name) const { return files_.at(name); }
 
 std::string PromptBuilder::render(const std::string& name, const TemplateValues& values) const {
-  return render_template(file(name), values, (fs::path(settings_.dir) / name).string());
+  TemplateValues all = values;
+  all.emplace("fence", kernelbench() ? "python" : "cpp");  // the code block an answer goes in
+  return render_template(file(name), all, (fs::path(settings_.dir) / name).string());
 }
 
 std::string PromptBuilder::system() const {
-  return render("system.txt", {{"device_kind", settings_.cuda ? "CUDA GPU" : "CPU"}});
+  return render(kernelbench() ? "system_kernelbench.txt" : "system.txt",
+                {{"device_kind", settings_.cuda ? "CUDA GPU" : "CPU"}});
 }
 
 std::string PromptBuilder::task(const ProblemSpec& spec) const {
   const bool cuda = settings_.cuda;
+  if (kernelbench()) return kernelbench_task(spec);
   TemplateValues v = {
       {"problem_name", spec.name},
       {"description", spec.description},
@@ -226,7 +238,48 @@ std::string PromptBuilder::feedback(const Verdict& v) const {
   return "";
 }
 
-std::string PromptBuilder::no_code() const { return render("feedback_no_code.txt", {}); }
+std::string PromptBuilder::no_code() const {
+  return render(kernelbench() ? "feedback_no_code_kernelbench.txt" : "feedback_no_code.txt", {});
+}
+
+// KernelBench's one-shot structure: the example pair, the PyTorch
+// architecture (the upstream task file when a checkout is given), the
+// instruction to write ModelNew with inline kernels.
+std::string PromptBuilder::kernelbench_task(const ProblemSpec& spec) const {
+  const bool cuda = settings_.cuda;
+  std::string source, language = "python", note;
+  const auto file_it = spec.provenance.find("file");
+  const fs::path upstream = settings_.upstream.empty() || file_it == spec.provenance.end()
+                                ? fs::path()
+                                : fs::path(settings_.upstream) / file_it->second;
+  std::error_code ec;
+  if (!upstream.empty() && fs::is_regular_file(upstream, ec)) {
+    source = read_file(upstream.string());
+  } else {
+    std::string args;
+    for (const auto& a : spec.args) args += (args.empty() ? "" : ", ") + a.name;
+    source = read_file(spec.reference_path);
+    language = "cpp";
+    note = "Its PyTorch source is not at hand, so here is its LibTorch C++ port, which computes the same: `Model` "
+           "has the same submodules and state_dict names, and its constructor takes (" +
+           (args.empty() ? std::string("no arguments") : args) + ") in this order.";
+  }
+  TemplateValues v = {
+      {"problem_name", spec.name},
+      {"reference_note", note},
+      {"reference_language", language},
+      {"reference_source", cap_text(source, settings_.max_reference_chars)},
+      {"interface", interface_text(spec, cuda)},
+      {"hardware", file(cuda ? "hardware_kernelbench_cuda.txt" : "hardware_kernelbench_cpu.txt")},
+      {"precision", cuda ? "Inputs and outputs are float32 unless stated; TF32 and lower precisions are not "
+                           "accurate enough for the 1e-3 tolerance.\n"
+                         : "Inputs and outputs are float32 unless stated.\n"},
+      {"example_reference", file("example_reference_kernelbench.py")},
+      {"example_candidate", file(cuda ? "example_candidate_kernelbench_cuda.py" : "example_candidate_kernelbench_cpu.py")},
+      {"kernel_language", cuda ? "CUDA" : "C++"},
+  };
+  return render("task_kernelbench.txt", v);
+}
 
 std::string PromptBuilder::evolve(const std::string& task, const std::vector<ShownCandidate>& shown, bool crossover,
                                   const std::string& instruction) const {

@@ -26,6 +26,13 @@ struct PromptSettings {
   bool cuda = false;
   std::size_t max_feedback_chars = 6000;   // each variable part of a feedback message
   std::size_t max_reference_chars = 30000;
+  // kloop: the C++ reference and kloop's kernel API (task.txt). kernelbench:
+  // KernelBench's one-shot structure for a Python ModelNew (task_kernelbench.txt):
+  // the PyTorch reference (the upstream file under `upstream`, a KernelBench
+  // checkout, as the spec's provenance names it; without one, kloop's C++
+  // port), an example pair, the instruction to write ModelNew with inline kernels.
+  std::string style = "kloop";
+  std::string upstream;
   std::set<FeedbackKind> feedback = {FeedbackKind::kCompiler, FeedbackKind::kCorrectness, FeedbackKind::kTiming,
                                      FeedbackKind::kProfiler};
 };
@@ -59,6 +66,8 @@ class PromptBuilder {
   const PromptSettings& settings() const { return settings_; }
 
  private:
+  bool kernelbench() const { return settings_.style == "kernelbench"; }
+  std::string kernelbench_task(const ProblemSpec& spec) const;
   std::string file(const std::string& name) const;
   std::string render(const std::string& name, const TemplateValues& values) const;
 

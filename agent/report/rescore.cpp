@@ -40,6 +40,7 @@ EvalOptions eval_options(const json& config, const RescoreOptions& o) {
   if (max_timing > 0) e.max_timing_seconds = max_timing;
   e.worker_path = o.worker_path;
   e.isolation = parse_isolation(ev.value("isolation", std::string("strict"))).value_or(Isolation::kStrict);
+  e.candidate_format = config.value("candidate_format", std::string("auto"));
   return e;
 }
 
@@ -82,13 +83,13 @@ class AttemptRescorer {
 
  private:
   std::string code_file(const AttemptRecord& r) const {
-    for (const char* name : {"candidate.cu", "candidate.cpp"}) {
+    for (const char* name : {"candidate.cu", "candidate.cpp", "candidate.py"}) {
       const fs::path p = fs::path(run_dir_) / r.attempt_dir / name;
       if (fs::exists(p)) return p.string();
     }
     throw std::runtime_error(
         (fs::path(run_dir_) / r.attempt_dir).string() +
-        ": no candidate.cpp or candidate.cu; the attempt's code is gone, so it cannot be rescored");
+        ": no candidate.cpp, .cu or .py; the attempt's code is gone, so it cannot be rescored");
   }
 
   const ProblemSpec& spec(const std::string& name) {

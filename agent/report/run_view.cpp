@@ -59,7 +59,7 @@ Attempt attempt_of(const AttemptRecord& r, const fs::path& run_dir, const std::s
   Attempt a;
   a.record = r;
   if (r.attempt_dir.empty()) return a;
-  a.code_file = present_file(run_dir, r.attempt_dir, {"candidate.cu", "candidate.cpp"});
+  a.code_file = present_file(run_dir, r.attempt_dir, {"candidate.cu", "candidate.cpp", "candidate.py"});
   if (a.code_file.empty()) a.code_file = present_file(run_dir, r.attempt_dir, {"response.txt"});
   a.feedback_file = present_file(run_dir, r.attempt_dir, {"feedback.txt"});
   const std::string verdict_dir =

@@ -161,7 +161,12 @@ json RunConfig::to_json() const {
             {"mutate_prompt", scaffold.mutate_prompt},
             {"select", scaffold.select},
             {"early_stop_speedup", scaffold.early_stop_speedup ? json(*scaffold.early_stop_speedup) : json(nullptr)}}},
-          {"prompts", {{"dir", prompts.dir}, {"max_feedback_chars", prompts.max_feedback_chars}}},
+          {"candidate_format", candidate_format},
+          {"prompts",
+           {{"dir", prompts.dir},
+            {"max_feedback_chars", prompts.max_feedback_chars},
+            {"style", prompts.style},
+            {"upstream", prompts.upstream}}},
           {"evaluation", evaluation},
           {"parallel_chains", parallel_chains},
           {"compile_jobs", compile_jobs}};
@@ -192,8 +197,8 @@ RunConfig load_run_config(const std::string& path) {
 
 RunConfig run_config_from_json(const json& j, const std::string& path) {
   Reader r(path);
-  r.known(j, "", {"name", "runs_dir", "problems_dir", "problems", "device", "devices", "protocol", "seed", "provider",
-                  "scaffold", "prompts", "evaluation", "parallel_chains", "compile_jobs"});
+  r.known(j, "", {"name", "runs_dir", "problems_dir", "problems", "device", "devices", "protocol", "candidate_format",
+                  "seed", "provider", "scaffold", "prompts", "evaluation", "parallel_chains", "compile_jobs"});
 
   RunConfig c;
   c.path = path;
@@ -208,6 +213,11 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
     (void)protocol_by_name(c.protocol);
   } catch (const std::invalid_argument& e) {
     r.fail("protocol", e.what());
+  }
+  c.candidate_format = r.get<std::string>(j, "candidate_format", "candidate_format", "cpp");
+  if (c.candidate_format != "cpp" && c.candidate_format != "kernelbench_python") {
+    r.fail("candidate_format", "'" + c.candidate_format + "' is not a format; use cpp (kloop's kernel API) or "
+                                                          "kernelbench_python (KernelBench's Python ModelNew)");
   }
   if (c.device != "cpu" && c.device != "cuda" && c.device.rfind("cuda:", 0) != 0) {
     r.fail("device", "'" + c.device + "' is not a device; use cpu, cuda or cuda:N");
@@ -373,11 +383,27 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
   }
 
   const json pr = j.value("prompts", json::object());
-  r.known(pr, "prompts", {"dir", "max_feedback_chars", "max_reference_chars"});
+  r.known(pr, "prompts", {"dir", "max_feedback_chars", "max_reference_chars", "style", "upstream"});
   c.prompts.dir = r.resolve_path(r.get<std::string>(pr, "dir", "prompts.dir", data_dir() + "/prompts"));
   c.prompts.max_feedback_chars = r.get<std::size_t>(pr, "max_feedback_chars", "prompts.max_feedback_chars", 6000);
   c.prompts.max_reference_chars = r.get<std::size_t>(pr, "max_reference_chars", "prompts.max_reference_chars", 30000);
   c.prompts.cuda = c.device != "cpu";
+  const bool python = c.candidate_format == "kernelbench_python";
+  c.prompts.style = r.get<std::string>(pr, "style", "prompts.style", python ? "kernelbench" : "kloop");
+  if (c.prompts.style != "kloop" && c.prompts.style != "kernelbench") {
+    r.fail("prompts.style", "'" + c.prompts.style + "' is not a prompt style; use kloop or kernelbench");
+  }
+  if ((c.prompts.style == "kernelbench") != python) {
+    r.fail("prompts.style", "style " + c.prompts.style + " asks for " + (python ? "C++" : "a Python ModelNew") +
+                                ", but candidate_format is " + c.candidate_format +
+                                "; use style kernelbench with candidate_format kernelbench_python, kloop with cpp");
+  }
+  if (pr.contains("upstream")) {
+    c.prompts.upstream = r.resolve_path(r.get<std::string>(pr, "upstream", "prompts.upstream", ""));
+    if (!fs::is_directory(fs::path(c.prompts.upstream) / "KernelBench")) {
+      r.fail("prompts.upstream", c.prompts.upstream + " holds no KernelBench/ folder; give a KernelBench checkout");
+    }
+  }
   c.prompts.feedback = c.scaffold.feedback;
 
   const json ev = j.value("evaluation", json::object());

@@ -70,6 +70,10 @@ struct RunConfig {
   // by side), or a list of GPU indices. Resolved by evaluation_devices().
   nlohmann::json devices;  // null: one queue, or every GPU for device cuda
   std::string protocol = "strict";
+  // What the model writes: cpp (kloop's kernel API) or kernelbench_python
+  // (KernelBench's Python ModelNew, run by the Python host; README:
+  // KernelBench candidates).
+  std::string candidate_format = "cpp";
   unsigned long long seed = 1;
   ProviderConfig provider;
   ScaffoldConfig scaffold;

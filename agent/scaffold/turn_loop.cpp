@@ -215,6 +215,7 @@ EvalOptions TurnLoop::eval_options() const {
   eval_opts.run_timeout = std::chrono::milliseconds(static_cast<long long>(config_.eval_timeout_s * 1000));
   eval_opts.threads = config_.threads;
   eval_opts.isolation = *parse_isolation(config_.isolation);
+  eval_opts.candidate_format = config_.candidate_format;
   eval_opts.activity_audit = config_.activity_audit;
   if (config_.max_timing_seconds > 0) eval_opts.max_timing_seconds = config_.max_timing_seconds;
   // Counters cost a replay phase per candidate: only when the model sees them.
@@ -343,7 +344,7 @@ LoopSummary TurnLoop::run() {
         for (const auto& r : done[{specs[i].name, sample}]) {
           if (r.turn > config_.scaffold.turns) continue;
           const fs::path dir = fs::path(store.path()) / r.attempt_dir;
-          std::string code = read_or_empty(dir / ("candidate" + std::string(config_.device == "cpu" ? ".cpp" : ".cu")));
+          std::string code = read_or_empty(dir / ("candidate" + candidate_extension()));
           search_nodes[i].push_back({{r.sample, r.turn}, r.verdict, r.speedup, read_or_empty(dir / "response.txt"),
                                      std::move(code), read_or_empty(dir / "feedback.txt"), r.parents});
         }
@@ -405,7 +406,7 @@ LoopSummary TurnLoop::run() {
   int workers = config_.parallel_chains > 0 ? config_.parallel_chains
                                             : std::max(1, config_.provider.concurrency) + static_cast<int>(devices.size()) - 1;
   const int search_width = workers;  // a search's attempts of one round at once
-  const std::string ext = config_.device == "cpu" ? ".cpp" : ".cu";
+  const std::string ext = candidate_extension();
   int total_attempts = 0;
   if (search) {
     for (const auto& nodes : search_nodes) total_attempts += static_cast<int>(per_problem - std::min(per_problem, nodes.size()));
@@ -519,7 +520,7 @@ LoopSummary TurnLoop::run() {
       rec.finish_reason = gen.finish_reason;
 
       std::string feedback;
-      ExtractedCode code = outcome.empty() ? extract_code(gen.text) : ExtractedCode{};
+      ExtractedCode code = outcome.empty() ? extract_code(gen.text, python_candidates()) : ExtractedCode{};
       const auto eval_start = Clock::now();
       PhaseTimes phases;          // the evaluation's own, for the progress line
       std::string timing_cap;     // the candidate's timing loop, when a cap (not the noise target) ended it
@@ -542,7 +543,7 @@ LoopSummary TurnLoop::run() {
             for (auto& prebuilder : prebuilders) {
               {
                 const CompilePool::Slot slot = compile_pool.acquire();
-                rec.compile_seconds += prebuilder->build(source, ModuleRole::kCandidate, target).seconds;
+                rec.compile_seconds += build_candidate_file(*prebuilder, source, config_.candidate_format, target).seconds;
               }
               // The reference too (built at run start; this waits for that
               // build when it is still running), so no evaluation holds a

@@ -91,6 +91,9 @@ class TurnLoop {
  private:
   std::vector<ProblemSpec> select_problems(std::vector<std::string>* excluded) const;
   EvalOptions eval_options() const;
+  bool python_candidates() const { return config_.candidate_format == "kernelbench_python"; }
+  // The attempt's code file: candidate.py, .cpp (CPU) or .cu (CUDA).
+  std::string candidate_extension() const { return python_candidates() ? ".py" : config_.device == "cpu" ? ".cpp" : ".cu"; }
   nlohmann::json resolved_config(const Redactor& redactor) const;
 
   RunConfig config_;

@@ -4,6 +4,8 @@
 #include "agent/scaffold/turn_loop.h"
 
 #include <gtest/gtest.h>
+
+#include "evaluator/build/python_env.h"
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,6 +161,57 @@ TEST_F(TurnLoopTest, VerdictsFeedTheNextTurnAndResumeSkipsFinishedWork) {
   EXPECT_EQ(results()[2]["verdict"], "correct");
   // A finished run is not repeated.
   EXPECT_EQ(run(c).attempts_run, 0);
+}
+
+// KernelBench's format end to end: KernelBench's prompt structure with the
+// upstream task file, python blocks extracted, candidate.py built once and
+// judged by the Python host, its feedback in the next turn.
+TEST_F(TurnLoopTest, KernelBenchFormatRunsFromPromptToVerdict) {
+  try {
+    (void)python_environment();
+  } catch (const std::exception& e) {
+    const char* require = std::getenv("KLOOP_REQUIRE_PYTHON_TORCH");
+    if (require && std::string(require) == "1") FAIL() << e.what();
+    GTEST_SKIP() << e.what();
+  }
+  const std::string wrong = "Half of it:\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n"
+                            "    def forward(self, x):\n        return torch.relu(x) * 0.5\n```\n";
+  const std::string good = "```python\nimport torch\nclass ModelNew(torch.nn.Module):\n"
+                           "    def forward(self, x):\n        return torch.relu(x)\n```\n";
+  transcript({wrong, good});
+  const std::string upstream = std::string(KLOOP_TEST_FIXTURES) + "/upstream";
+  std::ofstream(dir_ / "run.yaml") << "name: t\nruns_dir: runs\nproblems: {names: [19_ReLU]}\n"
+                                      "device: cpu\nprotocol: strict\ncandidate_format: kernelbench_python\n"
+                                      "prompts: {upstream: " + upstream + "}\n"
+                                      "provider: {kind: replay, model: scripted, transcript: t.jsonl}\n"
+                                      "scaffold: {kind: iterative, turns: 2}\n"
+                                      "evaluation: {timeout_s: 60, max_timing_seconds: 0.05, threads: 2}\n";
+  RunConfig c = load_run_config((dir_ / "run.yaml").string());
+  EXPECT_EQ(c.prompts.style, "kernelbench");
+  LoopSummary s = run(c);
+  ASSERT_TRUE(s.fatal_error.empty()) << s.fatal_error;
+  ASSERT_TRUE(s.errors.empty()) << s.errors.front();
+  auto r = results();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0]["verdict"], "incorrect") << r[0].dump();
+  EXPECT_EQ(r[1]["verdict"], "correct") << r[1].dump();
+  EXPECT_TRUE(r[1]["build_cached"]) << "one build per candidate: " << r[1].dump();
+  EXPECT_TRUE(fs::exists(dir_ / "runs/t/attempts/19_ReLU/sample0/turn2/candidate.py"));
+  const json p2 = prompt(2);
+  ASSERT_EQ(p2["messages"].size(), 3u) << p2.dump();
+  const std::string system = p2["system"];
+  const std::string task = p2["messages"][0]["content"];
+  EXPECT_NE(system.find("```python"), std::string::npos) << system;
+  EXPECT_NE(task.find("return torch.relu(x)"), std::string::npos) << "the upstream task file: " << task;
+  EXPECT_NE(task.find("load_inline"), std::string::npos) << task;
+  const std::string feedback = p2["messages"][2]["content"];
+  EXPECT_NE(feedback.find("max abs error 0.5"), std::string::npos) << feedback;
+  EXPECT_NE(feedback.find("```python block"), std::string::npos) << feedback;
+
+  const std::string base = "name: x\nprovider: {kind: replay, transcript: t.jsonl}\n";
+  config_error(base + "candidate_format: kernelbench_python\nprompts: {style: kloop}\n", "prompts.style",
+               "candidate_format is kernelbench_python");
+  config_error(base + "candidate_format: python\n", "candidate_format", "use cpp");
 }
 
 TEST_F(TurnLoopTest, NoCodeIsAFeedbackTurnAndAblationsHideDetails) {
