@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
       kloop::cli::add_report_command);
   add("rescore", "re-evaluate a run's stored candidates under another protocol (no LLM calls)",
       kloop::cli::add_rescore_command);
+  add("import", "turn another harness's generations into a kloop run (kernelbench)", kloop::cli::add_import_command);
 
   try {
     app.parse(argc, argv);

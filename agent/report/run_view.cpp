@@ -232,7 +232,11 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   v.record_files = store.record_files(v.results_file);
   const std::vector<AttemptRecord> records = store.load_results(v.results_file);
   v.problems = selected_problems(config, registry, records, (fs::path(run_dir) / "config.json").string());
-  if (registry && protocol_by_name(v.protocol).exclude_degenerate) drop_excluded(v, *registry);
+  // A protocol of kloop's may leave degenerate tasks out; an imported run's
+  // own verdicts (kernelbench_published) are another harness's, as they were.
+  const std::vector<std::string> ours = protocol_names();
+  const bool kloop_protocol = std::find(ours.begin(), ours.end(), v.protocol) != ours.end();
+  if (registry && kloop_protocol && protocol_by_name(v.protocol).exclude_degenerate) drop_excluded(v, *registry);
   for (const auto& r : records) v.attempts.push_back(attempt_of(r, run_dir, v.verdict_root));
 
   // Where the run itself stands, from its own records.

@@ -14,9 +14,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/report/kernelbench_import.h"
 #include "agent/report/metrics.h"
 #include "agent/report/run_view.h"
 #include "agent/store/run_store.h"
+#include "evaluator/build/python_env.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::report {
@@ -186,6 +188,63 @@ TEST_F(RescoreTest, ForgedRecordsAreNeitherRescoredNorCounted) {
   for (const auto& r : RunStore(runs_.string(), "tiny").load_results("rescore-kernelbench.jsonl")) {
     EXPECT_EQ(r.sample, 0);
   }
+}
+
+// A KernelBench generation folder as a run: its kernel files become
+// attempts with KernelBench's own verdicts where eval_results.json has them,
+// a file of a task kloop lacks is named, strict then tells the published
+// "correct" that returns its input from a real one, and importing again adds
+// nothing.
+TEST_F(RescoreTest, AKernelBenchGenerationFolderIsImportedAndRescored) {
+  try {
+    (void)python_environment();
+  } catch (const std::exception& e) {
+    const char* require = std::getenv("KLOOP_REQUIRE_PYTHON_TORCH");
+    if (require && std::string(require) == "1") FAIL() << e.what();
+    GTEST_SKIP() << e.what();
+  }
+  const fs::path gen = runs_ / "kernelbench-gen";
+  fs::create_directories(gen);
+  const std::string fixtures = std::string(KLOOP_TEST_FIXTURES) + "/kernelbench/";
+  fs::copy_file(fixtures + "relu_correct.py", gen / "level_1_problem_19_sample_0_kernel.py");
+  fs::copy_file(fixtures + "relu_in_place.py", gen / "level_1_problem_19_sample_1_kernel.py");
+  fs::copy_file(fixtures + "relu_correct.py", gen / "level_1_problem_999_sample_0_kernel.py");
+  std::ofstream(gen / "generation_config.yaml") << "model_name: some-model\nlevel: 1\n";
+  std::ofstream(gen / "eval_results.json")
+      << R"({"19": [{"sample_id": 0, "compiled": true, "correctness": true, "runtime": 0.02, "metadata": {}},
+                    {"sample_id": 1, "compiled": true, "correctness": true, "runtime": 0.01, "metadata": {}}]})";
+  KernelBenchImportOptions io;
+  io.generations = gen.string();
+  io.runs_dir = runs_.string();
+  io.name = "imported";
+  io.problems_dir = ProblemRegistry::default_root();
+  const KernelBenchImportSummary s = import_kernelbench(io);
+  EXPECT_EQ(s.imported, 2);
+  EXPECT_EQ(s.published, 2);
+  ASSERT_EQ(s.skipped.size(), 1u);
+  EXPECT_NE(s.skipped[0].find("numbered 999"), std::string::npos) << s.skipped[0];
+  const std::string run = (runs_ / "imported").string();
+  EXPECT_TRUE(fs::exists(run + "/attempts/19_ReLU/sample1/turn1/candidate.py"));
+  RunStore store(runs_.string(), "imported");
+  const auto published = store.load_results();
+  ASSERT_EQ(published.size(), 2u);
+  EXPECT_EQ(published[1].verdict, "correct");
+  EXPECT_EQ(published[1].model, "some-model");
+
+  std::ostringstream progress;
+  RescoreOptions o = options("strict");
+  o.max_timing_seconds = 0.05;
+  o.threads = 2;
+  const RescoreSummary r = rescore_run(run, o, progress);
+  EXPECT_TRUE(r.errors.empty()) << progress.str();
+  std::map<int, std::string> strict;
+  for (const auto& a : store.load_results("rescore-strict.jsonl")) strict[a.sample] = a.verdict;
+  EXPECT_EQ(strict[0], "correct") << progress.str();
+  EXPECT_EQ(strict[1], "integrity_violation") << progress.str();
+  EXPECT_NO_THROW(load_run_view(run, "strict", nullptr));
+  EXPECT_NO_THROW(load_run_view(run, "", nullptr)) << "the published verdicts are a view of their own";
+
+  EXPECT_EQ(import_kernelbench(io).imported, 0) << "importing again adds nothing";
 }
 
 }  // namespace
