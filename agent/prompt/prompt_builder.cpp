@@ -49,6 +49,12 @@ std::string fmt_time(double s) {
   return fmt("%.3f s", s);
 }
 
+std::string precision_note(bool cuda) {
+  return cuda ? "Inputs and outputs are float32 unless stated; TF32 and lower precisions are not accurate enough for "
+                "the 1e-3 tolerance.\n"
+              : "Inputs and outputs are float32 unless stated.\n";
+}
+
 std::string dims_text(const DimValues& d) {
   std::string s;
   for (const auto& [k, v] : d) s += (s.empty() ? "" : ", ") + k + " = " + std::to_string(v);
@@ -177,9 +183,7 @@ std::string PromptBuilder::task(const ProblemSpec& spec) const {
       {"interface", interface_text(spec, cuda)},
       {"contract", file(cuda ? "contract_cuda.txt" : "contract_cpu.txt")},
       {"hardware", file(cuda ? "hardware_cuda.txt" : "hardware_cpu.txt")},
-      {"precision", cuda ? "Inputs and outputs are float32 unless stated; TF32 and lower precisions are not "
-                           "accurate enough for the 1e-3 tolerance.\n"
-                         : "Inputs and outputs are float32 unless stated.\n"},
+      {"precision", precision_note(cuda)},
       {"example_reference", file("example_reference.cpp")},
       {"example_candidate", file(cuda ? "example_candidate_cuda.cu" : "example_candidate_cpu.cpp")},
       {"source_ext", cuda ? ".cu" : ".cpp"},
@@ -271,9 +275,7 @@ std::string PromptBuilder::kernelbench_task(const ProblemSpec& spec) const {
       {"reference_source", cap_text(source, settings_.max_reference_chars)},
       {"interface", interface_text(spec, cuda)},
       {"hardware", file(cuda ? "hardware_kernelbench_cuda.txt" : "hardware_kernelbench_cpu.txt")},
-      {"precision", cuda ? "Inputs and outputs are float32 unless stated; TF32 and lower precisions are not "
-                           "accurate enough for the 1e-3 tolerance.\n"
-                         : "Inputs and outputs are float32 unless stated.\n"},
+      {"precision", precision_note(cuda)},
       {"example_reference", file("example_reference_kernelbench.py")},
       {"example_candidate", file(cuda ? "example_candidate_kernelbench_cuda.py" : "example_candidate_kernelbench_cpu.py")},
       {"kernel_language", cuda ? "CUDA" : "C++"},

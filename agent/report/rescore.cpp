@@ -89,7 +89,7 @@ class AttemptRescorer {
     }
     throw std::runtime_error(
         (fs::path(run_dir_) / r.attempt_dir).string() +
-        ": no candidate.cpp, .cu or .py; the attempt's code is gone, so it cannot be rescored");
+        ": no candidate.cpp or candidate.cu (nor candidate.py); the attempt's code is gone, so it cannot be rescored");
   }
 
   const ProblemSpec& spec(const std::string& name) {

@@ -245,7 +245,7 @@ INSTANTIATE_TEST_SUITE_P(
         // the timed calls are not; a checked timed call catches it.
         FixtureCase{"replays_seen.cpp", "strict", "integrity_violation", "timed_call_incorrect"},
         FixtureCase{"no_register.cpp", "strict", "load_error", "KLOOP_REGISTER_CANDIDATE(ModelNew)"},
-        FixtureCase{"kernelbench_python.py", "strict", "compile_error", "is a Python ModelNew"},
+        FixtureCase{"kernelbench_python.cpp", "strict", "compile_error", "is a Python ModelNew"},
         FixtureCase{"wrong_arity.cpp", "strict", "load_error", "forward takes 2 tensor argument(s)"},
         // Attacks on the worker channel (tests/fixtures/attacks): what a reply
         // says is never believed, and a bad one is a verdict, not a crash.

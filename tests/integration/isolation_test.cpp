@@ -50,7 +50,7 @@
 #include <thread>
 #include <vector>
 
-#include "evaluator/build/python_env.h"
+#include "tests/support/python_support.h"
 #include "evaluator/evaluate.h"
 #include "evaluator/isolation/subprocess.h"
 #include "evaluator/problem/registry.h"
@@ -591,13 +591,7 @@ TEST_F(UnprivilegedTest, HonestCandidateIsCorrect) {
 // at build time). Weak as an unprivileged user without Landlock leaves the
 // candidate that user's rights, by design (README: Isolation).
 TEST_F(UnprivilegedTest, PythonCandidateStaysInsideUnderStrict) {
-  try {
-    (void)python_environment();
-  } catch (const std::exception& e) {
-    const char* require = std::getenv("KLOOP_REQUIRE_PYTHON_TORCH");
-    if (require && std::string(require) == "1") FAIL() << e.what();
-    GTEST_SKIP() << e.what();
-  }
+  KLOOP_NEED_PYTHON_CANDIDATES();
   const fs::path target = fs::path(scratch().nobody_cache) / "builds" / "kloop-python-escape";
   fs::remove(target);
   CliResult r = eval_as_nobody(std::string(KLOOP_TEST_FIXTURES) + "/kernelbench/relu_escapes.py");

@@ -18,7 +18,7 @@
 #include "agent/report/metrics.h"
 #include "agent/report/run_view.h"
 #include "agent/store/run_store.h"
-#include "evaluator/build/python_env.h"
+#include "tests/support/python_support.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::report {
@@ -196,13 +196,7 @@ TEST_F(RescoreTest, ForgedRecordsAreNeitherRescoredNorCounted) {
 // "correct" that returns its input from a real one, and importing again adds
 // nothing.
 TEST_F(RescoreTest, AKernelBenchGenerationFolderIsImportedAndRescored) {
-  try {
-    (void)python_environment();
-  } catch (const std::exception& e) {
-    const char* require = std::getenv("KLOOP_REQUIRE_PYTHON_TORCH");
-    if (require && std::string(require) == "1") FAIL() << e.what();
-    GTEST_SKIP() << e.what();
-  }
+  KLOOP_NEED_PYTHON_CANDIDATES();
   const fs::path gen = runs_ / "kernelbench-gen";
   fs::create_directories(gen);
   const std::string fixtures = std::string(KLOOP_TEST_FIXTURES) + "/kernelbench/";

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "evaluator/build/python_env.h"
+#include "tests/support/python_support.h"
 #include <unistd.h>
 
 #include <algorithm>
@@ -167,13 +167,7 @@ TEST_F(TurnLoopTest, VerdictsFeedTheNextTurnAndResumeSkipsFinishedWork) {
 // upstream task file, python blocks extracted, candidate.py built once and
 // judged by the Python host, its feedback in the next turn.
 TEST_F(TurnLoopTest, KernelBenchFormatRunsFromPromptToVerdict) {
-  try {
-    (void)python_environment();
-  } catch (const std::exception& e) {
-    const char* require = std::getenv("KLOOP_REQUIRE_PYTHON_TORCH");
-    if (require && std::string(require) == "1") FAIL() << e.what();
-    GTEST_SKIP() << e.what();
-  }
+  KLOOP_NEED_PYTHON_CANDIDATES();
   const std::string wrong = "Half of it:\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n"
                             "    def forward(self, x):\n        return torch.relu(x) * 0.5\n```\n";
   const std::string good = "```python\nimport torch\nclass ModelNew(torch.nn.Module):\n"
