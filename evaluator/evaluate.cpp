@@ -50,7 +50,7 @@ WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const
     s.read_only.push_back(fs::path(module).parent_path().string());
     s.read_only.push_back(python_host_library(o.worker_path));
     const PythonEnvironment& py = python_environment();
-    s.read_only.insert(s.read_only.end(), py.sys_path.begin(), py.sys_path.end());
+    s.read_only.insert(s.read_only.end(), py.installation.begin(), py.installation.end());
   }
   s.writable = {work.sandbox()};
   s.weak_as_sandbox_uid = true;

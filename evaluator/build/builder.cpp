@@ -324,7 +324,7 @@ BuildResult Builder::build_python(const std::string& source_path, BuildTarget ta
   recipe.product = "module.py";
   recipe.sandboxed = true;
   recipe.runs_model_code = true;
-  recipe.read_only = py.sys_path;
+  recipe.read_only = py.installation;
   recipe.read_only.insert(recipe.read_only.end(), config_.include_dirs.begin(), config_.include_dirs.end());
   recipe.read_only.insert(recipe.read_only.end(), config_.library_dirs.begin(), config_.library_dirs.end());
   recipe.meta = {{"role", "candidate"}, {"source", source_path}, {"format", "python"}};

@@ -27,9 +27,10 @@ PythonEnvironment query() {
   const char* env = std::getenv("KLOOP_PYTHON");
   p.executable = env && *env ? env : KLOOP_PYTHON_EXECUTABLE;
   const std::string probe =
-      "import json, sys\nimport torch\n"
+      "import json, os, sys\nimport torch\n"
       "print(json.dumps({'version': '%d.%d' % sys.version_info[:2], 'torch': torch.__version__, "
-      "'path': [p for p in sys.path if p]}))";
+      "'path': [p for p in sys.path if p], 'install': [os.path.realpath(sys.executable), "
+      "sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]}))";
   CommandResult r = run_command({p.executable, "-I", "-c", probe}, "", std::chrono::seconds(120));
   nlohmann::json j;
   const std::size_t line = r.output.rfind("{\"version\"");
@@ -50,6 +51,10 @@ PythonEnvironment query() {
   std::error_code ec;
   for (const auto& d : j.value("path", std::vector<std::string>{})) {
     if (fs::exists(d, ec)) p.sys_path.push_back(fs::absolute(d, ec).string());
+  }
+  p.installation = p.sys_path;
+  for (const auto& d : j.value("install", std::vector<std::string>{})) {
+    if (!d.empty() && fs::exists(d, ec)) p.installation.push_back(fs::absolute(d, ec).string());
   }
   return p;
 }

@@ -14,6 +14,10 @@ struct PythonEnvironment {
   std::string version;                // "3.11"
   std::string torch_version;          // torch.__version__
   std::vector<std::string> sys_path;  // its module search path (folders that exist)
+  // What a sandbox must show for it to run: the executable (and what its
+  // link resolves to), its prefixes (a venv's pyvenv.cfg, the base install
+  // with libpython), and sys_path.
+  std::vector<std::string> installation;
 };
 
 // Queried once per process. Throws std::runtime_error naming the python,
