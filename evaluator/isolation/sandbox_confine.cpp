@@ -95,6 +95,7 @@ const long kDeniedWithoutPidNamespace[] = {
 // kernel speaks).
 constexpr uint64_t kLandlockMakeChar = 1ull << 6;
 constexpr uint64_t kLandlockMakeBlock = 1ull << 11;
+constexpr uint64_t kLandlockRefer = 1ull << 13;  // ABI 2
 constexpr uint64_t kLandlockScopeSignal = 1ull << 1;
 
 }  // namespace
@@ -185,14 +186,32 @@ int landlock_abi() {
 // namespace's maps (dumpable, with a copy of the driver's memory), both of
 // which a weak candidate with the same uid could otherwise open. The only
 // file rights it handles (device nodes) are denied everywhere anyway.
+// A domain also denies every rename or link of a file into another folder
+// (EXDEV) unless it handles the refer right and grants it: from ABI 2 it is
+// granted beneath the root, so that what a candidate may write it may also
+// move (Triton's cache, for one, renames a finished file into place).
 bool enter_landlock_domain(int abi) {
 #ifdef SYS_landlock_create_ruleset
   struct {
     uint64_t handled_access_fs, handled_access_net, scoped;
-  } attr = {kLandlockMakeChar | kLandlockMakeBlock, 0, abi >= 6 ? kLandlockScopeSignal : 0};
+  } attr = {kLandlockMakeChar | kLandlockMakeBlock | (abi >= 2 ? kLandlockRefer : 0), 0,
+            abi >= 6 ? kLandlockScopeSignal : 0};
   const size_t size = abi >= 6 ? 24 : abi >= 4 ? 16 : 8;
   long ruleset = syscall(SYS_landlock_create_ruleset, &attr, size, 0u);
   if (ruleset < 0) return false;
+  if (abi >= 2) {
+    struct __attribute__((packed)) {
+      uint64_t allowed_access;
+      int32_t parent_fd;
+    } beneath = {kLandlockRefer, open("/", O_PATH | O_CLOEXEC)};
+    const bool added = beneath.parent_fd >= 0 && syscall(SYS_landlock_add_rule, static_cast<int>(ruleset),
+                                                         1 /* LANDLOCK_RULE_PATH_BENEATH */, &beneath, 0u) == 0;
+    if (beneath.parent_fd >= 0) close(beneath.parent_fd);
+    if (!added) {
+      close(static_cast<int>(ruleset));
+      return false;
+    }
+  }
   const bool ok = syscall(SYS_landlock_restrict_self, static_cast<int>(ruleset), 0u) == 0;
   close(static_cast<int>(ruleset));
   return ok;

@@ -443,6 +443,28 @@ TEST_F(IsolationTest, StrictCompilerCannotIncludeASecretFile) {
   EXPECT_NE(v.build.log.find(key + ": No such file or directory"), std::string::npos) << v.build.log;
 }
 
+// What a sandboxed child may write it may also move between its folders:
+// a Landlock domain refuses a rename into another folder (EXDEV) unless it
+// grants that right (Triton's cache renames each finished file into place;
+// before the grant, Triton candidates failed on the H200).
+TEST_F(IsolationTest, RenamesBetweenWritableFoldersWork) {
+  const fs::path dir = fs::path(scratch().dir) / ("rename-" + std::to_string(getpid()));
+  for (Isolation level : {Isolation::kStrict, Isolation::kWeak}) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    SandboxSpec s;
+    s.level = level;
+    s.writable = {dir.string()};
+    const std::string from = (dir / "a" / "f").string(), to = (dir / "b" / "f").string();
+    const std::string script = "import os\nos.makedirs('" + (dir / "a").string() + "')\nos.makedirs('" +
+                               (dir / "b").string() + "')\nopen('" + from + "', 'w').write('x')\nos.replace('" +
+                               from + "', '" + to + "')\nprint('moved')";
+    CommandResult r = run_command({"/usr/bin/python3", "-I", "-c", script}, dir.string(), std::chrono::seconds(60), s);
+    EXPECT_NE(r.output.find("moved"), std::string::npos) << isolation_name(level) << ": " << r.output;
+  }
+  fs::remove_all(dir);
+}
+
 // Six forked children touch 1 GiB each under a 2 GiB limit: RLIMIT_AS is
 // per process, so only a group limit (a cgroup: root and a memory
 // controller) stops the tree. Where no cgroup can be made the attack is out
