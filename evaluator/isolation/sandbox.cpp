@@ -210,10 +210,8 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
                    "and only kloop's undumpable processes are out of its reach\n");
     }
   }
-  if (!p.keep_environment) {
-    p.env = sandbox_environment(spec.level, tmp_inside);
-    p.env.insert(p.env.end(), spec.environment.begin(), spec.environment.end());
-  }
+  if (!p.keep_environment) p.env = sandbox_environment(spec.level, tmp_inside);
+  p.env.insert(p.env.end(), spec.environment.begin(), spec.environment.end());  // none when keep_environment
   p.weak_drop_uid = spec.level == Isolation::kWeak && p.as_root && spec.weak_as_sandbox_uid;
   if (spec.level != Isolation::kNone) p.group = SandboxGroup::create(spec.group_memory_bytes, spec.group_processes);
   if (p.as_root && (p.strict || p.weak_drop_uid)) {
