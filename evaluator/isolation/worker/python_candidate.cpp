@@ -42,7 +42,6 @@ wire::LoadReply Worker::load_python(const wire::Load& cmd) {
     throw WorkerError{"load_error", "forward takes " + std::to_string(arity_) +
                                         " tensor argument(s), but the problem passes " + std::to_string(cmd.arity)};
   }
-  create_ = [](const ModuleInit&) -> std::unique_ptr<ModuleRunner> { return nullptr; };  // construct_python makes it
   return {arity_, 0, session_->info()};
 }
 

@@ -157,7 +157,7 @@ json Worker::serve_as(const json& cmd, Reply (Worker::*handler)(const Command&))
 json Worker::dispatch(const std::string& op, const json& cmd) {
   if (op == wire::Load::kOp) return serve_as(cmd, &Worker::load);
   if (op == wire::Calibrate::kOp) return serve_as(cmd, &Worker::calibrate);
-  if (!create_) throw WorkerError{"runtime_error", "kloop-worker: '" + op + "' before 'load'"};
+  if (!create_ && !python_) throw WorkerError{"runtime_error", "kloop-worker: '" + op + "' before 'load'"};
   if (op == wire::Generate::kOp) return serve_as(cmd, &Worker::generate);
   generate_only_ = false;
   if (op == wire::Prepare::kOp) return serve_as(cmd, &Worker::prepare);
