@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,10 +67,48 @@ Builder::Builder(BuilderConfig config) : config_(std::move(config)) {
   }
 }
 
+// `COMPILER --version`, part of every cache key. Running it costs clang
+// about 0.1 s, in every process that builds or looks up a build; so the
+// answer is kept in the cache, under the binary's resolved path and stat
+// (another or a rebuilt compiler gets another entry) and signed like the
+// builds.
 std::string Builder::compiler_identity(const std::string& compiler) {
+  const std::string resolved = resolve_executable(compiler);
+  std::error_code ec;
+  const fs::path real = fs::canonical(resolved, ec);
+  struct stat st {};
+  std::string key;
+  if (!ec && ::stat(real.c_str(), &st) == 0) {
+    ContentHash h;
+    h.add(kBuildFormat).add("compiler-identity").add(compiler).add(resolved).add(real.string());
+    for (long long v : {static_cast<long long>(st.st_dev), static_cast<long long>(st.st_ino),
+                        static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
+                        static_cast<long long>(st.st_mtim.tv_nsec), static_cast<long long>(st.st_ctim.tv_sec),
+                        static_cast<long long>(st.st_ctim.tv_nsec)}) {
+      h.add(std::to_string(v));
+    }
+    key = h.hex();
+  }
+  const fs::path file = fs::path(config_.cache_dir) / "compilers" / key;
+  const IntegrityKey ik = IntegrityKey::for_cache(config_.cache_dir);
+  if (!key.empty()) {
+    const std::string text = file_or_empty(file);
+    const std::size_t nl = text.find('\n');
+    if (nl != std::string::npos && ik.verify(text.substr(0, nl), {"compiler-identity", key, text.substr(nl + 1)})) {
+      return text.substr(nl + 1);
+    }
+  }
   CommandResult r = run_command({compiler, "--version"}, "", std::chrono::seconds(30));
   if (!r.status.exited || r.status.code != 0) {
     throw std::runtime_error("cannot run the compiler '" + compiler + "': " + r.output);
+  }
+  if (!key.empty()) {
+    fs::create_directories(file.parent_path(), ec);
+    static std::atomic<int> counter{0};
+    const fs::path tmp = file.string() + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    write_text(tmp.string(), ik.tag({"compiler-identity", key, r.output}) + "\n" + r.output);
+    fs::rename(tmp, file, ec);
+    if (ec) fs::remove(tmp, ec);
   }
   return r.output;
 }
@@ -293,10 +332,7 @@ BuildResult Builder::build_text(const std::string& source, const std::string& so
   const std::string src_name = source_name(role, target);
   recipe.files = {{src_name, source}};
   recipe.command = command(role, target, src_name, "module.so");
-  if (role == ModuleRole::kReference) {
-    std::vector<std::string> pch = reference_pch_flags(/*verified=*/true);
-    recipe.command.insert(recipe.command.begin() + 1, pch.begin(), pch.end());
-  }
+  if (role == ModuleRole::kReference) recipe.compile_only_flags = [this] { return reference_pch_flags(true); };
   recipe.product = "module.so";
   // The compiler reads model-written source: a candidate's compile runs in
   // the sandbox (its folder writable, the headers and libraries it links
@@ -369,7 +405,12 @@ BuildResult Builder::build_entry(const Recipe& recipe) {
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   for (const auto& [name, text] : recipe.files) write_text((tmp / name).string(), text);
-  for (const auto& part : recipe.command) r.command += (r.command.empty() ? "" : " ") + part;
+  std::vector<std::string> command = recipe.command;
+  if (recipe.compile_only_flags) {
+    std::vector<std::string> flags = recipe.compile_only_flags();
+    command.insert(command.begin() + 1, flags.begin(), flags.end());
+  }
+  for (const auto& part : command) r.command += (r.command.empty() ? "" : " ") + part;
 
   SandboxSpec sandbox;
   if (recipe.sandboxed) {
@@ -380,7 +421,7 @@ BuildResult Builder::build_entry(const Recipe& recipe) {
     sandbox.environment = recipe.environment;
     sandbox.weak_as_sandbox_uid = recipe.runs_model_code;
   }
-  CommandResult c = run_command(recipe.command, tmp.string(), config_.timeout, sandbox);
+  CommandResult c = run_command(command, tmp.string(), config_.timeout, sandbox);
   std::error_code ec;
   if (recipe.sandboxed) {
     for (auto f = fs::recursive_directory_iterator(tmp, ec); !ec && f != fs::recursive_directory_iterator(); ++f) {

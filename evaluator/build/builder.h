@@ -6,9 +6,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -97,6 +97,10 @@ class Builder {
     std::string key;
     std::vector<std::pair<std::string, std::string>> files;  // name, contents
     std::vector<std::string> command;
+    // Flags put after command[0] only when the compile really runs (the
+    // reference PCH, whose 100 MB are hashed before a compile relies on it,
+    // and which a cached entry does not need).
+    std::function<std::vector<std::string>()> compile_only_flags;
     std::string product;  // module.so or module.py
     bool sandboxed = false;
     // Weak isolation as root: run as the sandbox uid, not as a root without

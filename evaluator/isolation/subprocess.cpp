@@ -46,23 +46,6 @@ int remaining_ms(Clock::time_point deadline) {
   return left < 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000 * 60 * 60));
 }
 
-// execve needs a path: argv[0] as given when it has a slash, else from PATH.
-std::string resolve_executable(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  std::size_t start = 0;
-  while (start <= dirs.size()) {
-    std::size_t end = dirs.find(':', start);
-    std::string d = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    std::string candidate = (d.empty() ? "." : d) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return name;
-}
-
 struct CommandFds {
   int devnull, out;
 };
@@ -87,6 +70,22 @@ void worker_fds(void* p) {
 }
 
 }  // namespace
+
+std::string resolve_executable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    std::size_t end = dirs.find(':', start);
+    std::string d = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string candidate = (d.empty() ? "." : d) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return name;
+}
 
 std::string sandbox_init_path(const std::string& worker) {
   const auto slash = worker.rfind('/');

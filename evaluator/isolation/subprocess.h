@@ -38,6 +38,10 @@ struct CommandResult {
 // What is kept of a child's output; the rest is read and dropped.
 constexpr std::size_t kMaxCapturedOutput = 8u << 20;
 
+// The path execve gets for a command name: `name` itself when it has a
+// slash, else the first executable of that name in PATH (`name` when none).
+std::string resolve_executable(const std::string& name);
+
 // Runs argv[0] (searched in PATH) in `cwd` until it ends or `timeout` passes.
 // Throws IsolationError when the sandbox cannot be set up.
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& cwd,

@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -66,6 +68,45 @@ TEST(BuilderConfigTest, ARelativeCacheDirIsMadeAbsolute) {
   const BuilderConfig c = BuilderConfig::from_environment();
   if (before) setenv("KLOOP_CACHE_DIR", saved.c_str(), 1); else unsetenv("KLOOP_CACHE_DIR");
   EXPECT_EQ(c.cache_dir, (fs::current_path() / "relative/cache").string());
+}
+
+// `COMPILER --version` is part of every cache key and costs clang 0.1 s a
+// process, so its answer is kept in the cache: believed under its MAC and
+// the binary's stat, asked again when the compiler file changes, and a
+// planted answer is not believed.
+TEST_F(BuilderTest, CompilerIdentityIsKeptUnderItsMacAndTheBinarysStat) {
+  const fs::path compiler = dir_ / "fake-cxx";
+  const fs::path answer = dir_ / "answer";
+  const fs::path asked = dir_ / "asked";
+  auto write_compiler = [&](const std::string& extra) {
+    std::ofstream(compiler) << "#!/bin/sh\necho x >> '" << asked.string() << "'\ncat '" << answer.string()
+                            << "'\n" << extra;
+    fs::permissions(compiler, fs::perms::owner_all);
+  };
+  auto times_asked = [&] {
+    std::ifstream in(asked);
+    return static_cast<int>(std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+  };
+  write_compiler("");
+  std::ofstream(answer) << "fake compiler 1\n";
+  config_.cxx = compiler.string();
+  const std::string first = Builder(config_).cache_key("int x;", ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_EQ(times_asked(), 1);
+  EXPECT_EQ(Builder(config_).cache_key("int x;", ModuleRole::kCandidate, BuildTarget::kCpu), first);
+  EXPECT_EQ(times_asked(), 1) << "a second builder asks the compiler again";
+
+  // A planted answer (no valid MAC) is not believed: the compiler is asked.
+  const fs::path kept = fs::path(config_.cache_dir) / "compilers";
+  ASSERT_TRUE(fs::is_directory(kept));
+  for (const auto& e : fs::directory_iterator(kept)) std::ofstream(e.path()) << "0000\nfake compiler 2\n";
+  EXPECT_EQ(Builder(config_).cache_key("int x;", ModuleRole::kCandidate, BuildTarget::kCpu), first);
+  EXPECT_EQ(times_asked(), 2);
+
+  // Another compiler in the same file: a new answer, a new key.
+  std::ofstream(answer) << "fake compiler 3\n";
+  write_compiler("# rebuilt\n");
+  EXPECT_NE(Builder(config_).cache_key("int x;", ModuleRole::kCandidate, BuildTarget::kCpu), first);
+  EXPECT_EQ(times_asked(), 3);
 }
 
 TEST_F(BuilderTest, BuildsThenServesFromCache) {
