@@ -473,7 +473,7 @@ TEST_F(IsolationTest, ForkedChildrenShareTheMemoryLimit) {
   if (SandboxGroup::create(1u << 30, 0).empty()) GTEST_SKIP() << "no cgroup memory controller kloop can use here";
   for (Isolation level : {Isolation::kStrict, Isolation::kWeak}) {
     EvalOptions o = base_options();
-    o.memory_limit_bytes = 2ull << 30;
+    o.memory_limit_bytes = 1280ull << 20;
     Verdict v = evaluate(level, std::string(KLOOP_TEST_FIXTURES) + "/attacks/attack_fork_memory.cpp", o);
     expect_blocked_verdict(v);
   }
