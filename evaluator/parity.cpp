@@ -77,7 +77,9 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
     r.details.push_back(upstream.string() + ": not found in the checkout");
     return r;
   }
-  const fs::path dir = fs::temp_directory_path() / ("kloop-parity-" + std::to_string(getpid()) + "-" + spec.name);
+  fs::path root = options.work_root;
+  if (root.empty()) root = access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
+  const fs::path dir = root / ("kloop-parity-" + std::to_string(getpid()) + "-" + spec.name);
   fs::remove_all(dir);
   struct Cleanup {
     fs::path p;

@@ -20,6 +20,10 @@ struct ParityOptions {
   std::string upstream_root;  // a KernelBench checkout (the folder holding KernelBench/level1/...)
   std::string python;         // with torch; "" = find_python_with_torch("")
   std::chrono::seconds timeout{600};
+  // Where each task's weights, inputs and both sides' outputs are written:
+  // "" = /dev/shm when writable (at upstream size one task moves tens of GB,
+  // which a disk makes the slow part), else the temp folder.
+  std::string work_root;
 };
 
 struct ParityResult {
