@@ -252,12 +252,14 @@ std::string kernel_library(const std::string& kernel_name) {
   return "custom";
 }
 
-std::string object_library(const std::string& object, const std::string& module_object) {
+std::string object_library(const std::string& object, const std::vector<std::string>& own_objects) {
   if (object.empty()) return "";
-  if (object == module_object) return "custom";
-  // A module that is a folder (a Python candidate's build: the libraries its
-  // load_inline extensions made) owns every binary under it.
-  if (!module_object.empty() && module_object.back() == '/' && object.rfind(module_object, 0) == 0) return "custom";
+  for (const std::string& own : own_objects) {
+    if (object == own) return "custom";
+    // A folder (a Python candidate's build with the libraries its
+    // load_inline extensions made, its Triton cache) owns every binary under it.
+    if (!own.empty() && own.back() == '/' && object.rfind(own, 0) == 0) return "custom";
+  }
   if (object == kSelfObject) return "kloop";
   std::string file = object.substr(object.find_last_of('/') + 1);
   file = file.substr(0, file.find(".so"));

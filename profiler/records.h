@@ -128,14 +128,14 @@ std::string demangle(const std::string& mangled);
 // kernels) or "custom" (anything else: kernels the author wrote).
 std::string kernel_library(const std::string& kernel_name);
 
-// Which library a binary that launches kernels belongs to: "custom" for
-// `module_object` (the candidate's own module; a folder, ending in '/', owns
+// Which library a binary that launches kernels belongs to: "custom" for one
+// of `own_objects` (the candidate's own module; a folder, ending in '/', owns
 // every binary under it), "kloop" for kSelfObject,
 // "aten" (libtorch*, libc10*), "cublas" (libcublas*), "cudnn" (libcudnn*),
 // and any other binary by its file name without directory, "lib" prefix
 // and version ("cufft", "flash_attn_2_cuda"): precompiled code that is not
 // the candidate's. "" when `object` is "" (not known).
-std::string object_library(const std::string& object, const std::string& module_object);
+std::string object_library(const std::string& object, const std::vector<std::string>& own_objects);
 
 // For a kernel compiled into the candidate's own module: the header-only
 // template library its name comes from ("cub", "thrust", "cutlass", "cute"),

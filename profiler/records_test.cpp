@@ -199,8 +199,9 @@ TEST(RecordsTest, KernelLibraryFromRealNames) {
 // is its own code, kloop's worker is kloop, a vendor binary its library,
 // any other binary named by its file.
 TEST(RecordsTest, ObjectLibraryNamesTheBinary) {
-  const std::string module = "/tmp/kloop-work/candidate-1f3a.so";
-  EXPECT_EQ(object_library(module, module), "custom");
+  const std::string path = "/tmp/kloop-work/candidate-1f3a.so";
+  const std::vector<std::string> module = {path};
+  EXPECT_EQ(object_library(path, module), "custom");
   EXPECT_EQ(object_library(kSelfObject, module), "kloop");
   EXPECT_EQ(object_library("/usr/lib/python3/site-packages/torch/lib/libtorch_cuda.so", module), "aten");
   EXPECT_EQ(object_library("/opt/torch/lib/libc10_cuda.so", module), "aten");
@@ -212,11 +213,16 @@ TEST(RecordsTest, ObjectLibraryNamesTheBinary) {
   EXPECT_EQ(object_library("/tmp/kloop-work/other.so", module), "other");  // not the module: not its own
   EXPECT_EQ(object_library("", module), "");
   // A Python candidate's module is its folder: its extensions are its own.
+  // With its Triton cache (the launchers Triton compiles for its kernels).
   const std::string folder = "/dev/shm/kloop-work-1/shared/candidate-python/";
-  EXPECT_EQ(object_library(folder + "extensions/relu_ext/relu_ext.so", folder), "custom");
-  EXPECT_EQ(object_library("/dev/shm/kloop-work-1/shared/candidate-python-other/x.so", folder),
+  const std::string triton = "/dev/shm/kloop-work-1/sandbox/triton/";
+  const std::vector<std::string> python = {folder, triton};
+  EXPECT_EQ(object_library(folder + "extensions/relu_ext/relu_ext.so", python), "custom");
+  EXPECT_EQ(object_library(triton + "3f/__triton_launcher.cpython-312-x86_64-linux-gnu.so", python), "custom");
+  EXPECT_EQ(object_library("/dev/shm/kloop-work-1/shared/candidate-python-other/x.so", python),
             "x");  // a sibling folder is not the module
-  EXPECT_EQ(object_library("/usr/lib/python3/dist-packages/torch/lib/libtorch_cuda.so", folder), "aten");
+  EXPECT_EQ(object_library("/dev/shm/kloop-work-1/sandbox/triton-other/y.so", python), "y");
+  EXPECT_EQ(object_library("/usr/lib/python3/dist-packages/torch/lib/libtorch_cuda.so", python), "aten");
 }
 
 TEST(RecordsTest, TemplateAndVendorMarksOfKernelNames) {

@@ -10,7 +10,7 @@ namespace {
 // Which binary launched each kernel of a trace.
 class Origins {
  public:
-  Origins(const profiler::ActivityTrace& trace, const std::string& module_object) : module_(module_object) {
+  Origins(const profiler::ActivityTrace& trace, const std::vector<std::string>& own_objects) : own_(own_objects) {
     for (const auto& o : trace.launches) {
       if (o.graph) {
         graph_calls_.insert(o.correlation_id);
@@ -41,7 +41,7 @@ class Origins {
     if (objects.empty()) return profiler::kernel_library(name);
     // One launch from a library binary is enough to call the kernel the library's.
     for (const auto& o : objects) {
-      std::string lib = profiler::object_library(o, module_);
+      std::string lib = profiler::object_library(o, own_);
       if (lib != "custom") return lib;
     }
     if (std::string vendor = profiler::vendor_kernel_mark(name); !vendor.empty()) return vendor;
@@ -50,7 +50,7 @@ class Origins {
   }
 
  private:
-  std::string module_;
+  std::vector<std::string> own_;
   std::map<uint32_t, std::string> by_call_;
   std::map<std::string, std::set<std::string>> by_name_;
   std::set<uint32_t> graph_calls_;
@@ -59,7 +59,7 @@ class Origins {
 }  // namespace
 
 ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::vector<uint64_t>& stream_done_ns,
-                             uint64_t flush_bytes, const std::string& module_object) {
+                             uint64_t flush_bytes, const std::vector<std::string>& own_objects) {
   ActivityAudit a;
   if (!trace.unavailable.empty()) {
     a.unavailable = trace.unavailable;
@@ -111,7 +111,7 @@ ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::ve
       return a;
     }
   }
-  const Origins origins(trace, module_object);
+  const Origins origins(trace, own_objects);
   std::set<std::string> libraries, templates, other, late;
   std::vector<uint64_t> first(opens.size(), UINT64_MAX), last(opens.size(), 0);
   int kernels = 0;

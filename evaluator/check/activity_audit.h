@@ -49,8 +49,8 @@ struct ActivityAudit {
 //
 // Library use is judged by origin: each kernel belongs to the binary whose
 // code launched it (trace.launches, matched by correlation id, and for a
-// graph's kernels by the launches captured into it). `module_object` (the
-// candidate's module) is the module's own code, even where it instantiates
+// graph's kernels by the launches captured into it). `own_objects` (the
+// candidate's module, or its folders) is the module's own code, even where it instantiates
 // CUB, Thrust, CUTLASS or CuTe templates (listed in `compiled_in`), unless
 // the kernel carries a name only cuBLAS's or cuDNN's binaries do (vendor
 // machine code the module loaded itself). Any other binary is precompiled
@@ -59,6 +59,6 @@ struct ActivityAudit {
 constexpr uint64_t kLegacyMarkerBytes = 4;
 constexpr uint64_t kCallEndMarkerBytes = 12;
 ActivityAudit audit_activity(const profiler::ActivityTrace& trace, const std::vector<uint64_t>& stream_done_ns,
-                             uint64_t flush_bytes, const std::string& module_object = "");
+                             uint64_t flush_bytes, const std::vector<std::string>& own_objects = {});
 
 }  // namespace kloop

@@ -153,7 +153,7 @@ TEST(ActivityAuditTest, LibraryUseIsJudgedByTheLaunchingBinary) {
                 {2, t.kernels[1].mangled, kModule, false},
                 {3, t.kernels[2].mangled, kModule, false},
                 {4, t.kernels[3].mangled, kModule, false}};
-  ActivityAudit a = audit_activity(t, {9100}, kFlush, kModule);
+  ActivityAudit a = audit_activity(t, {9100}, kFlush, {kModule});
   ASSERT_TRUE(a.unavailable.empty()) << a.unavailable;
   EXPECT_EQ(a.libraries, (std::vector<std::string>{"aten"}));
   EXPECT_EQ(a.compiled_in, (std::vector<std::string>{"cub"}));
@@ -161,20 +161,20 @@ TEST(ActivityAuditTest, LibraryUseIsJudgedByTheLaunchingBinary) {
 
   // Without the ATen launch the module's kernels are all its own.
   t.kernels.erase(t.kernels.begin());
-  a = audit_activity(t, {9100}, kFlush, kModule);
+  a = audit_activity(t, {9100}, kFlush, {kModule});
   EXPECT_TRUE(a.libraries.empty());
 
   // cuBLAS's kernel launched by the module from a cubin it loaded itself.
   t.kernels.push_back(launched("nvjet_tst_128x64_64x8_1x2_h_bz_TNT", 5, 3000, 4000));
   t.launches.push_back({5, t.kernels.back().mangled, kModule, false});
-  a = audit_activity(t, {9100}, kFlush, kModule);
+  a = audit_activity(t, {9100}, kFlush, {kModule});
   EXPECT_EQ(a.libraries, (std::vector<std::string>{"cublas"}));
 
   // Any other binary is precompiled code that is not the module's.
   t.launches.back().object = "/opt/site-packages/flash_attn_2_cuda.so";
   t.kernels.back().name = t.kernels.back().mangled = "void flash_fwd_kernel<Traits>(Params)";
   t.launches.back().mangled = t.kernels.back().mangled;
-  a = audit_activity(t, {9100}, kFlush, kModule);
+  a = audit_activity(t, {9100}, kFlush, {kModule});
   EXPECT_EQ(a.libraries, (std::vector<std::string>{"flash_attn_2_cuda"}));
 }
 
@@ -189,13 +189,13 @@ TEST(ActivityAuditTest, GraphKernelsAreJudgedByTheirCapturedLaunches) {
   t.launches = {{7, "ampere_sgemm_128x64_nn", kCublasLt, false},  // captured from cuBLAS
                 {8, "relu(float*)", kModule, false},              // captured from the module
                 {20, "", kModule, true}};                         // the module launches the graph
-  ActivityAudit a = audit_activity(t, {9100}, kFlush, kModule);
+  ActivityAudit a = audit_activity(t, {9100}, kFlush, {kModule});
   ASSERT_TRUE(a.unavailable.empty()) << a.unavailable;
   EXPECT_EQ(a.libraries, (std::vector<std::string>{"cublas"}));
   EXPECT_EQ(a.unattributed_kernels, 0);
 
   t.launches.erase(t.launches.begin());  // captured before the trace: only the name is left
-  a = audit_activity(t, {9100}, kFlush, kModule);
+  a = audit_activity(t, {9100}, kFlush, {kModule});
   EXPECT_EQ(a.libraries, (std::vector<std::string>{"cublas"}));
   EXPECT_EQ(a.unattributed_kernels, 1);
 }

@@ -47,7 +47,7 @@ ActivityAudit activity_of(const wire::ProfileReply& prof) {
     return a;
   }
   return audit_activity(profiler::activity_trace_from_json(*prof.trace), prof.stream_done_ns, prof.flush_bytes,
-                        prof.module_object);
+                        prof.own_objects);
 }
 
 // The first three of `names`, comma-separated.

@@ -462,14 +462,14 @@ void from_json(const json& j, Profile& v) {
   get_opt(j, "first_call", v.first_call);
 }
 void to_json(json& j, const ProfileReply& v) {
-  j = {{"flush_bytes", v.flush_bytes}, {"module_object", v.module_object}, {"stream_done_ns", v.stream_done_ns}};
+  j = {{"flush_bytes", v.flush_bytes}, {"own_objects", v.own_objects}, {"stream_done_ns", v.stream_done_ns}};
   put_opt(j, "trace", v.trace);
   put_opt(j, "trace_unavailable", v.trace_unavailable);
   put_opt(j, "metrics", v.metrics);
 }
 void from_json(const json& j, ProfileReply& v) {
   get_or(j, "flush_bytes", v.flush_bytes);
-  get_or(j, "module_object", v.module_object);
+  get_or(j, "own_objects", v.own_objects);
   get_opt(j, "trace", v.trace);
   get_or(j, "stream_done_ns", v.stream_done_ns);
   get_opt(j, "trace_unavailable", v.trace_unavailable);

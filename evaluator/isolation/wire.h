@@ -358,7 +358,9 @@ struct Baseline {
 // Either role: the activity trace and, when asked, hardware counters.
 struct ProfileReply {
   uint64_t flush_bytes = 0;              // the size of kloop's markers in the trace
-  std::string module_object;             // the module's path as the dynamic loader names it
+  // The module's own code: its path as the dynamic loader names it, and
+  // folders (ending in '/') whose every binary is the module's.
+  std::vector<std::string> own_objects;
   std::optional<json> trace;             // profiler's records (profiler/records.h)
   std::vector<uint64_t> stream_done_ns;  // per traced call: when kloop's stream had finished
   std::optional<std::string> trace_unavailable;

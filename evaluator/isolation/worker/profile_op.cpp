@@ -58,7 +58,7 @@ wire::ProfileReply Worker::profile(const wire::Profile& cmd) {
   module->forward(inputs_of(0));
   synchronize();
   reply.flush_bytes = session_->info().value("l2_bytes", uint64_t{0});  // the size of kloop's markers
-  reply.module_object = module_object_;
+  reply.own_objects = own_objects_;
 #ifdef KLOOP_WITH_CUPTI
   {
     set_phase("activity audit, " + label);

@@ -3,6 +3,7 @@
 // serves every command exactly as for a compiled candidate.
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "evaluator/isolation/worker/worker.h"
@@ -29,12 +30,23 @@ wire::LoadReply Worker::load_python(const wire::Load& cmd) {
   o.host_script = (dir / "candidate_host.py").string();
   o.sys_path = cmd.python_path;
   o.device = device_;
+  // Triton compiles a launcher for each kernel at its first call, into its
+  // cache in the sandbox's private HOME: named here, before Python reads
+  // its environment, so that the activity audit can count those launchers
+  // (and so the Triton kernels they start) as the candidate's own.
+  std::string triton_cache;
+  if (const char* home = std::getenv("HOME"); home && home[0] == '/') {
+    triton_cache = std::string(home) + "/triton/";
+    setenv("TRITON_CACHE_DIR", triton_cache.c_str(), 1);
+  }
   std::string error;
   python_.reset(open(o, &error));
   if (!python_) throw WorkerError{"load_error", error};
   // The activity audit counts the kernels of every library under the
-  // candidate's folder (its extensions) as its own.
-  module_object_ = dir.string() + "/";
+  // candidate's folder (its extensions) and its Triton cache as its own;
+  // a vendor library copied there is still told by its kernels' names.
+  own_objects_ = {dir.string() + "/"};
+  if (!triton_cache.empty()) own_objects_.push_back(triton_cache);
   arity_ = python_->arity();
   if (arity_ < 0) arity_ = cmd.arity;  // forward(self, *inputs) takes what it is given
   if (cmd.arity >= 0 && arity_ != cmd.arity) {

@@ -160,7 +160,9 @@ class Worker {
   void* handle_ = nullptr;
   std::string library_;        // the path handle_ was opened from
   bool generate_only_ = true;  // no op but load and generate has run (see load)
-  std::string module_object_;  // the loaded module's path as the dynamic loader names it
+  // The loaded module's path as the dynamic loader names it, and folders
+  // (ending in '/') whose binaries are the module's (a Python candidate's).
+  std::vector<std::string> own_objects_;
   std::unique_ptr<python_host::Host> python_;  // a Python candidate's interpreter and ModelNew
   // Makes a module of the loaded library (either kernel API version).
   std::function<std::unique_ptr<ModuleRunner>(const ModuleInit&)> create_;

@@ -209,7 +209,7 @@ wire::LoadReply Worker::load(const wire::Load& cmd) {
   // The module's name as dladdr gives it for its code: the activity audit
   // tells the module's own kernel launches from a library's by it.
   link_map* map = nullptr;
-  module_object_ = dlinfo(handle_, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : library;
+  own_objects_ = {dlinfo(handle_, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : library};
   // A reference bundle's member answers to kloop_reference_<entry>_*.
   const std::string& entry = cmd.entry;
   if (!entry.empty() && (role_ != "reference" || entry.size() > 16 ||
