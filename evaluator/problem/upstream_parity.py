@@ -19,6 +19,8 @@ import argparse
 import importlib.util
 import inspect
 import json
+import mmap
+import os
 import struct
 import sys
 
@@ -33,11 +35,18 @@ DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF1
 
 
 def read_tensors(path):
-    """The tensors of a safetensors file, in the header's order."""
+    """The tensors of a safetensors file, in the header's order.
+
+    Each is a view of a private (copy-on-write) mapping of the file, so a
+    tensor of several GB (upstream sizes) is not read into a bytes object
+    and copied again before it is used; a tensor whose offset does not suit
+    its dtype's alignment is copied out.
+    """
     with open(path, "rb") as f:
-        data = f.read()
-    (header_len,) = struct.unpack_from("<Q", data, 0)
-    header = json.loads(data[8:8 + header_len].decode("utf-8"))  # keeps the file's key order
+        (header_len,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(header_len).decode("utf-8"))  # keeps the file's key order
+        size = os.fstat(f.fileno()).st_size
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) if size > 8 + header_len else None
     base = 8 + header_len
     out = []
     for name, e in header.items():
@@ -45,29 +54,37 @@ def read_tensors(path):
             continue
         begin, end = e["data_offsets"]
         dtype = DTYPES[e["dtype"]]
-        raw = bytearray(data[base + begin:base + end])
-        t = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
-        out.append((name, t.reshape(e["shape"]).clone()))
+        itemsize = torch.empty(0, dtype=dtype).element_size()
+        count = (end - begin) // itemsize
+        if count == 0:
+            t = torch.empty(0, dtype=dtype)
+        elif (base + begin) % itemsize == 0:
+            t = torch.frombuffer(mapped, dtype=dtype, count=count, offset=base + begin)
+        else:
+            t = torch.frombuffer(bytearray(mapped[base + begin:base + end]), dtype=dtype)
+        out.append((name, t.reshape(e["shape"])))
     return out
 
 
 def write_tensors(path, tensors):
-    """A safetensors file of (name, tensor) pairs, in their order."""
+    """A safetensors file of (name, tensor) pairs, in their order, each
+    tensor's bytes written from its own memory (no copy into a bytes object)."""
     names = {v: k for k, v in DTYPES.items()}
-    header, blobs, offset = {}, [], 0
+    header, arrays, offset = {}, [], 0
     for name, t in tensors:
         t = t.detach().to("cpu").contiguous()
-        raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
-        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
+        nbytes = t.numel() * t.element_size()
+        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + nbytes]}
+        if nbytes:
+            arrays.append(t.reshape(-1).view(torch.uint8).numpy())
+        offset += nbytes
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * ((8 - len(text) % 8) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
-        for raw in blobs:
-            f.write(raw)
+        for a in arrays:
+            f.write(memoryview(a))
 
 
 def say(**fields):
