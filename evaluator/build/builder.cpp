@@ -104,11 +104,7 @@ std::string Builder::compiler_identity(const std::string& compiler) {
   }
   if (!key.empty()) {
     fs::create_directories(file.parent_path(), ec);
-    static std::atomic<int> counter{0};
-    const fs::path tmp = file.string() + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-    write_text(tmp.string(), ik.tag({"compiler-identity", key, r.output}) + "\n" + r.output);
-    fs::rename(tmp, file, ec);
-    if (ec) fs::remove(tmp, ec);
+    write_text_atomically(file, ik.tag({"compiler-identity", key, r.output}) + "\n" + r.output);
   }
   return r.output;
 }

@@ -35,6 +35,18 @@ void write_text(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error(path + ": cannot write");
 }
 
+void write_text_atomically(const fs::path& path, const std::string& text) {
+  static std::atomic<int> counter{0};
+  const fs::path tmp = path.string() + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  write_text(tmp.string(), text);
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error(path.string() + ": cannot write");
+  }
+}
+
 std::string entry_product(const nlohmann::json& meta) {
   return meta.value("format", std::string()) == "python" ? "module.py" : "module.so";
 }

@@ -27,6 +27,9 @@ class FileLock {
 };
 
 void write_text(const std::string& path, const std::string& text);
+// Written beside its final name (a name unique to this process and call)
+// and renamed over it, so readers and other writers never see half a file.
+void write_text_atomically(const std::filesystem::path& path, const std::string& text);
 std::string file_or_empty(const std::filesystem::path& p);
 
 enum class EntryState { kMissing, kTrusted, kUntrusted };

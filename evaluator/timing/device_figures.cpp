@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
+#include "evaluator/build/cache_entry.h"
 #include "evaluator/build/content_hash.h"
 #include "evaluator/build/integrity.h"
 
@@ -30,13 +30,7 @@ std::optional<json> read_json(const fs::path& p) {
 // Written next to its final name and renamed, so readers never see half a file.
 void write_json_atomically(const fs::path& p, const json& j) {
   fs::create_directories(p.parent_path());
-  const fs::path tmp = p.string() + ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, p);
+  build_cache::write_text_atomically(p, j.dump(2) + "\n");
 }
 
 // Baselines and calibrations carry a MAC under the cache's integrity key,
