@@ -133,9 +133,9 @@ std::string integrity_check(const std::string& message, const json* verdict_json
 
 }  // namespace
 
-std::string failure_kind(const std::string& verdict, const std::string& message, const json* verdict_json) {
-  if (verdict == "integrity_violation") return integrity_check(message, verdict_json);
-  if (verdict != "incorrect") return "";
+std::string failure_kind(Outcome outcome, const std::string& message, const json* verdict_json) {
+  if (outcome == Outcome::kIntegrityViolation) return integrity_check(message, verdict_json);
+  if (outcome != Outcome::kIncorrect) return "";
   if (verdict_json && verdict_json->contains("tests") && (*verdict_json)["tests"].is_array()) {
     const std::string kind = incorrect_kind_from_tests((*verdict_json)["tests"]);
     if (kind != "unclassified") return kind;

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "agent/store/outcome.h"
+
 namespace kloop::report {
 
 // Kinds of an incorrect attempt, most specific first:
@@ -24,6 +26,6 @@ namespace kloop::report {
 // `verdict_json` is the attempt's verdict.json, or null when it has none;
 // then the one-line message decides. "" for other verdicts, "unclassified"
 // when neither tells.
-std::string failure_kind(const std::string& verdict, const std::string& message, const nlohmann::json* verdict_json);
+std::string failure_kind(Outcome outcome, const std::string& message, const nlohmann::json* verdict_json);
 
 }  // namespace kloop::report

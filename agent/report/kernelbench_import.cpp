@@ -65,7 +65,7 @@ std::map<std::pair<int, int>, json> published_results(const fs::path& file) {
 void set_published_verdict(AttemptRecord& r, const json& e) {
   const bool compiled = e.value("compiled", false);
   const bool correct = e.value("correctness", false);
-  r.verdict = !compiled ? "compile_error" : correct ? "correct" : "incorrect";
+  r.outcome = !compiled ? Outcome::kCompileError : correct ? Outcome::kCorrect : Outcome::kIncorrect;
   std::string m = std::string("KernelBench's own evaluation: compiled ") + (compiled ? "yes" : "no") +
                   ", correctness " + (correct ? "yes" : "no");
   if (e.contains("runtime") && e["runtime"].is_number() && e["runtime"].get<double>() > 0) {
@@ -184,7 +184,7 @@ KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
       set_published_verdict(r, p->second);
       ++s.published;
     } else {
-      r.verdict = "unevaluated";
+      r.outcome = Outcome::kUnevaluated;
       r.message = "imported from " + f.path.string() + " without KernelBench's verdict (no eval_results.json entry)";
     }
     store.append(r);

@@ -214,8 +214,8 @@ ProviderSummary provider_summary(const std::vector<Attempt>& attempts) {
   for (const auto& a : attempts) {
     const AttemptRecord& r = a.record;
     if (!r.finish_reason.empty()) ++p.finish_reasons[finish_reason_kind(r.finish_reason)];
-    if (r.verdict == "refused") ++p.refused;
-    if (r.verdict == "context_overflow") ++p.context_overflow;
+    if (r.outcome == Outcome::kRefused) ++p.refused;
+    if (r.outcome == Outcome::kContextOverflow) ++p.context_overflow;
     if (r.provider_attempts > 1) {
       ++p.retried_attempts;
       p.retries += r.provider_attempts - 1;
@@ -228,22 +228,16 @@ FailureTaxonomy failure_taxonomy(const std::vector<Attempt>& attempts) {
   FailureTaxonomy f;
   for (const auto& a : attempts) {
     ++f.attempts;
-    const std::string& v = a.record.verdict;
-    ++f.by_verdict[v];
+    const Outcome v = a.record.outcome;
+    ++f.by_outcome[v];
     const std::string kind = a.failure_kind.empty() ? "unclassified" : a.failure_kind;
-    if (v == "incorrect") ++f.incorrect_by_kind[kind];
-    if (v == "integrity_violation") ++f.integrity_by_check[kind];
+    if (v == Outcome::kIncorrect) ++f.incorrect_by_kind[kind];
+    if (v == Outcome::kIntegrityViolation) ++f.integrity_by_check[kind];
   }
   return f;
 }
 
 }  // namespace
-
-bool codeless_verdict(const std::string& verdict) {
-  return verdict == "no_code" || verdict == "refused" || verdict == "context_overflow";
-}
-
-bool compiled_verdict(const std::string& verdict) { return verdict != "compile_error" && !codeless_verdict(verdict); }
 
 bool ProblemBest::compiled() const {
   return std::any_of(chains.begin(), chains.end(), [](const ChainBest& c) { return c.compiled; });
@@ -308,8 +302,8 @@ std::vector<std::vector<ProblemBest>> best_so_far(const std::vector<SelectedProb
     // An attempt at turn t improves the chain's best at every turn from t on.
     for (int t = r.turn; t <= turns; ++t) {
       ChainBest& c = table[t - 1][it->second].chains[r.sample];
-      c.compiled = c.compiled || compiled_verdict(r.verdict);
-      if (r.verdict != "correct") continue;
+      c.compiled = c.compiled || compiled(r.outcome);
+      if (r.outcome != Outcome::kCorrect) continue;
       c.correct = true;
       if (r.speedup && (!c.speedup || *r.speedup > *c.speedup)) c.speedup = r.speedup;
     }
@@ -468,8 +462,8 @@ std::vector<BudgetPoint> budget_curve(const std::vector<SelectedProblem>& proble
         for (const AttemptRecord* r : it->second) {
           spent += spend(*r, axis);
           if (spent > budget * (1 + 1e-12)) break;
-          c.compiled = c.compiled || compiled_verdict(r->verdict);
-          if (r->verdict != "correct") continue;
+          c.compiled = c.compiled || compiled(r->outcome);
+          if (r->outcome != Outcome::kCorrect) continue;
           c.correct = true;
           if (r->speedup && (!c.speedup || *r->speedup > *c.speedup)) c.speedup = r->speedup;
         }

@@ -107,10 +107,10 @@ struct GroupMetrics {
   std::vector<PassAtK> pass_at_k;  // correctness, unbiased estimator, k = 1, 2, 4, ..., samples
 };
 
-// Attempts by verdict class, incorrect ones by kind, integrity violations by check.
+// Attempts by outcome, incorrect ones by kind, integrity violations by check.
 struct FailureTaxonomy {
   int attempts = 0;
-  std::map<std::string, int> by_verdict;
+  std::map<Outcome, int> by_outcome;
   std::map<std::string, int> incorrect_by_kind;
   std::map<std::string, int> integrity_by_check;
 };
@@ -220,12 +220,5 @@ std::vector<double> budget_grid(BudgetAxis axis, const std::vector<std::vector<A
 // price for either.
 std::optional<double> cache_saving_usd(const CostSummary& c, const TokenPriceTable& prices);
 
-// The attempt has no code to evaluate: the answer held none (no_code), or
-// there was no answer (refused, context_overflow).
-bool codeless_verdict(const std::string& verdict);
-
-// The verdict counts as having compiled (everything but compile_error and
-// the codeless verdicts).
-bool compiled_verdict(const std::string& verdict);
 
 }  // namespace kloop::report

@@ -15,7 +15,7 @@ Attempt attempt(const std::string& problem, const std::string& verdict, std::opt
                 int turn = 1, int sample = 0, int level = 1) {
   Attempt a;
   a.record.problem = problem;
-  a.record.verdict = verdict;
+  a.record.outcome = outcome_from_name(verdict).value();
   a.record.speedup = speedup;
   a.record.turn = turn;
   a.record.sample = sample;
@@ -218,7 +218,7 @@ TEST(MetricsTest, FailureTaxonomyAndCost) {
   a[4].record.timestamp = "2026-01-01T00:01:00Z";
   const RunMetrics m = compute_metrics(problems(3), a, 3, 1, no_bootstrap());
   EXPECT_EQ(m.failures.attempts, 5);
-  EXPECT_EQ(m.failures.by_verdict.at("compile_error"), 1);
+  EXPECT_EQ(m.failures.by_outcome.at(Outcome::kCompileError), 1);
   EXPECT_EQ(m.failures.incorrect_by_kind.at("hidden_shape"), 1);
   EXPECT_EQ(m.failures.integrity_by_check.at("output_aliases_input"), 1);
   EXPECT_EQ(m.cost.input_tokens, 500);
@@ -242,16 +242,16 @@ TEST(MetricsTest, ProviderOutcomesAreFailuresByName) {
   EXPECT_EQ(t.correct, 1);
   EXPECT_NEAR(t.compile_rate.value, 1.0 / 3, 1e-12);
   EXPECT_NEAR(t.correctness.value, 1.0 / 3, 1e-12);
-  EXPECT_EQ(m.failures.by_verdict,
-            (std::map<std::string, int>{{"refused", 1}, {"context_overflow", 1}, {"correct", 1}}));
+  EXPECT_EQ(m.failures.by_outcome,
+            (std::map<Outcome, int>{{Outcome::kRefused, 1}, {Outcome::kContextOverflow, 1}, {Outcome::kCorrect, 1}}));
   EXPECT_TRUE(m.failures.incorrect_by_kind.empty());
   EXPECT_TRUE(m.failures.integrity_by_check.empty());
-  for (const char* v : {"refused", "context_overflow", "no_code"}) {
-    EXPECT_TRUE(codeless_verdict(v)) << v;
-    EXPECT_FALSE(compiled_verdict(v)) << v;
+  for (Outcome v : {Outcome::kRefused, Outcome::kContextOverflow, Outcome::kNoCode}) {
+    EXPECT_TRUE(codeless(v)) << outcome_name(v);
+    EXPECT_FALSE(compiled(v)) << outcome_name(v);
   }
-  EXPECT_FALSE(codeless_verdict("compile_error"));
-  EXPECT_TRUE(compiled_verdict("incorrect"));
+  EXPECT_FALSE(codeless(Outcome::kCompileError));
+  EXPECT_TRUE(compiled(Outcome::kIncorrect));
 }
 
 TEST(MetricsTest, ProviderSummaryCountsFinishReasonsOutcomesAndRetries) {

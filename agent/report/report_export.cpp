@@ -9,6 +9,13 @@ namespace {
 
 using json = nlohmann::json;
 
+// Counts under the outcomes' names, as results.jsonl spells them.
+json by_name(const std::map<Outcome, int>& counts) {
+  json j = json::object();
+  for (const auto& [o, n] : counts) j[outcome_name(o)] = n;
+  return j;
+}
+
 json estimate_json(const Estimate& e) {
   if (!e.defined) return nullptr;
   return {{"value", e.value}, {"lo", e.lo}, {"hi", e.hi}};
@@ -91,7 +98,7 @@ json view_json(const RunView& v, const RunMetrics& m) {
           {"groups", groups},
           {"failures",
            {{"attempts", f.attempts},
-            {"by_verdict", f.by_verdict},
+            {"by_verdict", by_name(f.by_outcome)},
             {"incorrect_by_kind", f.incorrect_by_kind},
             {"integrity_by_check", f.integrity_by_check}}},
           {"cost",
@@ -180,10 +187,10 @@ std::string attempts_csv(const std::vector<RunView>& views) {
                                             std::to_string(r.level),
                                             std::to_string(r.sample),
                                             std::to_string(r.turn),
-                                            r.verdict,
+                                            outcome_name(r.outcome),
                                             a.failure_kind,
-                                            compiled_verdict(r.verdict) ? "1" : "0",
-                                            r.verdict == "correct" ? "1" : "0",
+                                            compiled(r.outcome) ? "1" : "0",
+                                            r.outcome == Outcome::kCorrect ? "1" : "0",
                                             r.speedup ? number(*r.speedup) : "",
                                             std::to_string(r.input_tokens),
                                             std::to_string(r.output_tokens),

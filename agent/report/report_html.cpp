@@ -63,7 +63,7 @@ json grid_json(const RunView& v, const std::vector<Attempt>& attempts, int turns
     const AttemptRecord& r = a.record;
     auto it = index.find({r.problem, r.sample});
     if (it == index.end() || r.turn < 1 || r.turn > turns) continue;
-    grid[it->second]["cells"][r.turn - 1] = {{"verdict", r.verdict},
+    grid[it->second]["cells"][r.turn - 1] = {{"verdict", outcome_name(r.outcome)},
                                              {"speedup", r.speedup ? json(*r.speedup) : json(nullptr)},
                                              {"kind", a.failure_kind},
                                              {"message", r.message},

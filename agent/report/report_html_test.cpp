@@ -126,7 +126,7 @@ TEST_F(ReportHtmlTest, AttemptViewCarriesTheProfileDigest) {
   RunStore store(runs_.string(), "synth");
   bool placed = false;
   for (const auto& r : store.load_results()) {
-    if (r.verdict != "correct" || r.attempt_dir.empty()) continue;
+    if (r.outcome != Outcome::kCorrect || r.attempt_dir.empty()) continue;
     const fs::path verdict = fs::path(run_) / r.attempt_dir / "verdict.json";
     nlohmann::json v = nlohmann::json::object();
     if (std::ifstream in(verdict); in) v = nlohmann::json::parse(in);

@@ -189,7 +189,7 @@ TEST_F(ReportTest, UnfinishedRunAndPartialRescoreAreSaid) {
   later.problem = "21_Sigmoid";
   later.level = 1;
   later.turn = 1;
-  later.verdict = "correct";
+  later.outcome = Outcome::kCorrect;
   later.protocol = "strict";
   later.attempt_dir = store.relative_attempt_dir("21_Sigmoid", 0, 1);
   store.append(later);
@@ -277,8 +277,8 @@ TEST_F(ReportTest, ProviderSectionCountsWhatTheProviderDid) {
   EXPECT_EQ(m.cost.cached_input_tokens, 600);
   EXPECT_EQ(m.cost.cache_write_tokens, 600);
   EXPECT_EQ(m.cost.uncached_input_tokens, 1600);
-  EXPECT_EQ(m.failures.by_verdict.at("refused"), 1);
-  EXPECT_EQ(m.failures.by_verdict.at("context_overflow"), 1);
+  EXPECT_EQ(m.failures.by_outcome.at(Outcome::kRefused), 1);
+  EXPECT_EQ(m.failures.by_outcome.at(Outcome::kContextOverflow), 1);
   // Compiled at turn 1: ReLU only (the refusal had no code; Sigmoid did not compile).
   EXPECT_DOUBLE_EQ(m.groups.back().by_turn[0].compile_rate.value, 0.25);
   EXPECT_DOUBLE_EQ(m.groups.back().by_turn[1].correctness.value, 0.25);

@@ -213,37 +213,38 @@ std::string samples_table(const GroupMetrics& g, const RunMetrics& m, TextFormat
 }
 
 std::string failures_table(const FailureTaxonomy& ft, TextFormat f) {
-  const std::vector<std::string> order = {
-      "refused",       "context_overflow", "no_code",   "compile_error",       "load_error",
-      "runtime_error", "timeout",          "incorrect", "integrity_violation", "correct"};
-  std::vector<std::string> verdicts = order;
-  for (const auto& [v, n] : ft.by_verdict) {
-    if (std::find(order.begin(), order.end(), v) == order.end()) verdicts.push_back(v);
-  }
   auto share = [&](int n) { return ft.attempts ? fmt("%.1f%%", 100.0 * n / ft.attempts) : std::string("-"); };
   Table t;
   t.header = {"verdict", "kind", "attempts", "share"};
   t.text_columns = 2;
-  for (const auto& v : verdicts) {
-    auto it = ft.by_verdict.find(v);
-    if (it == ft.by_verdict.end()) continue;
-    t.rows.push_back({v, "", std::to_string(it->second), share(it->second)});
-    const auto* kinds = v == "incorrect"             ? &ft.incorrect_by_kind
-                        : v == "integrity_violation" ? &ft.integrity_by_check
-                                                     : nullptr;
+  for (const auto& [v, n] : ft.by_outcome) {  // in the enum's order
+    t.rows.push_back({outcome_name(v), "", std::to_string(n), share(n)});
+    const auto* kinds = v == Outcome::kIncorrect             ? &ft.incorrect_by_kind
+                        : v == Outcome::kIntegrityViolation ? &ft.integrity_by_check
+                                                            : nullptr;
     if (!kinds) continue;
     for (const auto& [kind, n] : *kinds) t.rows.push_back({"", kind, std::to_string(n), share(n)});
   }
   return heading("failures (" + std::to_string(ft.attempts) + " attempts)", 3, f) + render_table(t, f);
 }
 
-// Verdicts from the furthest from correct to correct: a problem's best.
-int verdict_rank(const std::string& v) {
-  static const std::vector<std::string> order = {
-      "refused",       "context_overflow",    "no_code",   "compile_error", "load_error", "timeout",
-      "runtime_error", "integrity_violation", "incorrect", "correct"};
-  auto it = std::find(order.begin(), order.end(), v);
-  return it == order.end() ? -1 : static_cast<int>(it - order.begin());
+// From the furthest from correct to correct: a problem's best. An
+// unevaluated import says nothing, so it is never a problem's best.
+int outcome_rank(Outcome o) {
+  switch (o) {
+    case Outcome::kUnevaluated: return -1;
+    case Outcome::kRefused: return 0;
+    case Outcome::kContextOverflow: return 1;
+    case Outcome::kNoCode: return 2;
+    case Outcome::kCompileError: return 3;
+    case Outcome::kLoadError: return 4;
+    case Outcome::kTimeout: return 5;
+    case Outcome::kRuntimeError: return 6;
+    case Outcome::kIntegrityViolation: return 7;
+    case Outcome::kIncorrect: return 8;
+    case Outcome::kCorrect: return 9;
+  }
+  return -1;
 }
 
 // One row per selected problem: its best verdict over every sample and
@@ -251,7 +252,7 @@ int verdict_rank(const std::string& v) {
 // correct attempt and the last turn it reached.
 std::string problems_table(const RunView& v, TextFormat f) {
   struct Row {
-    std::string best = "-";
+    std::optional<Outcome> best;
     std::optional<double> speedup;
     int first_correct = 0, last_turn = 0, attempts = 0;
   };
@@ -261,8 +262,8 @@ std::string problems_table(const RunView& v, TextFormat f) {
     Row& row = rows[r.problem];
     ++row.attempts;
     row.last_turn = std::max(row.last_turn, r.turn);
-    if (verdict_rank(r.verdict) > verdict_rank(row.best)) row.best = r.verdict;
-    if (r.verdict == "correct") {
+    if (outcome_rank(r.outcome) > (row.best ? outcome_rank(*row.best) : -1)) row.best = r.outcome;
+    if (r.outcome == Outcome::kCorrect) {
       if (!row.first_correct || r.turn < row.first_correct) row.first_correct = r.turn;
       if (r.speedup && (!row.speedup || *r.speedup > *row.speedup)) row.speedup = r.speedup;
     }
@@ -275,7 +276,7 @@ std::string problems_table(const RunView& v, TextFormat f) {
     const auto it = rows.find(p.name);
     const Row row = it == rows.end() ? Row{} : it->second;
     std::string name = p.name.size() > width ? p.name.substr(0, width - 3) + "..." : p.name;
-    t.rows.push_back({name, std::to_string(p.level), row.attempts ? row.best : "(no attempt)",
+    t.rows.push_back({name, std::to_string(p.level), !row.attempts ? "(no attempt)" : row.best ? outcome_name(*row.best) : "-",
                       row.speedup ? fmt("%.2fx", *row.speedup) : "-",
                       row.first_correct ? "turn " + std::to_string(row.first_correct) : "-",
                       row.last_turn ? std::to_string(row.last_turn) : "-", std::to_string(row.attempts)});

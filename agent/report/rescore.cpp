@@ -44,11 +44,11 @@ EvalOptions eval_options(const json& config, const RescoreOptions& o) {
   return e;
 }
 
-std::string verdict_text(const std::string& verdict, const std::optional<double>& speedup) {
-  if (!speedup) return verdict;
+std::string outcome_text(Outcome outcome, const std::optional<double>& speedup) {
+  if (!speedup) return outcome_name(outcome);
   char buf[32];
   std::snprintf(buf, sizeof(buf), " %.2fx", *speedup);
-  return verdict + buf;
+  return outcome_name(outcome) + std::string(buf);
 }
 
 // Evaluates one stored attempt; its record and verdict are written by the caller.
@@ -63,12 +63,12 @@ class AttemptRescorer {
     r.protocol = protocol;
     r.timestamp = utc_timestamp();
     // No code (none in the answer, or no answer): it fails under any protocol.
-    if (codeless_verdict(original.verdict)) return r;
+    if (codeless(original.outcome)) return r;
     const std::string code = code_file(original);
     const auto start = Clock::now();
     Verdict v = evaluator_.evaluate(spec(original.problem), code);
     r.eval_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    r.verdict = verdict_name(v.verdict);
+    r.outcome = outcome_of(v.verdict);
     r.speedup = v.speedup;
     r.message = v.message;
     const fs::path dir = fs::path(run_dir_) / rescore_verdict_root(protocol) / original.attempt_dir;
@@ -163,22 +163,22 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
       status.end("eval");
       status.done(0);
       store.append(r, file);
-      ++(codeless_verdict(original.verdict) ? s.copied : s.rescored);
+      ++(codeless(original.outcome) ? s.copied : s.rescored);
       char line[512];
       std::snprintf(line, sizeof(line), "[%d/%d] %s: %s -> %s (%.1fs)\n", index, s.attempts, what.c_str(),
-                    verdict_text(original.verdict, original.speedup).c_str(),
-                    verdict_text(r.verdict, r.speedup).c_str(), r.eval_seconds);
+                    outcome_text(original.outcome, original.speedup).c_str(),
+                    outcome_text(r.outcome, r.speedup).c_str(), r.eval_seconds);
       status.print(progress, line);
     } catch (const std::exception& e) {  // kloop-side: the spec, the reference, the machine, a lost file
       s.errors.push_back(what + ": " + e.what());
       progress << "[" << index << "/" << s.attempts << "] " << what << ": not rescored: " << e.what() << "\n";
     }
   }
-  std::map<Key, std::string> before;
-  for (const auto& r : records) before[key_of(r)] = r.verdict;
+  std::map<Key, Outcome> before;
+  for (const auto& r : records) before[key_of(r)] = r.outcome;
   for (const auto& r : store.load_results(file)) {
     auto it = before.find(key_of(r));
-    if (it != before.end()) ++s.transitions[{it->second, r.verdict}];
+    if (it != before.end()) ++s.transitions[{it->second, r.outcome}];
   }
   return s;
 }
@@ -192,7 +192,7 @@ std::string format_rescore_summary(const RescoreSummary& s, const std::string& r
   if (!s.transitions.empty()) {
     out << "verdicts (run's protocol -> " << protocol << "):\n";
     for (const auto& [t, n] : s.transitions) {
-      out << "  " << t.first << " -> " << t.second << ": " << n << (t.first == t.second ? "" : "  (changed)") << "\n";
+      out << "  " << outcome_name(t.first) << " -> " << outcome_name(t.second) << ": " << n << (t.first == t.second ? "" : "  (changed)") << "\n";
     }
   }
   for (const auto& e : s.errors) out << "error: " << e << "\n";

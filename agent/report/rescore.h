@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "agent/store/outcome.h"
+
 namespace kloop::report {
 
 struct RescoreOptions {
@@ -32,7 +34,7 @@ struct RescoreSummary {
   int excluded = 0;                 // degenerate tasks the protocol leaves out: not rescored
   std::vector<std::string> errors;  // kloop-side failures; a rerun retries those attempts
   // (the run's verdict, the rescored verdict) -> attempts, over the whole rescore file.
-  std::map<std::pair<std::string, std::string>, int> transitions;
+  std::map<std::pair<Outcome, Outcome>, int> transitions;
 };
 
 // Throws std::invalid_argument for an unknown protocol or the run's own

@@ -65,11 +65,11 @@ Attempt attempt_of(const AttemptRecord& r, const fs::path& run_dir, const std::s
   const std::string verdict_dir =
       verdict_root.empty() ? r.attempt_dir : (fs::path(verdict_root) / r.attempt_dir).string();
   a.verdict_file = present_file(run_dir, verdict_dir, {"verdict.json"});
-  if (r.verdict == "incorrect" || r.verdict == "integrity_violation") {
+  if (r.outcome == Outcome::kIncorrect || r.outcome == Outcome::kIntegrityViolation) {
     std::optional<json> v = a.verdict_file.empty() ? std::nullopt : read_verdict(run_dir / a.verdict_file);
-    a.failure_kind = failure_kind(r.verdict, r.message, v ? &*v : nullptr);
+    a.failure_kind = failure_kind(r.outcome, r.message, v ? &*v : nullptr);
   }
-  if (r.verdict == "correct" && !a.verdict_file.empty()) {
+  if (r.outcome == Outcome::kCorrect && !a.verdict_file.empty()) {
     std::optional<json> v = read_verdict(run_dir / a.verdict_file);
     if (v && v->contains("profile_digest")) a.profile_digest = v->value("profile_digest", "");
   }
@@ -154,7 +154,7 @@ std::vector<DeviceUse> device_use(const RunView& v) {
   std::vector<DeviceUse> out;
   for (const auto& a : v.attempts) {
     const AttemptRecord& r = a.record;
-    if (codeless_verdict(r.verdict)) continue;
+    if (codeless(r.outcome)) continue;
     auto it = std::find_if(out.begin(), out.end(), [&](const DeviceUse& d) { return d.device == r.device && d.gpu == r.gpu; });
     if (it == out.end()) it = out.insert(out.end(), {r.device, r.gpu, 0});
     ++it->attempts;

@@ -9,11 +9,16 @@ namespace {
 
 // How far an attempt got: correct > ran (wrong or an integrity violation)
 // > compiled > nothing usable.
-int progress(const std::string& verdict) {
-  if (verdict == "correct") return 3;
-  if (verdict == "incorrect" || verdict == "integrity_violation" || verdict == "timeout") return 2;
-  if (verdict == "runtime_error" || verdict == "load_error") return 1;
-  return 0;
+int progress(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kCorrect: return 3;
+    case Outcome::kIncorrect:
+    case Outcome::kIntegrityViolation:
+    case Outcome::kTimeout: return 2;
+    case Outcome::kRuntimeError:
+    case Outcome::kLoadError: return 1;
+    default: return 0;
+  }
 }
 
 const SearchNode* find(const std::vector<SearchNode>& nodes, const AttemptRef& at) {
@@ -41,11 +46,11 @@ std::vector<const SearchNode*> rank_nodes(const std::vector<SearchNode>& nodes, 
   std::vector<const SearchNode*> out;
   for (const auto& n : nodes) {
     if (n.at.turn >= round) continue;
-    if (select == "speedup" && n.verdict != "correct") continue;
+    if (select == "speedup" && n.outcome != Outcome::kCorrect) continue;
     out.push_back(&n);
   }
   std::stable_sort(out.begin(), out.end(), [](const SearchNode* a, const SearchNode* b) {
-    const int pa = progress(a->verdict), pb = progress(b->verdict);
+    const int pa = progress(a->outcome), pb = progress(b->outcome);
     if (pa != pb) return pa > pb;
     const double sa = a->speedup.value_or(0), sb = b->speedup.value_or(0);
     if (sa != sb) return sa > sb;
@@ -110,7 +115,7 @@ std::vector<PlannedAttempt> plan_round(const ScaffoldConfig& config, int round, 
       p.parents.push_back(n->at);
       candidates.push_back({std::to_string(k + 1) + " (round " + std::to_string(n->at.turn) + ", attempt " +
                                 std::to_string(n->at.sample + 1) + ")",
-                            n->verdict, n->speedup, n->code.empty() ? n->response : n->code, n->feedback});
+                            outcome_name(n->outcome), n->speedup, n->code.empty() ? n->response : n->code, n->feedback});
     }
     const bool crossover = config.crossover && shown > 1;
     p.step = crossover ? "crossover" : "mutate";

@@ -19,7 +19,7 @@ namespace kloop {
 // One attempt of a problem as the search sees it.
 struct SearchNode {
   AttemptRef at;
-  std::string verdict;
+  Outcome outcome = Outcome::kRuntimeError;
   std::optional<double> speedup;
   std::string response;  // the model's whole answer
   std::string code;      // the candidate extracted from it ("" when none)

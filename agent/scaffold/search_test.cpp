@@ -11,7 +11,7 @@ SearchNode node(int sample, int turn, const std::string& verdict, std::optional<
                 std::vector<AttemptRef> parents = {}) {
   SearchNode n;
   n.at = {sample, turn};
-  n.verdict = verdict;
+  n.outcome = outcome_from_name(verdict).value();
   n.speedup = speedup;
   n.response = "answer " + std::to_string(sample) + "/" + std::to_string(turn);
   n.code = "code " + std::to_string(sample) + "/" + std::to_string(turn);

@@ -46,7 +46,7 @@ struct PastTurn {
   int turn = 0;
   std::string response;
   std::string feedback;
-  std::string verdict;
+  Outcome outcome = Outcome::kRuntimeError;
   std::optional<double> speedup;
 };
 
@@ -80,7 +80,8 @@ std::vector<ChatMessage> conversation(const std::string& task, const std::vector
   const PastTurn* shown = &history.back();
   if (sc.keep_best) {
     for (const auto& h : history) {
-      if (h.verdict == "correct" && h.speedup && (!shown->speedup || shown->verdict != "correct" || *h.speedup > *shown->speedup)) {
+      if (h.outcome == Outcome::kCorrect && h.speedup &&
+          (!shown->speedup || shown->outcome != Outcome::kCorrect || *h.speedup > *shown->speedup)) {
         shown = &h;
       }
     }
@@ -324,7 +325,7 @@ LoopSummary TurnLoop::run() {
         if (r.turn != static_cast<int>(c.history.size()) + 1) break;  // a gap: redo from there
         fs::path dir = fs::path(store.path()) / r.attempt_dir;
         c.history.push_back({r.turn, read_or_empty(dir / "response.txt"), read_or_empty(dir / "feedback.txt"),
-                             r.verdict, r.speedup});
+                             r.outcome, r.speedup});
         ++summary.attempts_resumed;
         // A chain that ended on its turn budget goes on when the run now
         // has more turns; one that stopped early stays stopped.
@@ -345,7 +346,7 @@ LoopSummary TurnLoop::run() {
           if (r.turn > config_.scaffold.turns) continue;
           const fs::path dir = fs::path(store.path()) / r.attempt_dir;
           std::string code = read_or_empty(dir / ("candidate" + candidate_extension()));
-          search_nodes[i].push_back({{r.sample, r.turn}, r.verdict, r.speedup, read_or_empty(dir / "response.txt"),
+          search_nodes[i].push_back({{r.sample, r.turn}, r.outcome, r.speedup, read_or_empty(dir / "response.txt"),
                                      std::move(code), read_or_empty(dir / "feedback.txt"), r.parents});
         }
       }
@@ -470,17 +471,18 @@ LoopSummary TurnLoop::run() {
       // An outcome without an answer to evaluate: the conversation outgrew
       // the context window, or the provider refused. Either ends the chain,
       // stored, so a rerun does not send it again.
-      std::string outcome, outcome_message;
+      std::optional<Outcome> outcome;
+      std::string outcome_message;
       try {
         const Phase waiting(status, "model");
         gen = provider_.generate(req);
         if (!gen.refusal.empty() || (gen.finish_reason == "content_filter" && gen.text.empty())) {
-          outcome = "refused";
+          outcome = Outcome::kRefused;
           outcome_message = "the provider refused: " + (gen.refusal.empty() ? gen.finish_reason : gen.refusal);
         }
       } catch (const ContextOverflowError& e) {
         write_calls(dir, e.calls());
-        outcome = "context_overflow";
+        outcome = Outcome::kContextOverflow;
         outcome_message = e.what();
         gen.finish_reason = "context_overflow";
       } catch (const FatalProviderError& e) {
@@ -503,7 +505,7 @@ LoopSummary TurnLoop::run() {
         ++summary.chains_incomplete;
         return std::nullopt;
       }
-      if (outcome != "context_overflow") {
+      if (outcome != Outcome::kContextOverflow) {
         write_calls(dir, gen.calls);
         RunStore::write_text(dir + "/response.txt", gen.text);
         if (!gen.reasoning.empty()) RunStore::write_text(dir + "/reasoning.txt", gen.reasoning);
@@ -520,16 +522,16 @@ LoopSummary TurnLoop::run() {
       rec.finish_reason = gen.finish_reason;
 
       std::string feedback;
-      ExtractedCode code = outcome.empty() ? extract_code(gen.text, python_candidates()) : ExtractedCode{};
+      ExtractedCode code = !outcome ? extract_code(gen.text, python_candidates()) : ExtractedCode{};
       const auto eval_start = Clock::now();
       PhaseTimes phases;          // the evaluation's own, for the progress line
       std::string timing_cap;     // the candidate's timing loop, when a cap (not the noise target) ended it
       double reference_wait = 0;  // for the reference's build (inside eval_seconds)
-      if (!outcome.empty()) {
-        rec.verdict = outcome;
+      if (outcome) {
+        rec.outcome = *outcome;
         rec.message = outcome_message;
       } else if (!code.found) {
-        rec.verdict = "no_code";
+        rec.outcome = Outcome::kNoCode;
         rec.message = "the response contained no code defining ModelNew";
         feedback = prompts.no_code();
       } else {
@@ -579,7 +581,7 @@ LoopSummary TurnLoop::run() {
                           v.candidate_time->total, v.candidate_time->stop_reason.c_str());
             timing_cap = t;
           }
-          rec.verdict = verdict_name(v.verdict);
+          rec.outcome = outcome_of(v.verdict);
           rec.speedup = v.speedup;
           rec.message = v.message;
           feedback = redactor.redact(prompts.feedback(v));
@@ -593,10 +595,10 @@ LoopSummary TurnLoop::run() {
       }
       rec.eval_seconds = std::chrono::duration<double>(Clock::now() - eval_start).count();
       RunStore::write_text(dir + "/feedback.txt", feedback);
-      const bool early = config_.scaffold.early_stop_speedup && rec.verdict == "correct" && rec.speedup &&
+      const bool early = config_.scaffold.early_stop_speedup && rec.outcome == Outcome::kCorrect && rec.speedup &&
                          *rec.speedup >= *config_.scaffold.early_stop_speedup;
-      rec.chain_done = early || !outcome.empty() || last_turn;
-      rec.stop_reason = !outcome.empty() ? outcome : early ? "early_stop" : (rec.chain_done ? "turns" : "");
+      rec.chain_done = early || outcome || last_turn;
+      rec.stop_reason = outcome ? outcome_name(*outcome) : early ? "early_stop" : (rec.chain_done ? "turns" : "");
       rec.timestamp = utc_timestamp();
       store.append(rec);
       {
@@ -623,7 +625,7 @@ LoopSummary TurnLoop::run() {
                       phases.compare, timing_cap.c_str());
       }
       std::snprintf(line, sizeof(line), "[%d/%d] %s sample %d turn %d: %s%s (llm %.1fs, compile %.1fs%s, eval %.1fs%s)%s\n",
-                    ++attempt_counter, total_attempts, spec.name.c_str(), sample, turn, rec.verdict.c_str(),
+                    ++attempt_counter, total_attempts, spec.name.c_str(), sample, turn, outcome_name(rec.outcome),
                     rec.speedup ? (" " + std::to_string(*rec.speedup).substr(0, 5) + "x").c_str() : "",
                     rec.llm_seconds, rec.compile_seconds, queue_wait,
                     rec.eval_seconds - rec.compile_seconds - reference_wait - rec.queue_seconds, inside,
@@ -645,7 +647,7 @@ LoopSummary TurnLoop::run() {
           make_attempt(*chain.spec, chain.sample, turn, conversation(tasks.at(chain.spec->name), chain.history, config_.scaffold),
                        parents, turn == 1 ? "fresh" : "refine", turn == config_.scaffold.turns);
       if (!made) return;
-      chain.history.push_back({turn, made->response, made->feedback, made->rec.verdict, made->rec.speedup});
+      chain.history.push_back({turn, made->response, made->feedback, made->rec.outcome, made->rec.speedup});
       chain.done = made->rec.chain_done;
     }
   };
@@ -677,7 +679,7 @@ LoopSummary TurnLoop::run() {
               continue;
             }
             std::lock_guard<std::mutex> lock(nodes_mutex);
-            nodes.push_back({p.at, made->rec.verdict, made->rec.speedup, made->response, made->code, made->feedback,
+            nodes.push_back({p.at, made->rec.outcome, made->rec.speedup, made->response, made->code, made->feedback,
                              p.parents});
           }
         });
@@ -723,7 +725,7 @@ LoopSummary TurnLoop::run() {
       bool correct = false;
       double best = 0;
       for (const auto& r : by_problem[spec.name]) {
-        if (r.turn > t || r.sample >= config_.scaffold.samples || r.verdict != "correct") continue;
+        if (r.turn > t || r.sample >= config_.scaffold.samples || r.outcome != Outcome::kCorrect) continue;
         correct = true;
         if (r.speedup) best = std::max(best, *r.speedup);
       }

@@ -78,7 +78,7 @@ json AttemptRecord::to_json() const {
             {"level", level},
             {"sample", sample},
             {"turn", turn},
-            {"verdict", verdict},
+            {"verdict", outcome_name(outcome)},
             {"speedup", speedup ? json(*speedup) : json(nullptr)},
             {"message", message},
             {"protocol", protocol},
@@ -120,7 +120,13 @@ AttemptRecord AttemptRecord::from_json(const json& j) {
   r.level = j.value("level", 0);
   r.sample = j.at("sample").get<int>();
   r.turn = j.at("turn").get<int>();
-  r.verdict = j.at("verdict").get<std::string>();
+  const std::string name = j.at("verdict").get<std::string>();
+  const std::optional<Outcome> outcome = outcome_from_name(name);
+  if (!outcome) {
+    throw std::invalid_argument("field \"verdict\": '" + name + "' is no outcome this kloop knows (" +
+                                outcome_names() + "); was the run made by a newer kloop?");
+  }
+  r.outcome = *outcome;
   if (j.contains("speedup") && j["speedup"].is_number()) r.speedup = j["speedup"].get<double>();
   r.message = j.value("message", "");
   r.protocol = j.value("protocol", "");
@@ -415,6 +421,10 @@ std::vector<AttemptRecord> RunStore::load_results(const std::string& file) const
         if (seen.insert({r.problem, r.sample, r.turn}).second) out.push_back(std::move(r));
       } catch (const json::exception&) {
         // A line cut short by a kill; its attempt will be redone.
+      } catch (const std::invalid_argument& e) {
+        // A whole, signed line this kloop cannot read: redoing its attempt
+        // would spend again what was spent on it.
+        throw std::runtime_error(p.string() + ":" + std::to_string(line_number) + ": " + e.what());
       }
     }
     if (!rejected.empty()) {

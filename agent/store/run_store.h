@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/store/outcome.h"
 #include "evaluator/build/integrity.h"
 
 namespace kloop {
@@ -38,7 +39,7 @@ struct AttemptRecord {
   int level = 0;
   int sample = 0;
   int turn = 1;
-  std::string verdict;  // a verdict class, or no_code, refused, context_overflow
+  Outcome outcome = Outcome::kRuntimeError;  // stored as "verdict"
   std::optional<double> speedup;
   std::string message;
   std::string protocol;

@@ -26,7 +26,7 @@ class RunStoreTest : public ::testing::Test {
     r.problem = p;
     r.sample = s;
     r.turn = t;
-    r.verdict = v;
+    r.outcome = outcome_from_name(v).value();
     if (v == "correct") r.speedup = 1.5;
     return r;
   }
@@ -39,7 +39,7 @@ TEST_F(RunStoreTest, AppendsAndReloadsRecords) {
   store.append(rec("19_ReLU", 0, 2, "correct"));
   auto back = RunStore(dir_.string(), "r1").load_results();
   ASSERT_EQ(back.size(), 2u);
-  EXPECT_EQ(back[1].verdict, "correct");
+  EXPECT_EQ(back[1].outcome, Outcome::kCorrect);
   ASSERT_TRUE(back[1].speedup);
   EXPECT_DOUBLE_EQ(*back[1].speedup, 1.5);
   EXPECT_FALSE(back[0].speedup);
@@ -62,7 +62,7 @@ TEST_F(RunStoreTest, DuplicateAttemptsKeepTheFirst) {
   store.append(rec("a", 0, 1, "correct"));
   auto back = store.load_results();
   ASSERT_EQ(back.size(), 1u);
-  EXPECT_EQ(back[0].verdict, "incorrect");
+  EXPECT_EQ(back[0].outcome, Outcome::kIncorrect);
 }
 
 TEST_F(RunStoreTest, ResumingWithAnotherIdentityIsRefused) {
@@ -126,7 +126,7 @@ TEST_F(RunStoreTest, ForgedRecordsAreRejectedWithOneWarning) {
   const std::string warning = ::testing::internal::GetCapturedStderr();
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0].problem, "a");
-  EXPECT_EQ(back[0].verdict, "incorrect");
+  EXPECT_EQ(back[0].outcome, Outcome::kIncorrect);
   EXPECT_EQ(back[1].problem, "b");
   EXPECT_NE(warning.find(results.string()), std::string::npos) << warning;
   EXPECT_NE(warning.find("3 of 5 line(s) rejected"), std::string::npos) << warning;
@@ -161,6 +161,36 @@ TEST_F(RunStoreTest, RunsMadeBeforeSigningLoadUnverifiedAndStayUnsigned) {
   EXPECT_EQ(store.load_results().size(), 3u) << "a resumed old run keeps its records";
 }
 
+// Outcomes are typed: every name kloop writes reads back as itself, and a
+// whole line naming one this kloop does not know (a newer kloop's) stops
+// the load at that line, rather than being dropped and its attempt paid for
+// again.
+TEST_F(RunStoreTest, OutcomesRoundTripAndAnUnknownOneNamesItsLine) {
+  for (Outcome o : kEveryOutcome) {
+    AttemptRecord r = rec("a", 0, 1, "correct");
+    r.outcome = o;
+    EXPECT_EQ(AttemptRecord::from_json(r.to_json()).outcome, o) << outcome_name(o);
+    EXPECT_EQ(r.to_json()["verdict"], outcome_name(o));
+  }
+  fs::create_directories(dir_ / "newer");
+  nlohmann::json future = rec("a", 0, 2, "correct").to_json();
+  future["verdict"] = "slower_than_light";
+  std::ofstream(dir_ / "newer" / "results.jsonl") << rec("a", 0, 1, "incorrect").to_json().dump() << "\n"
+                                                  << future.dump() << "\n";
+  RunStore store(dir_.string(), "newer");
+  ::testing::internal::CaptureStderr();
+  try {
+    store.load_results();
+    ADD_FAILURE() << "an unknown outcome loaded";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("results.jsonl:2"), std::string::npos) << what;
+    EXPECT_NE(what.find("slower_than_light"), std::string::npos) << what;
+    EXPECT_NE(what.find("newer kloop"), std::string::npos) << what;
+  }
+  ::testing::internal::GetCapturedStderr();
+}
+
 // A run's shards each append to a file of their own; every reader of the
 // run sees all of them as one set of records.
 TEST_F(RunStoreTest, ShardsWriteTheirOwnFilesAndLoadAsOneRun) {
@@ -183,7 +213,7 @@ TEST_F(RunStoreTest, ShardsWriteTheirOwnFilesAndLoadAsOneRun) {
   const auto back = reader.load_results();
   ASSERT_EQ(back.size(), 3u);
   std::map<std::string, std::string> verdict;
-  for (const auto& r : back) verdict[r.problem + std::to_string(r.turn)] = r.verdict;
+  for (const auto& r : back) verdict[r.problem + std::to_string(r.turn)] = outcome_name(r.outcome);
   EXPECT_EQ(verdict["a1"], "incorrect");
   EXPECT_EQ(verdict["a2"], "correct");
   EXPECT_EQ(verdict["b1"], "correct");

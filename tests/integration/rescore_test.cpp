@@ -59,7 +59,7 @@ class RescoreTest : public ::testing::Test {
     r.problem = "19_ReLU";
     r.level = 1;
     r.turn = turn;
-    r.verdict = verdict;
+    r.outcome = outcome_from_name(verdict).value();
     r.speedup = speedup;
     r.protocol = "strict";
     r.device = "cpu";
@@ -100,12 +100,12 @@ TEST_F(RescoreTest, ReevaluatesStoredCandidatesUnderAnotherProtocol) {
   const auto records = store.load_results("rescore-kernelbench.jsonl");
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[0].protocol, "kernelbench");
-  EXPECT_EQ(records[0].verdict, "correct") << records[0].message;  // 0.5% off passes 1e-2
+  EXPECT_EQ(records[0].outcome, Outcome::kCorrect) << records[0].message;  // 0.5% off passes 1e-2
   EXPECT_TRUE(records[0].speedup.has_value());
-  EXPECT_EQ(records[1].verdict, "no_code");
-  EXPECT_EQ(records[2].verdict, "correct") << records[2].message;
+  EXPECT_EQ(records[1].outcome, Outcome::kNoCode);
+  EXPECT_EQ(records[2].outcome, Outcome::kCorrect) << records[2].message;
   EXPECT_EQ(records[0].input_tokens, 100);  // the generation's cost stays with its attempt
-  EXPECT_EQ((s.transitions.at({"incorrect", "correct"})), 1);
+  EXPECT_EQ((s.transitions.at({Outcome::kIncorrect, Outcome::kCorrect})), 1);
 
   const json verdict =
       json::parse(read(fs::path(run_) / "rescore-kernelbench/attempts/19_ReLU/sample0/turn1/verdict.json"));
@@ -153,7 +153,7 @@ TEST_F(RescoreTest, LostCodeIsAnErrorForThatAttemptOnly) {
   for (const char* verdict : {"refused", "context_overflow"}) {
     AttemptRecord r = store.load_results().front();
     r.sample = std::string(verdict) == "refused" ? 1 : 2;
-    r.verdict = verdict;
+    r.outcome = outcome_from_name(verdict).value();
     r.attempt_dir = store.relative_attempt_dir("19_ReLU", r.sample, 1);
     store.append(r);
   }
@@ -162,8 +162,8 @@ TEST_F(RescoreTest, LostCodeIsAnErrorForThatAttemptOnly) {
   ASSERT_EQ(s.errors.size(), 2u) << progress.str();
   EXPECT_NE(s.errors[0].find("no candidate.cpp or candidate.cu"), std::string::npos) << s.errors[0];
   EXPECT_EQ(s.copied, 3);
-  EXPECT_EQ((s.transitions.at({"refused", "refused"})), 1);
-  EXPECT_EQ((s.transitions.at({"context_overflow", "context_overflow"})), 1);
+  EXPECT_EQ((s.transitions.at({Outcome::kRefused, Outcome::kRefused})), 1);
+  EXPECT_EQ((s.transitions.at({Outcome::kContextOverflow, Outcome::kContextOverflow})), 1);
 }
 
 // Attack: a forged record in results.jsonl is not rescored nor counted.
@@ -173,7 +173,7 @@ TEST_F(RescoreTest, ForgedRecordsAreNeitherRescoredNorCounted) {
   forged.problem = "19_ReLU";
   forged.sample = 1;
   forged.turn = 1;
-  forged.verdict = "no_code";
+  forged.outcome = Outcome::kNoCode;
   std::ofstream(fs::path(run_) / "results.jsonl", std::ios::app) << forged.to_json().dump() << "\n";
   // No code to evaluate: only the records are under test here.
   fs::remove(fs::path(run_) / "attempts/19_ReLU/sample0/turn1/candidate.cpp");
@@ -222,7 +222,7 @@ TEST_F(RescoreTest, AKernelBenchGenerationFolderIsImportedAndRescored) {
   RunStore store(runs_.string(), "imported");
   const auto published = store.load_results();
   ASSERT_EQ(published.size(), 2u);
-  EXPECT_EQ(published[1].verdict, "correct");
+  EXPECT_EQ(published[1].outcome, Outcome::kCorrect);
   EXPECT_EQ(published[1].model, "some-model");
 
   std::ostringstream progress;
@@ -232,7 +232,7 @@ TEST_F(RescoreTest, AKernelBenchGenerationFolderIsImportedAndRescored) {
   const RescoreSummary r = rescore_run(run, o, progress);
   EXPECT_TRUE(r.errors.empty()) << progress.str();
   std::map<int, std::string> strict;
-  for (const auto& a : store.load_results("rescore-strict.jsonl")) strict[a.sample] = a.verdict;
+  for (const auto& a : store.load_results("rescore-strict.jsonl")) strict[a.sample] = outcome_name(a.outcome);
   EXPECT_EQ(strict[0], "correct") << progress.str();
   EXPECT_EQ(strict[1], "integrity_violation") << progress.str();
   EXPECT_NO_THROW(load_run_view(run, "strict", nullptr));

@@ -460,7 +460,7 @@ TEST_F(TurnLoopTest, ShardsRunTheirProblemsIntoOneRun) {
   const auto records = RunStore((dir_ / "runs").string(), "t").load_results();
   ASSERT_EQ(records.size(), 2u);
   std::map<std::string, std::string> verdict;
-  for (const auto& r : records) verdict[r.problem] = r.verdict;
+  for (const auto& r : records) verdict[r.problem] = outcome_name(r.outcome);
   EXPECT_EQ(verdict["19_ReLU"], "correct");
   EXPECT_EQ(verdict["23_Softmax"], "integrity_violation");  // returns its input
   {

@@ -77,7 +77,7 @@ AttemptRecord record_of(const Planned& p, const std::string& run, RunStore& stor
   r.problem = p.problem;
   r.level = p.level;
   r.turn = p.turn;
-  r.verdict = p.verdict;
+  r.outcome = outcome_from_name(p.verdict).value();
   r.speedup = p.speedup;
   r.message = p.message;
   r.protocol = "strict";
@@ -130,7 +130,7 @@ std::string write_synthetic_provider_run(const std::string& runs_dir, const std:
     r.problem = problem;
     r.level = level;
     r.turn = turn;
-    r.verdict = verdict;
+    r.outcome = outcome_from_name(verdict).value();
     r.protocol = "strict";
     r.device = "cpu";
     r.model = "synthetic";
@@ -194,7 +194,7 @@ void write_synthetic_rescore(const std::string& run_dir) {
   for (AttemptRecord r : store.load_results()) {
     r.protocol = "kernelbench";
     if (r.problem == "23_Softmax" && r.turn == 1) {
-      r.verdict = "correct";
+      r.outcome = Outcome::kCorrect;
       r.speedup = 1.05;
       r.message = "all 5 test calls passed";
     }
