@@ -12,7 +12,7 @@
 #include <stdexcept>
 
 #include "agent/store/run_store.h"
-#include "evaluator/isolation/subprocess.h"
+#include "base/process.h"
 
 namespace kloop {
 namespace {
@@ -89,7 +89,7 @@ std::string slurm_script(const SlurmArray& a, const SlurmOptions& o) {
 std::optional<std::vector<int>> slurm_queued_tasks(const std::string& job_name) {
   // -r: one line per array task, pending ones too.
   const CommandResult r =
-      run_command({"squeue", "-h", "-r", "--name=" + job_name, "-o", "%K %T"}, "", std::chrono::seconds(60));
+      run_process({"squeue", "-h", "-r", "--name=" + job_name, "-o", "%K %T"}, std::chrono::seconds(60));
   if (!r.status.exited || r.status.code != 0) return std::nullopt;
   std::set<int> out;
   std::istringstream lines(r.output);
@@ -117,7 +117,7 @@ SlurmSubmission submit_slurm_array(const SlurmArray& a, const SlurmOptions& o, b
   if (o.wait) argv.push_back("--wait");
   argv.push_back(sub.script_path);
   // With --wait sbatch returns when the last task has: no limit of ours.
-  const CommandResult r = run_command(argv, "", o.wait ? std::chrono::hours(24 * 365) : std::chrono::minutes(5));
+  const CommandResult r = run_process(argv, o.wait ? std::chrono::hours(24 * 365) : std::chrono::minutes(5));
   sub.output = r.output;
   sub.exit_code = r.status.exited ? r.status.code : 128 + r.status.signal;
   std::istringstream first(r.output);

@@ -2,7 +2,6 @@
 // calls run.
 #include "evaluator/isolation/subprocess.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,49 +11,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <fstream>
-#include <set>
-#include <sstream>
 #include <stdexcept>
 
 namespace kloop {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-ExitStatus decode(int wstatus) {
-  ExitStatus s;
-  if (WIFEXITED(wstatus)) {
-    s.exited = true;
-    s.code = WEXITSTATUS(wstatus);
-  } else if (WIFSIGNALED(wstatus)) {
-    s.signal = WTERMSIG(wstatus);
-  }
-  return s;
-}
-
-void kill_group(pid_t pid) {
-  if (pid > 0) {
-    ::kill(-pid, SIGKILL);
-    ::kill(pid, SIGKILL);
-  }
-}
-
-int remaining_ms(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return left < 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000 * 60 * 60));
-}
-
-struct CommandFds {
-  int devnull, out;
-};
-void command_fds(void* p) {
-  auto* f = static_cast<CommandFds*>(p);
-  dup2(f->devnull, 0);
-  dup2(f->out, 1);
-  dup2(f->out, 2);
-}
 
 struct WorkerFds {
   int devnull, log, channel;
@@ -71,84 +34,19 @@ void worker_fds(void* p) {
 
 }  // namespace
 
-std::string resolve_executable(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  std::size_t start = 0;
-  while (start <= dirs.size()) {
-    std::size_t end = dirs.find(':', start);
-    std::string d = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    std::string candidate = (d.empty() ? "." : d) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return name;
-}
-
 std::string sandbox_init_path(const std::string& worker) {
   const auto slash = worker.rfind('/');
   return (slash == std::string::npos ? std::string(".") : worker.substr(0, slash)) + "/kloop-sandbox-init";
 }
 
-std::string ExitStatus::describe() const {
-  if (exited) return "exit status " + std::to_string(code);
-  if (signal == 0) return "unknown status";
-  const char* abbrev = sigabbrev_np(signal);
-  std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal);
-  return "killed by " + name + " (" + strsignal(signal) + ")";
-}
-
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& cwd,
                           std::chrono::milliseconds timeout, const SandboxSpec& sandbox) {
-  CommandResult result;
   PreparedSandbox prepared(sandbox, cwd);
-  int out_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
-  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  auto start = Clock::now();
   std::vector<std::string> args = argv;
   args[0] = resolve_executable(args[0]);
-  CommandFds fds{devnull, out_pipe[1]};
-  pid_t pid;
-  try {
-    pid = prepared.spawn(args, command_fds, &fds);
-  } catch (...) {
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    close(devnull);
-    throw;
-  }
-  close(out_pipe[1]);
-  close(devnull);
-  auto deadline = start + timeout;
-  char buf[65536];
-  for (;;) {
-    struct pollfd p = {out_pipe[0], POLLIN, 0};
-    int rc = poll(&p, 1, remaining_ms(deadline));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc == 0) {
-      result.timed_out = true;
-      kill_group(pid);
-      break;
-    }
-    ssize_t n = read(out_pipe[0], buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    const std::size_t room = kMaxCapturedOutput - std::min(kMaxCapturedOutput, result.output.size());
-    result.output.append(buf, std::min(room, static_cast<std::size_t>(n)));
-    result.output_truncated = result.output_truncated || static_cast<std::size_t>(n) > room;
-  }
-  close(out_pipe[0]);
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  kill_group(pid);  // anything the command left behind in its group
-  result.status = decode(wstatus);
-  if (result.output_truncated) result.output += "\n[kloop: output cut at " + std::to_string(kMaxCapturedOutput) + " bytes]\n";
-  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return result;
+  return run_process(args, timeout, {}, [&prepared](const std::vector<std::string>& a, void (*setup)(void*), void* c) {
+    return prepared.spawn(a, setup, c);
+  });
 }
 
 WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::string& cwd,
@@ -209,7 +107,7 @@ WorkerProcess::~WorkerProcess() {
 }
 
 ExitStatus WorkerProcess::worker_status(int wstatus) const {
-  ExitStatus s = decode(wstatus);
+  ExitStatus s = exit_status_of(wstatus);
   // The sandbox's init mirrors a worker killed by signal N as exit 128 + N.
   if (isolation_ == Isolation::kStrict && s.exited && s.code > 128 && s.code <= 128 + 64) {
     s.exited = false;
@@ -279,79 +177,6 @@ ExitStatus WorkerProcess::wait(std::chrono::milliseconds timeout) {
     }
     usleep(2000);
   }
-}
-
-namespace {
-
-// Fields 14-17 of /proc/PID/stat (utime, stime, cutime, cstime), in ticks.
-std::optional<long long> stat_ticks(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!in || !std::getline(in, line)) return std::nullopt;
-  // The name (field 2) is in parentheses and may hold anything: read after the last ')'.
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(line.substr(close + 1));
-  std::string field;
-  long long sum = 0;
-  for (int i = 3; i <= 17 && rest >> field; ++i) {
-    if (i < 14) continue;
-    try {
-      sum += std::stoll(field);
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
-    if (i == 17) return sum;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<double> process_tree_cpu_seconds(pid_t root) {
-  const long hz = sysconf(_SC_CLK_TCK);
-  if (root <= 0 || hz <= 0) return std::nullopt;
-  constexpr std::size_t kMaxProcesses = 4096;
-  std::vector<pid_t> todo{root};
-  std::set<pid_t> seen{root};
-  long long ticks = 0;
-  while (!todo.empty()) {
-    const pid_t pid = todo.back();
-    todo.pop_back();
-    const auto own = stat_ticks(pid);
-    if (!own) {
-      if (pid == root) return std::nullopt;
-      continue;  // a descendant that ended meanwhile: its time is in its parent's cutime once reaped
-    }
-    ticks += *own;
-    const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-    DIR* dir = opendir(tasks.c_str());
-    if (!dir) {
-      if (pid == root) return std::nullopt;
-      continue;
-    }
-    bool unreadable = false;
-    while (const dirent* e = readdir(dir)) {
-      if (e->d_name[0] == '.') continue;
-      const std::string path = tasks + "/" + e->d_name + "/children";
-      std::ifstream children(path);
-      if (!children) {
-        // A thread that ended meanwhile has no folder; a file that cannot be
-        // read (or a kernel without it) hides children: the count would be
-        // too low, so it is unknown.
-        if (access((tasks + "/" + e->d_name).c_str(), F_OK) == 0) unreadable = true;
-        continue;
-      }
-      long long child = 0;
-      while (children >> child) {
-        if (seen.size() >= kMaxProcesses) unreadable = true;  // too many to count: unknown, not too few
-        if (!unreadable && seen.insert(static_cast<pid_t>(child)).second) todo.push_back(static_cast<pid_t>(child));
-      }
-    }
-    closedir(dir);
-    if (unreadable) return std::nullopt;
-  }
-  return static_cast<double>(ticks) / static_cast<double>(hz);
 }
 
 std::string file_tail(const std::string& path, std::size_t max_bytes) {

@@ -1,5 +1,6 @@
-// Child processes with deadlines, limits and a sandbox (sandbox.h):
-// compilers (run to completion, output captured up to a cap) and evaluation
+// Child processes with deadlines, limits and a sandbox (sandbox.h), on
+// base/process.h: compilers (run to completion, output captured up to a
+// cap) and evaluation
 // workers (a socket channel on fd 3 for commands and replies, stdout and
 // stderr drained by the parent into a capped log file the child cannot
 // see). Every child gets its own process group (a strict sandbox its own
@@ -15,34 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "base/process.h"
 #include "evaluator/isolation/channel.h"
 #include "evaluator/isolation/sandbox.h"
 
 namespace kloop {
 
-struct ExitStatus {
-  bool exited = false;  // normal exit; `code` is valid
-  int code = 0;
-  int signal = 0;  // terminating signal when !exited
-  std::string describe() const;  // "exit status 1", "killed by SIGSEGV (segmentation fault)"
-};
-
-struct CommandResult {
-  ExitStatus status;
-  bool timed_out = false;
-  std::string output;  // stdout and stderr interleaved, at most kMaxCapturedOutput bytes
-  bool output_truncated = false;
-  double seconds = 0;
-};
-
-// What is kept of a child's output; the rest is read and dropped.
-constexpr std::size_t kMaxCapturedOutput = 8u << 20;
-
-// The path execve gets for a command name: `name` itself when it has a
-// slash, else the first executable of that name in PATH (`name` when none).
-std::string resolve_executable(const std::string& name);
-
-// Runs argv[0] (searched in PATH) in `cwd` until it ends or `timeout` passes.
+// Runs argv[0] (searched in PATH) in `cwd` under `sandbox` until it ends or
+// `timeout` passes (base/process.h's run_process, started by the sandbox).
 // Throws IsolationError when the sandbox cannot be set up.
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& cwd,
                           std::chrono::milliseconds timeout, const SandboxSpec& sandbox = {});
@@ -91,16 +72,6 @@ class WorkerProcess {
 
 // kloop-sandbox-init, the init of a strict sandbox: beside the worker.
 std::string sandbox_init_path(const std::string& worker);
-
-// The CPU time the kernel has accounted to process `pid` and everything
-// below it: its threads' user and system time, its reaped children's, and
-// those of its live descendants (found through /proc/PID/task/TID/children,
-// so a strict sandbox's whole namespace, whose orphans its init adopts).
-// Kept by the kernel, so nothing in the tree can forge it; clock-tick
-// resolution (10 ms at the usual 100 Hz). nullopt when /proc cannot say,
-// or cannot say all of it (a children list unreadable, more than 4096
-// processes): never a count that is too low.
-std::optional<double> process_tree_cpu_seconds(pid_t pid);
 
 // The last `max_bytes` of a file (logs for diagnostics); "" when unreadable.
 std::string file_tail(const std::string& path, std::size_t max_bytes);

@@ -1,0 +1,326 @@
+#include "base/process.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace kloop {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int remaining_ms(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return left < 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000 * 60 * 60));
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+// The parent's ends and the child's ends of the three streams.
+struct Pipes {
+  int child_in = -1, child_out = -1, child_err = -1;
+  int to_child = -1, from_out = -1, from_err = -1;
+  ~Pipes() {
+    for (int* fd : {&child_in, &child_out, &child_err, &to_child, &from_out, &from_err}) close_fd(*fd);
+  }
+  void close_child_ends() {
+    close_fd(child_in);
+    close_fd(child_out);
+    close_fd(child_err);
+  }
+};
+
+void make_pipe(int& read_end, int& write_end) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  read_end = p[0];
+  write_end = p[1];
+}
+
+void child_fds(void* p) {
+  const auto* f = static_cast<const Pipes*>(p);
+  // dup first: a source may sit on 0..2 itself.
+  const int in = dup(f->child_in), out = dup(f->child_out), err = dup(f->child_err);
+  dup2(in, 0);
+  dup2(out, 1);
+  dup2(err, 2);
+}
+
+// Keeps at most kMaxCapturedOutput bytes of a stream.
+struct Capture {
+  std::string* text;
+  bool truncated = false;
+  void add(const char* data, std::size_t n) {
+    const std::size_t room = kMaxCapturedOutput - std::min(kMaxCapturedOutput, text->size());
+    text->append(data, std::min(room, n));
+    truncated = truncated || n > room;
+  }
+  void finish() const {
+    if (truncated) *text += "\n[kloop: output cut at " + std::to_string(kMaxCapturedOutput) + " bytes]\n";
+  }
+};
+
+// Reaps the child by the deadline (killing its group when it passes); a
+// child that closed its output can still run on.
+int reap(pid_t pid, Clock::time_point deadline, bool& timed_out) {
+  int wstatus = 0;
+  auto nap = std::chrono::milliseconds(1);
+  for (;;) {
+    const pid_t r = waitpid(pid, &wstatus, timed_out ? 0 : WNOHANG);
+    if (r == pid) return wstatus;
+    if (r < 0 && errno != EINTR) return wstatus;
+    if (r == 0 && Clock::now() >= deadline) {
+      timed_out = true;
+      kill_group(pid);
+    } else if (r == 0) {
+      std::this_thread::sleep_for(nap);
+      nap = std::min(nap * 2, std::chrono::milliseconds(20));
+    }
+  }
+}
+
+}  // namespace
+
+std::string ExitStatus::describe() const {
+  if (exited) return "exit status " + std::to_string(code);
+  if (signal == 0) return "unknown status";
+  const char* abbrev = sigabbrev_np(signal);
+  std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal);
+  return "killed by " + name + " (" + strsignal(signal) + ")";
+}
+
+ExitStatus exit_status_of(int wait_status) {
+  ExitStatus s;
+  if (WIFEXITED(wait_status)) {
+    s.exited = true;
+    s.code = WEXITSTATUS(wait_status);
+  } else if (WIFSIGNALED(wait_status)) {
+    s.signal = WTERMSIG(wait_status);
+  }
+  return s;
+}
+
+void kill_group(pid_t pid) {
+  if (pid > 0) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+  }
+}
+
+std::string resolve_executable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    std::size_t end = dirs.find(':', start);
+    std::string d = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string candidate = (d.empty() ? "." : d) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return name;
+}
+
+Spawn plain_spawn(std::string cwd) {
+  return [cwd = std::move(cwd)](const std::vector<std::string>& argv, void (*setup_fds)(void*),
+                                void* context) -> pid_t {
+    if (argv.empty() || argv[0].empty()) throw std::invalid_argument("run_process: no program to run");
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    // Built before the fork: the child may only make system calls.
+    const std::string cannot_execute = "kloop: cannot execute " + argv[0] + ": ";
+    const std::string cannot_enter = "kloop: cannot enter " + cwd + ": ";
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
+    if (pid == 0) {
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (setup_fds) setup_fds(context);
+      signal(SIGPIPE, SIG_DFL);  // an ignored signal would stay ignored across exec
+      close_range(3, ~0U, 0);
+      auto fail = [](const std::string& what) {
+        const char* why = strerrordesc_np(errno);
+        (void)!write(2, what.data(), what.size());
+        (void)!write(2, why, strlen(why));
+        (void)!write(2, "\n", 1);
+        _exit(127);
+      };
+      if (!cwd.empty() && chdir(cwd.c_str()) != 0) fail(cannot_enter);
+      execvp(args[0], args.data());
+      fail(cannot_execute);
+    }
+    setpgid(pid, pid);  // also here: a deadline may kill the group before the child has made it
+    return pid;
+  };
+}
+
+CommandResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                          const CommandIo& io, const Spawn& spawn) {
+  if (io.input) {
+    static std::once_flag ignore_sigpipe;
+    std::call_once(ignore_sigpipe, [] { signal(SIGPIPE, SIG_IGN); });
+  }
+  CommandResult result;
+  Pipes p;
+  if (io.input) {
+    make_pipe(p.child_in, p.to_child);
+  } else {
+    p.child_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  make_pipe(p.from_out, p.child_out);
+  if (io.separate_stderr) {
+    make_pipe(p.from_err, p.child_err);
+  } else {
+    p.child_err = dup(p.child_out);
+  }
+  const auto start = Clock::now();
+  const pid_t pid = spawn(argv, child_fds, &p);
+  p.close_child_ends();
+  if (p.to_child >= 0) fcntl(p.to_child, F_SETFL, O_NONBLOCK);
+  if (io.input && io.input->empty()) close_fd(p.to_child);
+
+  const auto deadline = start + timeout;
+  Capture out{&result.output}, err{&result.error};
+  std::size_t written = 0;
+  char buffer[65536];
+  while (p.from_out >= 0 || p.from_err >= 0) {
+    struct pollfd fds[3];
+    nfds_t n = 0;
+    int out_index = -1, err_index = -1, in_index = -1;
+    if (p.from_out >= 0) fds[out_index = static_cast<int>(n++)] = {p.from_out, POLLIN, 0};
+    if (p.from_err >= 0) fds[err_index = static_cast<int>(n++)] = {p.from_err, POLLIN, 0};
+    if (p.to_child >= 0) fds[in_index = static_cast<int>(n++)] = {p.to_child, POLLOUT, 0};
+    const int rc = poll(fds, n, remaining_ms(deadline));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) break;
+    if (rc == 0) {
+      result.timed_out = true;
+      kill_group(pid);
+      break;
+    }
+    if (in_index >= 0 && fds[in_index].revents) {
+      const ssize_t w = write(p.to_child, io.input->data() + written, io.input->size() - written);
+      if (w > 0) written += static_cast<std::size_t>(w);
+      // EPIPE: the child stopped reading; what it wrote still counts.
+      if ((w < 0 && errno != EAGAIN && errno != EINTR) || written == io.input->size()) close_fd(p.to_child);
+    }
+    for (auto [index, fd, sink] : {std::tuple<int, int*, Capture*>{out_index, &p.from_out, &out},
+                                   std::tuple<int, int*, Capture*>{err_index, &p.from_err, &err}}) {
+      if (index < 0 || !fds[index].revents) continue;
+      const ssize_t r = read(*fd, buffer, sizeof(buffer));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        close_fd(*fd);
+      } else {
+        sink->add(buffer, static_cast<std::size_t>(r));
+      }
+    }
+  }
+  close_fd(p.to_child);
+  close_fd(p.from_out);
+  close_fd(p.from_err);
+  const int wstatus = reap(pid, deadline, result.timed_out);
+  kill_group(pid);  // whatever the command left running in its group
+  result.status = exit_status_of(wstatus);
+  result.output_truncated = out.truncated;
+  out.finish();
+  err.finish();
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+namespace {
+
+// Fields 14-17 of /proc/PID/stat (utime, stime, cutime, cstime), in ticks.
+std::optional<long long> stat_ticks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  // The name (field 2) is in parentheses and may hold anything: read after the last ')'.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(close + 1));
+  std::string field;
+  long long sum = 0;
+  for (int i = 3; i <= 17 && rest >> field; ++i) {
+    if (i < 14) continue;
+    try {
+      sum += std::stoll(field);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (i == 17) return sum;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<double> process_tree_cpu_seconds(pid_t root) {
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (root <= 0 || hz <= 0) return std::nullopt;
+  constexpr std::size_t kMaxProcesses = 4096;
+  std::vector<pid_t> todo{root};
+  std::set<pid_t> seen{root};
+  long long ticks = 0;
+  while (!todo.empty()) {
+    const pid_t pid = todo.back();
+    todo.pop_back();
+    const auto own = stat_ticks(pid);
+    if (!own) {
+      if (pid == root) return std::nullopt;
+      continue;  // a descendant that ended meanwhile: its time is in its parent's cutime once reaped
+    }
+    ticks += *own;
+    const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+    DIR* dir = opendir(tasks.c_str());
+    if (!dir) {
+      if (pid == root) return std::nullopt;
+      continue;
+    }
+    bool unreadable = false;
+    while (const dirent* e = readdir(dir)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string path = tasks + "/" + e->d_name + "/children";
+      std::ifstream children(path);
+      if (!children) {
+        // A thread that ended meanwhile has no folder; a file that cannot be
+        // read (or a kernel without it) hides children: the count would be
+        // too low, so it is unknown.
+        if (access((tasks + "/" + e->d_name).c_str(), F_OK) == 0) unreadable = true;
+        continue;
+      }
+      long long child = 0;
+      while (children >> child) {
+        if (seen.size() >= kMaxProcesses) unreadable = true;  // too many to count: unknown, not too few
+        if (!unreadable && seen.insert(static_cast<pid_t>(child)).second) todo.push_back(static_cast<pid_t>(child));
+      }
+    }
+    closedir(dir);
+    if (unreadable) return std::nullopt;
+  }
+  return static_cast<double>(ticks) / static_cast<double>(hz);
+}
+
+}  // namespace kloop
