@@ -241,14 +241,12 @@ void CUPTIAPI launch_called(void*, CUpti_CallbackDomain domain, CUpti_CallbackId
 bool enable_launch_callbacks(Recorder& r, bool on, std::string* why) {
   const uint32_t flag = on ? 1 : 0;
   for (CUpti_CallbackId cbid : kRuntimeLaunches) {
-    if (detail::failed(cuptiEnableCallback(flag, r.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid),
-                       "cuptiEnableCallback", why)) {
+    if (KLOOP_CUPTI_FAILED(cuptiEnableCallback(flag, r.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid), why)) {
       return false;
     }
   }
   for (CUpti_CallbackId cbid : kDriverLaunches) {
-    if (detail::failed(cuptiEnableCallback(flag, r.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid),
-                       "cuptiEnableCallback", why)) {
+    if (KLOOP_CUPTI_FAILED(cuptiEnableCallback(flag, r.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid), why)) {
       return false;
     }
   }
@@ -282,7 +280,7 @@ bool ActivityTracer::watch_launches(std::string* why_not) {
   if (!r.subscribed) {
     void* warm[1];
     backtrace(warm, 1);  // loads the unwinder now, not inside a launch
-    if (detail::failed(cuptiSubscribe(&r.subscriber, launch_called, nullptr), "cuptiSubscribe", &why)) {
+    if (KLOOP_CUPTI_FAILED(cuptiSubscribe(&r.subscriber, launch_called, nullptr), &why)) {
       return refuse(why + " (the launch callbacks that name each kernel's binary are taken: another CUPTI "
                           "client, such as a profiler, holds them)");
     }
@@ -326,8 +324,7 @@ bool ActivityTracer::start(std::string* why_not) {
   };
   std::string why;
   if (!r.callbacks_registered) {
-    if (detail::failed(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
-                       "cuptiActivityRegisterCallbacks", &why)) {
+    if (KLOOP_CUPTI_FAILED(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), &why)) {
       release();
       return refuse(why);
     }
@@ -339,7 +336,7 @@ bool ActivityTracer::start(std::string* why_not) {
     r.trace.memory.clear();
   }
   for (CUpti_ActivityKind kind : kTracedKinds) {
-    if (detail::failed(cuptiActivityEnable(kind), "cuptiActivityEnable", &why)) {
+    if (KLOOP_CUPTI_FAILED(cuptiActivityEnable(kind), &why)) {
       disable_traced_kinds();
       release();
       return refuse(why);

@@ -19,8 +19,6 @@
 namespace kloop::profiler {
 namespace {
 
-using detail::failed;
-
 // The metric behind each KernelMetrics field. All are in Nsight Compute's
 // default sections, so every chip CUPTI supports should know them; one a chip
 // does not know stays NaN and the report's notes say so.
@@ -117,7 +115,7 @@ bool configure_host(const std::string& chip_name, const uint8_t* availability_im
   host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   host.pChipName = chip_name.c_str();
   host.pCounterAvailabilityImage = availability_image;
-  if (failed(cuptiProfilerHostInitialize(&host), "cuptiProfilerHostInitialize", &why)) return false;
+  if (KLOOP_CUPTI_FAILED(cuptiProfilerHostInitialize(&host), &why)) return false;
   session.host = host.pHostObject;
 
   // Only metrics the chip knows go into the configuration.
@@ -125,13 +123,12 @@ bool configure_host(const std::string& chip_name, const uint8_t* availability_im
     auto properties = KLOOP_CUPTI_PARAMS(CUpti_Profiler_Host_GetMetricProperties_Params);
     properties.pHostObject = session.host;
     properties.pMetricName = f.name;
-    CUptiResult result = cuptiProfilerHostGetMetricProperties(&properties);
-    if (result == CUPTI_SUCCESS) {
+    std::string unknown;
+    if (KLOOP_CUPTI_FAILED(cuptiProfilerHostGetMetricProperties(&properties), &unknown)) {
+      report.notes.push_back(std::string(f.name) + " is not available on " + chip_name + ": " + unknown);
+    } else {
       config.metrics.push_back(f.name);
       config.fields.push_back(&f);
-    } else {
-      report.notes.push_back(std::string(f.name) + " is not available on " + chip_name + ": " +
-                             detail::explain_cupti(result, "cuptiProfilerHostGetMetricProperties"));
     }
   }
   if (config.metrics.empty()) {
@@ -143,21 +140,20 @@ bool configure_host(const std::string& chip_name, const uint8_t* availability_im
   add.pHostObject = session.host;
   add.ppMetricNames = config.metrics.data();
   add.numMetrics = config.metrics.size();
-  if (failed(cuptiProfilerHostConfigAddMetrics(&add), "cuptiProfilerHostConfigAddMetrics", &why)) return false;
+  if (KLOOP_CUPTI_FAILED(cuptiProfilerHostConfigAddMetrics(&add), &why)) return false;
   auto config_size = KLOOP_CUPTI_PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params);
   config_size.pHostObject = session.host;
-  if (failed(cuptiProfilerHostGetConfigImageSize(&config_size), "cuptiProfilerHostGetConfigImageSize", &why))
-    return false;
+  if (KLOOP_CUPTI_FAILED(cuptiProfilerHostGetConfigImageSize(&config_size), &why)) return false;
   config.image.resize(config_size.configImageSize);
   auto image = KLOOP_CUPTI_PARAMS(CUpti_Profiler_Host_GetConfigImage_Params);
   image.pHostObject = session.host;
   image.configImageSize = config.image.size();
   image.pConfigImage = config.image.data();
-  if (failed(cuptiProfilerHostGetConfigImage(&image), "cuptiProfilerHostGetConfigImage", &why)) return false;
+  if (KLOOP_CUPTI_FAILED(cuptiProfilerHostGetConfigImage(&image), &why)) return false;
   auto passes = KLOOP_CUPTI_PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params);
   passes.configImageSize = config.image.size();
   passes.pConfigImage = config.image.data();
-  if (failed(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses", &why)) return false;
+  if (KLOOP_CUPTI_FAILED(cuptiProfilerHostGetNumOfPasses(&passes), &why)) return false;
   report.passes = static_cast<int>(passes.numOfPasses);
   return true;
 }
@@ -198,7 +194,7 @@ void collect(const std::function<void()>& run_once, const RangeProfilerOptions& 
 
   Session session;
   auto initialize = KLOOP_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
-  if (failed(cuptiProfilerInitialize(&initialize), "cuptiProfilerInitialize", &why)) return;
+  if (KLOOP_CUPTI_FAILED(cuptiProfilerInitialize(&initialize), &why)) return;
   session.profiler_initialized = true;
 
   // A diagnosis only: should the query itself fail, the calls below still
@@ -214,23 +210,23 @@ void collect(const std::function<void()>& run_once, const RangeProfilerOptions& 
 
   auto chip = KLOOP_CUPTI_PARAMS(CUpti_Device_GetChipName_Params);
   chip.deviceIndex = static_cast<size_t>(device_index);
-  if (failed(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName", &why)) return;
+  if (KLOOP_CUPTI_FAILED(cuptiDeviceGetChipName(&chip), &why)) return;
   const std::string chip_name = chip.pChipName ? chip.pChipName : "";
 
   // Counter availability: the first call sizes the image, the second fills it.
   auto availability = KLOOP_CUPTI_PARAMS(CUpti_Profiler_GetCounterAvailability_Params);
   availability.ctx = context;
-  if (failed(cuptiProfilerGetCounterAvailability(&availability), "cuptiProfilerGetCounterAvailability", &why)) return;
+  if (KLOOP_CUPTI_FAILED(cuptiProfilerGetCounterAvailability(&availability), &why)) return;
   std::vector<uint8_t> availability_image(availability.counterAvailabilityImageSize);
   availability.pCounterAvailabilityImage = availability_image.data();
-  if (failed(cuptiProfilerGetCounterAvailability(&availability), "cuptiProfilerGetCounterAvailability", &why)) return;
+  if (KLOOP_CUPTI_FAILED(cuptiProfilerGetCounterAvailability(&availability), &why)) return;
 
   HostConfig config;
   if (!configure_host(chip_name, availability_image.data(), session, config, report)) return;
 
   auto enable = KLOOP_CUPTI_PARAMS(CUpti_RangeProfiler_Enable_Params);
   enable.ctx = context;
-  if (failed(cuptiRangeProfilerEnable(&enable), "cuptiRangeProfilerEnable", &why)) return;
+  if (KLOOP_CUPTI_FAILED(cuptiRangeProfilerEnable(&enable), &why)) return;
   session.range_profiler = enable.pRangeProfilerObject;
 
   auto data_size = KLOOP_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
@@ -239,16 +235,13 @@ void collect(const std::function<void()>& run_once, const RangeProfilerOptions& 
   data_size.numMetrics = config.metrics.size();
   data_size.maxNumOfRanges = options.max_kernels;
   data_size.maxNumRangeTreeNodes = static_cast<uint32_t>(options.max_kernels);
-  if (failed(cuptiRangeProfilerGetCounterDataSize(&data_size), "cuptiRangeProfilerGetCounterDataSize", &why)) return;
+  if (KLOOP_CUPTI_FAILED(cuptiRangeProfilerGetCounterDataSize(&data_size), &why)) return;
   std::vector<uint8_t> counter_data(data_size.counterDataSize);
   auto data_init = KLOOP_CUPTI_PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
   data_init.pRangeProfilerObject = session.range_profiler;
   data_init.counterDataSize = counter_data.size();
   data_init.pCounterData = counter_data.data();
-  if (failed(cuptiRangeProfilerCounterDataImageInitialize(&data_init), "cuptiRangeProfilerCounterDataImageInitialize",
-             &why)) {
-    return;
-  }
+  if (KLOOP_CUPTI_FAILED(cuptiRangeProfilerCounterDataImageInitialize(&data_init), &why)) return;
 
   auto set_config = KLOOP_CUPTI_PARAMS(CUpti_RangeProfiler_SetConfig_Params);
   set_config.pRangeProfilerObject = session.range_profiler;
@@ -263,7 +256,7 @@ void collect(const std::function<void()>& run_once, const RangeProfilerOptions& 
   set_config.minNestingLevel = 1;
   set_config.passIndex = 0;
   set_config.targetNestingLevel = 1;
-  if (failed(cuptiRangeProfilerSetConfig(&set_config), "cuptiRangeProfilerSetConfig", &why)) return;
+  if (KLOOP_CUPTI_FAILED(cuptiRangeProfilerSetConfig(&set_config), &why)) return;
 
   // The profiled run: once, with kernel replay inside each launch.
   ActivityTracer tracer;
@@ -271,7 +264,7 @@ void collect(const std::function<void()>& run_once, const RangeProfilerOptions& 
   const bool naming = options.name_kernels && tracer.start(&no_names);
   auto start = KLOOP_CUPTI_PARAMS(CUpti_RangeProfiler_Start_Params);
   start.pRangeProfilerObject = session.range_profiler;
-  if (failed(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart", &why)) return;
+  if (KLOOP_CUPTI_FAILED(cuptiRangeProfilerStart(&start), &why)) return;
   session.started = true;
   std::string run_error;
   try {
@@ -284,7 +277,9 @@ void collect(const std::function<void()>& run_once, const RangeProfilerOptions& 
   const cudaError_t sync = cudaDeviceSynchronize();
   auto stop = KLOOP_CUPTI_PARAMS(CUpti_RangeProfiler_Stop_Params);
   stop.pRangeProfilerObject = session.range_profiler;
-  const CUptiResult stopped = cuptiRangeProfilerStop(&stop);
+  // Reported after the run's own failures, which come first.
+  std::string stop_failure;
+  const bool stop_failed = KLOOP_CUPTI_FAILED(cuptiRangeProfilerStop(&stop), &stop_failure);
   session.started = false;
   const ActivityTrace trace = naming ? tracer.stop() : ActivityTrace{};
   if (!run_error.empty()) {
@@ -296,21 +291,24 @@ void collect(const std::function<void()>& run_once, const RangeProfilerOptions& 
         std::string("the profiled run failed on the GPU: ") + cudaGetErrorName(sync) + ": " + cudaGetErrorString(sync);
     return;
   }
-  if (failed(stopped, "cuptiRangeProfilerStop", &why)) return;
+  if (stop_failed) {
+    why = stop_failure;
+    return;
+  }
   if (!stop.isAllPassSubmitted) {
     report.notes.push_back("CUPTI had replay passes left after the run; some counters may be missing");
   }
 
   auto decode = KLOOP_CUPTI_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
   decode.pRangeProfilerObject = session.range_profiler;
-  if (failed(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData", &why)) return;
+  if (KLOOP_CUPTI_FAILED(cuptiRangeProfilerDecodeData(&decode), &why)) return;
   if (decode.numOfRangeDropped > 0) {
     report.notes.push_back("CUPTI dropped the counters of " + std::to_string(decode.numOfRangeDropped) + " launches");
   }
   auto info = KLOOP_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params);
   info.pCounterDataImage = counter_data.data();
   info.counterDataImageSize = counter_data.size();
-  if (failed(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo", &why)) return;
+  if (KLOOP_CUPTI_FAILED(cuptiRangeProfilerGetCounterDataInfo(&info), &why)) return;
 
   // Ranges follow launch order; when the counter data was full, the first
   // max_kernels launches are the profiled ones.
@@ -343,8 +341,7 @@ void collect(const std::function<void()>& run_once, const RangeProfilerOptions& 
     evaluate.ppMetricNames = config.metrics.data();
     evaluate.numMetrics = config.metrics.size();
     evaluate.pMetricValues = values.data();
-    if (!failed(cuptiProfilerHostEvaluateToGpuValues(&evaluate), "cuptiProfilerHostEvaluateToGpuValues",
-                &evaluate_error)) {
+    if (!KLOOP_CUPTI_FAILED(cuptiProfilerHostEvaluateToGpuValues(&evaluate), &evaluate_error)) {
       for (size_t i = 0; i < config.fields.size(); ++i) m.*(config.fields[i]->field) = values[i];
     }
     report.kernels.push_back(m);

@@ -9,9 +9,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "base/cuda_check.h"
 
 namespace kloop {
 namespace {
@@ -119,14 +122,11 @@ __global__ void errors_kernel(const T* e, const T* a, int64_t n, double atol, do
   block_reduce(r, out);
 }
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("comparing on the device: ") + what + ": " + cudaGetErrorString(e));
-}
-
 int grid_for(int64_t n) {
   int device = 0, sms = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  KLOOP_CUDA_CHECK(cudaGetDevice(&device), "comparing on the device: cudaGetDevice");
+  KLOOP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                   "comparing on the device: cudaDeviceGetAttribute");
   const int64_t wanted = (n + kThreads - 1) / kThreads;
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(wanted, static_cast<int64_t>(std::max(sms, 1)) * 8)));
 }
@@ -136,14 +136,14 @@ template <typename P, typename Launch>
 std::vector<P> partials(int64_t n, Launch launch) {
   const int grid = grid_for(n);
   P* dev = nullptr;
-  check(cudaMalloc(&dev, sizeof(P) * grid), "cudaMalloc");
+  KLOOP_CUDA_CHECK(cudaMalloc(&dev, sizeof(P) * grid), "comparing on the device: cudaMalloc");
+  const std::unique_ptr<P, decltype(&cudaFree)> freed_on_exit(dev, &cudaFree);
   launch(grid, dev);
-  cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess) e = cudaStreamSynchronize(nullptr);
+  KLOOP_CUDA_CHECK(cudaGetLastError(), "comparing on the device: the kernel");
+  KLOOP_CUDA_CHECK(cudaStreamSynchronize(nullptr), "comparing on the device: the kernel");
   std::vector<P> host(static_cast<std::size_t>(grid));
-  if (e == cudaSuccess) e = cudaMemcpy(host.data(), dev, sizeof(P) * grid, cudaMemcpyDeviceToHost);
-  cudaFree(dev);
-  check(e, "the kernel");
+  KLOOP_CUDA_CHECK(cudaMemcpy(host.data(), dev, sizeof(P) * grid, cudaMemcpyDeviceToHost),
+                   "comparing on the device: the kernel");
   return host;
 }
 

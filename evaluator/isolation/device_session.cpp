@@ -12,19 +12,14 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+
+#include "base/cuda_check.h"
 #endif
 
 namespace kloop {
 
 #ifdef KLOOP_WITH_CUDA
 namespace {
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    cudaGetLastError();  // clear a non-sticky error
-    throw std::runtime_error(std::string("CUDA error during ") + what + ": " + cudaGetErrorString(e));
-  }
-}
 
 // NVML through dlopen: the driver ships libnvidia-ml.so.1, and kloop needs
 // three of its C functions, so no header or link-time dependency.
@@ -96,16 +91,16 @@ DeviceSession::DeviceSession(const std::string& device) {
   cuda_ = true;
   index_ = device.rfind("cuda:", 0) == 0 ? std::stoi(device.substr(5)) : 0;
   gpu_ = std::make_unique<Cuda>();
-  check(cudaSetDevice(index_), "cudaSetDevice");
-  check(cudaGetDeviceProperties(&gpu_->props, index_), "cudaGetDeviceProperties");
+  KLOOP_CUDA_CHECK(cudaSetDevice(index_), "CUDA error during cudaSetDevice");
+  KLOOP_CUDA_CHECK(cudaGetDeviceProperties(&gpu_->props, index_), "CUDA error during cudaGetDeviceProperties");
   // A blocking stream: work a module puts on the legacy default stream
   // (a plain <<<grid, block>>>) is ordered with it, so events see it.
-  check(cudaStreamCreateWithFlags(&gpu_->stream, cudaStreamDefault), "cudaStreamCreate");
+  KLOOP_CUDA_CHECK(cudaStreamCreateWithFlags(&gpu_->stream, cudaStreamDefault), "CUDA error during cudaStreamCreate");
   c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromExternal(gpu_->stream, static_cast<c10::DeviceIndex>(index_)));
-  check(cudaEventCreate(&gpu_->start), "cudaEventCreate");
-  check(cudaEventCreate(&gpu_->stop), "cudaEventCreate");
+  KLOOP_CUDA_CHECK(cudaEventCreate(&gpu_->start), "CUDA error during cudaEventCreate");
+  KLOOP_CUDA_CHECK(cudaEventCreate(&gpu_->stop), "CUDA error during cudaEventCreate");
   gpu_->l2_bytes = static_cast<std::size_t>(gpu_->props.l2CacheSize);
-  check(cudaMalloc(&gpu_->flush, gpu_->l2_bytes), "allocating the L2 flush buffer");
+  KLOOP_CUDA_CHECK(cudaMalloc(&gpu_->flush, gpu_->l2_bytes), "CUDA error during allocating the L2 flush buffer");
   // A fresh context's limit is the driver's default (11.25 MiB on the H200
   // machine), not the module's doing: cleared without being noted.
   clear_persisting_l2();
@@ -138,8 +133,8 @@ void* DeviceSession::stream() const {
 void DeviceSession::synchronize() {
 #ifdef KLOOP_WITH_CUDA
   if (cuda_) {
-    check(cudaDeviceSynchronize(), "the module's kernels");
-    check(cudaGetLastError(), "the module's kernel launches");
+    KLOOP_CUDA_CHECK(cudaDeviceSynchronize(), "CUDA error during the module's kernels");
+    KLOOP_CUDA_CHECK(cudaGetLastError(), "CUDA error during the module's kernel launches");
   }
 #endif
 }
@@ -156,8 +151,8 @@ void DeviceSession::release_cached_memory() {
 void DeviceSession::synchronize_stream() {
 #ifdef KLOOP_WITH_CUDA
   if (cuda_) {
-    check(cudaEventRecord(gpu_->stop, gpu_->stream), "cudaEventRecord");
-    check(cudaEventSynchronize(gpu_->stop), "the module's kernels");
+    KLOOP_CUDA_CHECK(cudaEventRecord(gpu_->stop, gpu_->stream), "CUDA error during cudaEventRecord");
+    KLOOP_CUDA_CHECK(cudaEventSynchronize(gpu_->stop), "CUDA error during the module's kernels");
   }
 #endif
 }
@@ -165,15 +160,18 @@ void DeviceSession::synchronize_stream() {
 void DeviceSession::mark_legacy_stream() {
 #ifdef KLOOP_WITH_CUDA
   if (cuda_) {
-    check(cudaMemsetAsync(gpu_->flush, 0, 4, cudaStreamLegacy), "the legacy-stream marker");
-    check(cudaStreamSynchronize(cudaStreamLegacy), "the legacy-stream marker");
+    KLOOP_CUDA_CHECK(cudaMemsetAsync(gpu_->flush, 0, 4, cudaStreamLegacy),
+                     "CUDA error during the legacy-stream marker");
+    KLOOP_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy), "CUDA error during the legacy-stream marker");
   }
 #endif
 }
 
 void DeviceSession::mark_call_end(std::size_t bytes) {
 #ifdef KLOOP_WITH_CUDA
-  if (cuda_) check(cudaMemsetAsync(gpu_->flush, 0, bytes, gpu_->stream), "the end-of-call marker");
+  if (cuda_) {
+    KLOOP_CUDA_CHECK(cudaMemsetAsync(gpu_->flush, 0, bytes, gpu_->stream), "CUDA error during the end-of-call marker");
+  }
 #else
   (void)bytes;
 #endif
@@ -197,14 +195,15 @@ void DeviceSession::begin_sample(bool flush_l2, bool guard_l2) {
   if (cuda_) {
     if (guard_l2 && gpu_->props.persistingL2CacheMaxSize > 0) {
       reset_persisting_l2();
-      check(cudaCtxResetPersistingL2Cache(), "demoting persisting L2 lines");
+      KLOOP_CUDA_CHECK(cudaCtxResetPersistingL2Cache(), "CUDA error during demoting persisting L2 lines");
     }
     if (flush_l2) {
       // A different byte each time, so the memset cannot be elided or cached.
-      check(cudaMemsetAsync(gpu_->flush, ++gpu_->fill, gpu_->l2_bytes, gpu_->stream), "the L2 flush");
+      KLOOP_CUDA_CHECK(cudaMemsetAsync(gpu_->flush, ++gpu_->fill, gpu_->l2_bytes, gpu_->stream),
+                       "CUDA error during the L2 flush");
     }
     throttled_at_begin_ = gpu_->clocks->throttled();
-    check(cudaEventRecord(gpu_->start, gpu_->stream), "cudaEventRecord");
+    KLOOP_CUDA_CHECK(cudaEventRecord(gpu_->start, gpu_->stream), "CUDA error during cudaEventRecord");
   }
 #else
   (void)flush_l2;
@@ -215,13 +214,13 @@ void DeviceSession::begin_sample(bool flush_l2, bool guard_l2) {
 double DeviceSession::end_sample() {
 #ifdef KLOOP_WITH_CUDA
   if (cuda_) {
-    check(cudaEventRecord(gpu_->stop, gpu_->stream), "cudaEventRecord");
+    KLOOP_CUDA_CHECK(cudaEventRecord(gpu_->stop, gpu_->stream), "CUDA error during cudaEventRecord");
     synchronize();
     if (guard_l2_) observe_persisting_l2();
     last_wall_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
     last_throttled_ = throttled_at_begin_ || gpu_->clocks->throttled();
     float ms = 0;
-    check(cudaEventElapsedTime(&ms, gpu_->start, gpu_->stop), "cudaEventElapsedTime");
+    KLOOP_CUDA_CHECK(cudaEventElapsedTime(&ms, gpu_->start, gpu_->stop), "CUDA error during cudaEventElapsedTime");
     return ms * 1e-3;
   }
 #endif
@@ -265,10 +264,11 @@ void DeviceSession::reset_persisting_l2() {
 void DeviceSession::clear_persisting_l2() {
 #ifdef KLOOP_WITH_CUDA
   if (cuda_ && gpu_->props.persistingL2CacheMaxSize > 0) {
-    check(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0), "resetting the persisting-L2 limit");
+    KLOOP_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0),
+                     "CUDA error during resetting the persisting-L2 limit");
     cudaStreamAttrValue none{};
-    check(cudaStreamSetAttribute(gpu_->stream, cudaStreamAttributeAccessPolicyWindow, &none),
-          "clearing the stream's access-policy window");
+    KLOOP_CUDA_CHECK(cudaStreamSetAttribute(gpu_->stream, cudaStreamAttributeAccessPolicyWindow, &none),
+                     "CUDA error during clearing the stream's access-policy window");
   }
 #endif
 }

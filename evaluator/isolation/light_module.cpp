@@ -4,6 +4,8 @@
 
 #ifdef KLOOP_WITH_CUDA
 #include <cuda_runtime_api.h>
+
+#include "base/cuda_check.h"
 #endif
 
 #include <array>
@@ -76,9 +78,8 @@ int host_empty(void*, int32_t dtype, int32_t dim, const int64_t* sizes, int32_t 
       // A memset on kloop's stream, not ATen's fill kernel, which strict
       // would count as library work of the module's.
       if (t.is_cuda()) {
-        const cudaError_t e =
-            cudaMemsetAsync(t.data_ptr(), 0, t.nbytes(), static_cast<cudaStream_t>(host_state.stream));
-        if (e != cudaSuccess) throw std::runtime_error(std::string("zeros: ") + cudaGetErrorString(e));
+        KLOOP_CUDA_CHECK(cudaMemsetAsync(t.data_ptr(), 0, t.nbytes(), static_cast<cudaStream_t>(host_state.stream)),
+                         "zeros");
       } else {
         t.zero_();
       }

@@ -12,6 +12,8 @@
 #ifdef KLOOP_WITH_CUDA
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+
+#include "base/cuda_check.h"
 #endif
 #include <unistd.h>
 
@@ -25,21 +27,6 @@ using json = nlohmann::json;
 constexpr uint64_t kAlign = 256;
 
 #ifdef KLOOP_WITH_CUDA
-void check(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    throw std::runtime_error("CUDA IPC: " + what + ": " + cudaGetErrorString(e));
-  }
-}
-
-void check(CUresult r, const std::string& what) {
-  if (r != CUDA_SUCCESS) {
-    const char* text = nullptr;
-    cuGetErrorString(r, &text);
-    throw std::runtime_error("CUDA IPC: " + what + ": " + (text ? text : "error " + std::to_string(r)));
-  }
-}
-
 uint64_t round_up(uint64_t n, uint64_t g) { return (std::max<uint64_t>(n, 1) + g - 1) / g * g; }
 
 CUmemAllocationProp exportable(int device) {
@@ -56,14 +43,15 @@ void map_buffer(VmmBuffer& b, CUmemGenericAllocationHandle handle, uint64_t size
                 const char* what) {
   b.handle = handle;
   b.size = size;
-  check(cuMemAddressReserve(&b.address, size, granularity, 0, 0), std::string("reserving addresses for ") + what);
-  check(cuMemMap(b.address, size, 0, handle, 0), std::string("mapping ") + what);
+  KLOOP_CUDA_CHECK(cuMemAddressReserve(&b.address, size, granularity, 0, 0),
+                   std::string("CUDA IPC: reserving addresses for ") + what);
+  KLOOP_CUDA_CHECK(cuMemMap(b.address, size, 0, handle, 0), std::string("CUDA IPC: mapping ") + what);
   b.mapped = true;
   CUmemAccessDesc access = {};
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = device;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  check(cuMemSetAccess(b.address, size, &access, 1), std::string("granting access to ") + what);
+  KLOOP_CUDA_CHECK(cuMemSetAccess(b.address, size, &access, 1), std::string("CUDA IPC: granting access to ") + what);
 }
 #endif
 
@@ -125,15 +113,17 @@ json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::
   for (std::size_t k = 0; k < inputs.size(); ++k) plan(inputs[k], "input", k);
   const at::Device device = outputs.empty() ? (inputs.empty() ? at::Device("cuda:0") : inputs[0].device()) : outputs[0].device();
   const int ordinal = device.has_index() ? device.index() : 0;
-  check(cudaSetDevice(ordinal), "selecting the device");
+  KLOOP_CUDA_CHECK(cudaSetDevice(ordinal), "CUDA IPC: selecting the device");
   // VMM memory exported as a POSIX descriptor: it crosses PID namespaces
   // (over the channel, as SCM_RIGHTS), where legacy cudaIpc handles do not.
   CUmemAllocationProp prop = exportable(ordinal);
   size_t granularity = 0;
-  check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "granularity");
+  KLOOP_CUDA_CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                   "CUDA IPC: granularity");
   const uint64_t size = round_up(total, granularity);
   CUmemGenericAllocationHandle handle = 0;
-  check(cuMemCreate(&handle, size, &prop, 0), "allocating " + std::to_string(size) + " bytes");
+  KLOOP_CUDA_CHECK(cuMemCreate(&handle, size, &prop, 0),
+                   std::string("CUDA IPC: allocating ") + std::to_string(size) + " bytes");
   try {
     map_buffer(buffer_, handle, size, granularity, ordinal, "the exchange buffer");
   } catch (...) {
@@ -151,9 +141,9 @@ json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::
       view.copy_(t);
     }
   }
-  check(cudaDeviceSynchronize(), "copying into the exchange buffer");
-  check(cuMemExportToShareableHandle(&fd_, buffer_.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-        "exporting the exchange buffer");
+  KLOOP_CUDA_CHECK(cudaDeviceSynchronize(), "CUDA IPC: copying into the exchange buffer");
+  KLOOP_CUDA_CHECK(cuMemExportToShareableHandle(&fd_, buffer_.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                   "CUDA IPC: exporting the exchange buffer");
   return {{"transport", "cuda_ipc"}, {"bytes", total}, {"tensors", tensors}};
 #else
   (void)stem;
@@ -173,18 +163,20 @@ ExchangeImport::ExchangeImport(const json& d, const std::string& device, int fd)
   if (fd < 0) throw std::runtime_error("CUDA IPC: no descriptor came with the description");
   const at::Device dev(device);
   const int ordinal = dev.has_index() ? dev.index() : 0;
-  check(cudaSetDevice(ordinal), "selecting the device");
+  KLOOP_CUDA_CHECK(cudaSetDevice(ordinal), "CUDA IPC: selecting the device");
   const uint64_t total = d.at("bytes");
   if (total > (uint64_t{1} << 46)) throw std::runtime_error("CUDA IPC: a published buffer of " + std::to_string(total) + " bytes");
   CUmemGenericAllocationHandle handle = 0;
-  check(cuMemImportFromShareableHandle(&handle, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
-                                       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-        "importing the published buffer");
+  KLOOP_CUDA_CHECK(cuMemImportFromShareableHandle(&handle, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                                  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                   "CUDA IPC: importing the published buffer");
   CUmemAllocationProp prop = {};
   size_t granularity = 0;
   try {
-    check(cuMemGetAllocationPropertiesFromHandle(&prop, handle), "reading the published buffer's properties");
-    check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "granularity");
+    KLOOP_CUDA_CHECK(cuMemGetAllocationPropertiesFromHandle(&prop, handle),
+                     "CUDA IPC: reading the published buffer's properties");
+    KLOOP_CUDA_CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                     "CUDA IPC: granularity");
     // Mapping fails when the allocation is smaller than it claims, so no
     // tensor below can reach past it.
     map_buffer(mapped_, handle, round_up(total, granularity), granularity, ordinal, "the published buffer");

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 
+#include "base/cuda_check.h"
 #include "evaluator/runtime/philox.h"
 
 namespace kloop {
@@ -64,10 +65,6 @@ void launch(void* dst, uint64_t n, const philox::Draw& d) {
   draw_kernel<Tag, T><<<blocks, kThreads>>>(static_cast<T*>(dst), n, d);
 }
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("drawing on the device: ") + what + ": " + cudaGetErrorString(e));
-}
-
 }  // namespace
 
 void generate_on_device(void* dst, const std::string& name, DType dtype, int64_t numel, const DrawSpec& draw,
@@ -90,8 +87,8 @@ void generate_on_device(void* dst, const std::string& name, DType dtype, int64_t
     case DType::kUInt8: launch<uint8_t, uint8_t>(dst, n, d); break;
     case DType::kBool: launch<Bool, uint8_t>(dst, n, d); break;
   }
-  check(cudaGetLastError(), "launching the kernel");
-  check(cudaStreamSynchronize(nullptr), "running the kernel");
+  KLOOP_CUDA_CHECK(cudaGetLastError(), "drawing on the device: launching the kernel");
+  KLOOP_CUDA_CHECK(cudaStreamSynchronize(nullptr), "drawing on the device: running the kernel");
 }
 
 }  // namespace kloop

@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "base/cuda_check.h"
+
 namespace kloop::profiler::detail {
 namespace {
 
@@ -48,12 +50,21 @@ const char* explanation(CUptiResult result) {
   }
 }
 
+const char* result_name(CUptiResult result) {
+  const char* name = nullptr;
+  if (cuptiGetResultString(result, &name) != CUPTI_SUCCESS || name == nullptr) name = "unknown CUPTI error";
+  return name;
+}
+
 }  // namespace
 
 std::string explain_cupti(CUptiResult result, const char* call) {
-  const char* name = nullptr;
-  if (cuptiGetResultString(result, &name) != CUPTI_SUCCESS || name == nullptr) name = "unknown CUPTI error";
-  return std::string(explanation(result)) + " (" + call + ": " + name + ")";
+  return std::string(explanation(result)) + " (" + call + ": " + result_name(result) + ")";
+}
+
+std::string explain_cupti(CUptiResult result, const char* call, const char* file, int line) {
+  return std::string(explanation(result)) + " (" + call + ": " + result_name(result) + " at " + source_file_name(file) +
+         ":" + std::to_string(line) + ")";
 }
 
 std::string cuda_device_missing() {
