@@ -1,6 +1,8 @@
 // The three built-in protocols and their test plans.
 #include "evaluator/protocol.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -95,21 +97,19 @@ std::string precision_failure(double candidate_rms, double reference_rms, double
   const double floor = kPrecisionFloorUlps * kFp32Unit * exact_rms;
   const double bound = std::max(by_reference, floor);
   if (candidate_rms <= bound) return "";
-  char against[96];
+  std::string against;
   if (reference_rms > 0) {
-    std::snprintf(against, sizeof(against), "%.0fx the fp32 reference's (%.3g)", candidate_rms / reference_rms,
-                  reference_rms);
+    against = fmt::format("{:.0f}x the fp32 reference's ({:.3g})", candidate_rms / reference_rms, reference_rms);
   } else {
-    std::snprintf(against, sizeof(against), "where the fp32 reference's is 0");
+    against = fmt::format("where the fp32 reference's is 0");
   }
-  char text[480];
-  std::snprintf(text, sizeof(text),
-                "precision: its RMS error against an fp64 reference is %.3g, %s, and %.3g of the output's RMS "
-                "(%.3g); the bound is %.0fx the reference's error or %.0f fp32 units of the output's RMS, whichever "
-                "is larger (%.3g): reduced-precision arithmetic (fp16/bf16 inputs, fp16 accumulation, approximate "
-                "functions) is not fp32",
-                candidate_rms, against, exact_rms > 0 ? candidate_rms / exact_rms : 0.0, exact_rms, kPrecisionFactor,
-                kPrecisionFloorUlps, bound);
+  const std::string text = fmt::format(
+      "precision: its RMS error against an fp64 reference is {:.3g}, {}, and {:.3g} of the output's RMS "
+      "({:.3g}); the bound is {:.0f}x the reference's error or {:.0f} fp32 units of the output's RMS, whichever "
+      "is larger ({:.3g}): reduced-precision arithmetic (fp16/bf16 inputs, fp16 accumulation, approximate "
+      "functions) is not fp32",
+      candidate_rms, against, exact_rms > 0 ? candidate_rms / exact_rms : 0.0, exact_rms, kPrecisionFactor,
+      kPrecisionFloorUlps, bound);
   return text;
 }
 

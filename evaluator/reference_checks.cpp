@@ -1,6 +1,8 @@
 // The evaluator's work on references alone: a reference's case files, the
 // check that it runs, is deterministic and finite, the audit of degenerate
 // tasks, the baseline and the timer's calibration.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -288,8 +290,8 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   const bool zeros_pass = audit.zeros_pass, constant = audit.constant;
   const int64_t elements = audit.elements;
   auto identical = [&](std::size_t pair) { return static_cast<bool>(audit.same.at(pair)); };
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.3g", r.max_abs_output);
+  std::string buf;
+  buf = fmt::format("{:.3g}", r.max_abs_output);
   const std::string tol = "atol=" + std::to_string(protocol.tolerance.atol).substr(0, 6);
   if (zeros_pass) {
     r.flags.push_back({"zeros_pass", "every output is within " + tol + " of zero (max |output| " + buf +
@@ -313,7 +315,7 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
       r.flags.push_back({"centered_not_finite", "on zero-mean inputs the reference's outputs are not finite, so "
                                                 "strict's centered case tests nothing" + fix});
     } else if (k.within_half && !*k.within_half) {
-      std::snprintf(buf, sizeof(buf), "%.3g", k.max_abs_error.value_or(0.0));
+      buf = fmt::format("{:.3g}", k.max_abs_error.value_or(0.0));
       r.flags.push_back({"centered_ill_conditioned",
                          std::string("on zero-mean inputs the fp32 reference is more than half the tolerance from "
                                      "its fp64 twin (max abs error ") +

@@ -1,8 +1,9 @@
 // JSON and text renderings of a Verdict.
 #include "evaluator/verdict.h"
 
-#include <algorithm>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -12,19 +13,19 @@ namespace {
 using json = nlohmann::json;
 
 std::string fmt_number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  std::string buf;
+  buf = fmt::format("{:.6g}", v);
   return buf;
 }
 
 std::string fmt_time(double seconds) {
-  char buf[64];
+  std::string buf;
   if (seconds < 1e-3) {
-    std::snprintf(buf, sizeof(buf), "%.2f us", seconds * 1e6);
+    buf = fmt::format("{:.2f} us", seconds * 1e6);
   } else if (seconds < 1) {
-    std::snprintf(buf, sizeof(buf), "%.3f ms", seconds * 1e3);
+    buf = fmt::format("{:.3f} ms", seconds * 1e3);
   } else {
-    std::snprintf(buf, sizeof(buf), "%.3f s", seconds);
+    buf = fmt::format("{:.3f} s", seconds);
   }
   return buf;
 }
@@ -228,13 +229,13 @@ std::string Verdict::to_text() const {
   }
   for (const auto& e : error_analysis.is_array() ? error_analysis : json::array()) {
     auto num = [](const json& v) { return v.is_number() ? v.get<double>() : NAN; };
-    char line[400];
-    std::snprintf(line, sizeof(line),
-                  "  vs fp64 reference, output %d (%smax |value| %.3g): candidate max abs error %.3g (rms %.3g), "
-                  "fp32 reference %.3g (rms %.3g)\n",
-                  e.value("output", 0), e.contains("case") ? (e.value("case", "") + "; ").c_str() : "",
-                  num(e.value("max_abs_fp64", json())), num(e.value("candidate_max_abs_error", json())),
-                  num(e.value("candidate_rms_error", json())), num(e.value("reference_max_abs_error", json())), num(e.value("reference_rms_error", json())));
+    const std::string line = fmt::format(
+        "  vs fp64 reference, output {} ({}max |value| {:.3g}): candidate max abs error {:.3g} (rms {:.3g}), "
+        "fp32 reference {:.3g} (rms {:.3g})\n",
+        e.value("output", 0), e.contains("case") ? (e.value("case", "") + "; ").c_str() : "",
+        num(e.value("max_abs_fp64", json())), num(e.value("candidate_max_abs_error", json())),
+        num(e.value("candidate_rms_error", json())), num(e.value("reference_max_abs_error", json())),
+        num(e.value("reference_rms_error", json())));
     out << line;
   }
   if (!fp64_unavailable.empty()) out << "  fp64 reference: " << fp64_unavailable << "\n";
@@ -248,15 +249,14 @@ std::string Verdict::to_text() const {
     std::string line;
     while (std::getline(lines, line)) out << "    | " << line << "\n";
   }
-  char buf[256];
-  std::snprintf(buf, sizeof(buf),
-                "  time: build %.2fs%s, reference %.2fs, candidate %.2fs, compare %.3fs, total %.2fs\n",
-                phases.build_candidate, build.cached ? " (cached)" : "", phases.reference, phases.candidate,
-                phases.compare, phases.total);
+  std::string buf;
+  buf = fmt::format("  time: build {:.2f}s{}, reference {:.2f}s, candidate {:.2f}s, compare {:.3f}s, total {:.2f}s\n",
+                    phases.build_candidate, build.cached ? " (cached)" : "", phases.reference, phases.candidate,
+                    phases.compare, phases.total);
   out << buf;
   if (phases.timed_checks > 0 || phases.activity_audit > 0) {
-    std::snprintf(buf, sizeof(buf), "  checks: timed-call checks %.2fs, activity audit %.2fs (within the above)\n",
-                  phases.timed_checks, phases.activity_audit);
+    buf = fmt::format("  checks: timed-call checks {:.2f}s, activity audit {:.2f}s (within the above)\n",
+                      phases.timed_checks, phases.activity_audit);
     out << buf;
   }
   if (!exchange.empty()) {
@@ -265,10 +265,9 @@ std::string Verdict::to_text() const {
   }
   if (protocol.is_object() && protocol.contains("atol")) {
     const double magnitude = protocol.value("magnitude", 0.0);
-    char tol[200];
-    std::snprintf(tol, sizeof(tol), "  tolerance: |actual - expected| <= %g + %g * |expected|%s\n",
-                  protocol.value("atol", 0.0), protocol.value("rtol", 0.0),
-                  magnitude > 0 ? " (atol at most 1% of the output's RMS)" : "");
+    const std::string tol =
+        fmt::format("  tolerance: |actual - expected| <= {:g} + {:g} * |expected|{}\n", protocol.value("atol", 0.0),
+                    protocol.value("rtol", 0.0), magnitude > 0 ? " (atol at most 1% of the output's RMS)" : "");
     out << tol;
   }
   if (!isolation.empty()) out << "  isolation: " << isolation << "\n";

@@ -1,9 +1,9 @@
 #include "profiler/digest.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
-#include <cstdio>
 #include <map>
 #include <set>
 
@@ -34,53 +34,43 @@ constexpr double kMinShownShare = 0.01;  // kernels below this share are only co
 constexpr std::size_t kAlwaysShown = 3;  // ...beyond the first few
 constexpr std::size_t kMaxNameChars = 96;
 
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buffer[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buffer, sizeof buffer, fmt, args);
-  va_end(args);
-  return buffer;
-}
-
 bool known(double v) { return std::isfinite(v); }
 
 std::string time_text(double us) {
-  if (us < 10) return format("%.2f µs", us);
-  if (us < 1000) return format("%.1f µs", us);
-  if (us < 1e6) return format("%.2f ms", us * 1e-3);
-  return format("%.2f s", us * 1e-6);
+  if (us < 10) return fmt::format("{:.2f} µs", us);
+  if (us < 1000) return fmt::format("{:.1f} µs", us);
+  if (us < 1e6) return fmt::format("{:.2f} ms", us * 1e-3);
+  return fmt::format("{:.2f} s", us * 1e-6);
 }
 
 std::string bytes_text(double bytes) {
-  if (bytes < 1e3) return format("%.0f B", bytes);
-  if (bytes < 1e6) return format("%.1f KB", bytes * 1e-3);
-  if (bytes < 1e9) return format("%.1f MB", bytes * 1e-6);
-  return format("%.2f GB", bytes * 1e-9);
+  if (bytes < 1e3) return fmt::format("{:.0f} B", bytes);
+  if (bytes < 1e6) return fmt::format("{:.1f} KB", bytes * 1e-3);
+  if (bytes < 1e9) return fmt::format("{:.1f} MB", bytes * 1e-6);
+  return fmt::format("{:.2f} GB", bytes * 1e-9);
 }
 
 std::string shared_text(int bytes) {
-  if (bytes < 1024) return format("%d B", bytes);
-  return format("%.1f KiB", bytes / 1024.0);
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  return fmt::format("{:.1f} KiB", bytes / 1024.0);
 }
 
-std::string bandwidth_text(double bytes_per_s) { return format("%.0f GB/s", bytes_per_s * 1e-9); }
+std::string bandwidth_text(double bytes_per_s) { return fmt::format("{:.0f} GB/s", bytes_per_s * 1e-9); }
 
 std::string flops_text(double flops) {
-  if (flops < 1e9) return format("%.1f MFLOP", flops * 1e-6);
-  if (flops < 1e12) return format("%.2f GFLOP", flops * 1e-9);
-  return format("%.2f TFLOP", flops * 1e-12);
+  if (flops < 1e9) return fmt::format("{:.1f} MFLOP", flops * 1e-6);
+  if (flops < 1e12) return fmt::format("{:.2f} GFLOP", flops * 1e-9);
+  return fmt::format("{:.2f} TFLOP", flops * 1e-12);
 }
 
-std::string pct_text(double pct) { return pct < 9.95 ? format("%.1f%%", pct) : format("%.0f%%", pct); }
+std::string pct_text(double pct) { return pct < 9.95 ? fmt::format("{:.1f}%", pct) : fmt::format("{:.0f}%", pct); }
 
 std::string count_text(double n, const char* singular, const char* plural) {
-  if (n == std::floor(n)) return format("%.0f %s", n, n == 1 ? singular : plural);
-  return format("%.1f %s", n, plural);
+  if (n == std::floor(n)) return fmt::format("{:.0f} {}", n, n == 1 ? singular : plural);
+  return fmt::format("{:.1f} {}", n, plural);
 }
 
-std::string dim_text(const std::array<uint32_t, 3>& d) { return format("(%u,%u,%u)", d[0], d[1], d[2]); }
+std::string dim_text(const std::array<uint32_t, 3>& d) { return fmt::format("({},{},{})", d[0], d[1], d[2]); }
 
 // "void ns::kernel<float, 4>(float*, int)" -> "ns::kernel<float, 4>", at most kMaxNameChars.
 std::string short_name(const std::string& name) {
@@ -133,9 +123,10 @@ std::vector<std::string> kernel_block(std::size_t rank, const KernelSummary& k, 
   const double mean_us = k.mean_us();
   std::vector<std::string> lines;
 
-  std::string title = format("%zu. %s [%s]: ", rank, short_name(k.name).c_str(), k.library.c_str());
+  std::string title = fmt::format("{}. {} [{}]: ", rank, short_name(k.name).c_str(), k.library.c_str());
   if (k.total_us > 0) {
-    title += format("%s per forward (%s of GPU time), %s", time_text(k.total_us / forwards).c_str(),
+    title +=
+        fmt::format("{} per forward ({} of GPU time), {}", time_text(k.total_us / forwards).c_str(),
                     pct_text(k.share * 100).c_str(), count_text(k.launches / forwards, "launch", "launches").c_str());
     if (k.launches > forwards) title += " of " + time_text(mean_us);
   } else {
@@ -171,7 +162,7 @@ std::vector<std::string> kernel_block(std::size_t rank, const KernelSummary& k, 
     }
     if (known(k.l1_hit_rate_pct)) parts.push_back("L1 hit " + pct_text(std::min(k.l1_hit_rate_pct, 100.0)));
     if (known(k.l2_hit_rate_pct)) parts.push_back("L2 hit " + pct_text(std::min(k.l2_hit_rate_pct, 100.0)));
-    std::string line = format("   bound: %s", bound_name(bound));
+    std::string line = fmt::format("   bound: {}", bound_name(bound));
     for (std::size_t i = 0; i < parts.size(); ++i) line += (i == 0 ? " (" : ", ") + parts[i];
     lines.push_back(line + (parts.empty() ? "" : ")"));
   }
@@ -181,23 +172,23 @@ std::vector<std::string> kernel_block(std::size_t rank, const KernelSummary& k, 
       known(k.dram_throughput_pct) && (!known(k.sm_throughput_pct) || k.dram_throughput_pct >= k.sm_throughput_pct);
   if (dram_dominated && mean_us >= kShortLaunchUs) {
     if (known(bw_fraction) && bw_fraction < kLowBandwidthFraction) {
-      lines.push_back(format(
-          "   - low DRAM bandwidth for a memory-dominated kernel: %s is %s of the calibrated %s; "
+      lines.push_back(fmt::format(
+          "   - low DRAM bandwidth for a memory-dominated kernel: {} is {} of the calibrated {}; "
           "make loads coalesced and wide (16 bytes per thread) and keep more of them in flight",
           bandwidth_text(achieved_bw).c_str(), pct_text(bw_fraction * 100).c_str(), bandwidth_text(bandwidth).c_str()));
     } else if (!known(bw_fraction) && k.dram_throughput_pct < kLowBandwidthFraction * 100) {
       lines.push_back(
-          format("   - low DRAM bandwidth for a memory-dominated kernel: %s of peak; "
-                 "make loads coalesced and wide (16 bytes per thread) and keep more of them in flight",
-                 pct_text(k.dram_throughput_pct).c_str()));
+          fmt::format("   - low DRAM bandwidth for a memory-dominated kernel: {} of peak; "
+                      "make loads coalesced and wide (16 bytes per thread) and keep more of them in flight",
+                      pct_text(k.dram_throughput_pct).c_str()));
     }
   }
   if (known(bytes) && inputs.problem_bytes > 0) {
     const double per_forward = bytes * std::max(k.launches, k.profiled_launches) / forwards;
     const double ratio = per_forward / inputs.problem_bytes;
     if (ratio >= kExcessTraffic) {
-      std::string line = format("   - moves %.1fx the problem's unavoidable bytes (%s per forward vs %s)", ratio,
-                                bytes_text(per_forward).c_str(), bytes_text(inputs.problem_bytes).c_str());
+      std::string line = fmt::format("   - moves {:.1f}x the problem's unavoidable bytes ({} per forward vs {})", ratio,
+                                     bytes_text(per_forward).c_str(), bytes_text(inputs.problem_bytes).c_str());
       if (known(k.l1_hit_rate_pct) && k.l1_hit_rate_pct < kLowL1HitPct) {
         line += " with an L1 hit rate of " + pct_text(k.l1_hit_rate_pct);
       }
@@ -207,50 +198,50 @@ std::vector<std::string> kernel_block(std::size_t rank, const KernelSummary& k, 
   const OccupancyLimit limit = occupancy_limit(s, max_warps);
   const double occupancy = known(k.achieved_occupancy_pct) ? k.achieved_occupancy_pct : kNoValue;
   if (s.blocks() > 0 && s.blocks() < static_cast<uint64_t>(sm_count)) {
-    lines.push_back(format("   - grid of %llu blocks leaves %llu of %d SMs idle: split the work into more blocks",
-                           static_cast<unsigned long long>(s.blocks()),
-                           static_cast<unsigned long long>(sm_count - s.blocks()), sm_count));
+    lines.push_back(fmt::format("   - grid of {} blocks leaves {} of {} SMs idle: split the work into more blocks",
+                                static_cast<unsigned long long>(s.blocks()),
+                                static_cast<unsigned long long>(sm_count - s.blocks()), sm_count));
   } else if (!limit.limiter.empty() &&
              (known(occupancy) ? occupancy < kLowOccupancyPct : limit.theoretical_pct < kLowOccupancyPct)) {
     const std::string observed = known(occupancy) ? pct_text(occupancy) + " warps active" : "";
     const int warps = limit.blocks_per_sm * static_cast<int>((s.threads_per_block() + 31) / 32);
-    const std::string fits = format("fit %d block%s (%d of %d warps) per SM", limit.blocks_per_sm,
-                                    limit.blocks_per_sm == 1 ? "" : "s", warps, max_warps);
+    const std::string fits = fmt::format("fit {} block{} ({} of {} warps) per SM", limit.blocks_per_sm,
+                                         limit.blocks_per_sm == 1 ? "" : "s", warps, max_warps);
     std::string line = "   - low occupancy";
     if (!observed.empty()) line += " (" + observed + ")";
     if (limit.theoretical_pct >= kLowOccupancyPct) {
-      line += format(": up to %s is possible; too few blocks per SM or uneven work",
-                     pct_text(limit.theoretical_pct).c_str());
+      line += fmt::format(": up to {} is possible; too few blocks per SM or uneven work",
+                          pct_text(limit.theoretical_pct).c_str());
     } else if (limit.limiter == "registers") {
-      line += format(
-          ": %d registers x %llu threads %s; fewer registers per thread (__launch_bounds__, fewer live "
+      line += fmt::format(
+          ": {} registers x {} threads {}; fewer registers per thread (__launch_bounds__, fewer live "
           "values) allow more",
           s.registers_per_thread, static_cast<unsigned long long>(s.threads_per_block()), fits.c_str());
     } else if (limit.limiter == "shared memory") {
-      line += format(": %s of shared memory per block %s; use less per block",
-                     shared_text(s.static_shared_bytes + s.dynamic_shared_bytes).c_str(), fits.c_str());
+      line += fmt::format(": {} of shared memory per block {}; use less per block",
+                          shared_text(s.static_shared_bytes + s.dynamic_shared_bytes).c_str(), fits.c_str());
     } else {
-      line += format(": blocks of %llu threads %s; use at least 128 threads per block",
-                     static_cast<unsigned long long>(s.threads_per_block()), fits.c_str());
+      line += fmt::format(": blocks of {} threads {}; use at least 128 threads per block",
+                          static_cast<unsigned long long>(s.threads_per_block()), fits.c_str());
     }
     lines.push_back(line);
   }
   if (bound == Bound::kCompute) {
     lines.push_back(
-        format("   - compute-bound at SM %s of peak: only fewer or cheaper instructions help "
-               "(tensor cores for matrix products, less index arithmetic)",
-               pct_text(k.sm_throughput_pct).c_str()));
+        fmt::format("   - compute-bound at SM {} of peak: only fewer or cheaper instructions help "
+                    "(tensor cores for matrix products, less index arithmetic)",
+                    pct_text(k.sm_throughput_pct).c_str()));
   }
   if (k.total_us > 0 && mean_us < kShortLaunchUs && k.launches / forwards >= 2) {
-    lines.push_back(format("   - %s of %s each: launch overhead dominates; fuse them with neighbouring work",
-                           count_text(k.launches / forwards, "launch", "launches").c_str(),
-                           time_text(mean_us).c_str()));
+    lines.push_back(fmt::format("   - {} of {} each: launch overhead dominates; fuse them with neighbouring work",
+                                count_text(k.launches / forwards, "launch", "launches").c_str(),
+                                time_text(mean_us).c_str()));
   }
   // The launch shape last: the first line a tight cap gives up.
   if (s.threads_per_block() > 0) {
-    lines.push_back(format("   launch: grid %s block %s, %d registers/thread, %s shared memory/block",
-                           dim_text(s.grid).c_str(), dim_text(s.block).c_str(), s.registers_per_thread,
-                           shared_text(s.static_shared_bytes + s.dynamic_shared_bytes).c_str()));
+    lines.push_back(fmt::format("   launch: grid {} block {}, {} registers/thread, {} shared memory/block",
+                                dim_text(s.grid).c_str(), dim_text(s.block).c_str(), s.registers_per_thread,
+                                shared_text(s.static_shared_bytes + s.dynamic_shared_bytes).c_str()));
   }
   return lines;
 }
@@ -352,7 +343,7 @@ std::vector<KernelSummary> summarize_kernels(const ActivityTrace& trace, const M
     if (key.empty() && m.launch_index >= 0 && static_cast<std::size_t>(m.launch_index) < launches.size()) {
       key = key_of(*launches[m.launch_index]);
     }
-    if (key.empty()) key = format("kernel #%d", m.launch_index);
+    if (key.empty()) key = fmt::format("kernel #{}", m.launch_index);
     KernelSummary& s = by_name[key];
     if (s.name.empty()) {
       s.name = key;
@@ -415,23 +406,24 @@ std::string make_digest(const ActivityTrace& trace, const MetricsReport& metrics
   if (known(inputs.forward_median_us)) title += ": median " + time_text(inputs.forward_median_us) + " (kloop timing)";
   header.push_back(title);
   if (trace.unavailable.empty()) {
-    std::string line = format("GPU time per forward: %s in %s of %s", time_text(kernel_us / forwards).c_str(),
-                              count_text(trace.kernels.size() / forwards, "kernel launch", "kernel launches").c_str(),
-                              count_text(static_cast<double>(kernels.size()), "kernel", "kernels").c_str());
+    std::string line =
+        fmt::format("GPU time per forward: {} in {} of {}", time_text(kernel_us / forwards).c_str(),
+                    count_text(trace.kernels.size() / forwards, "kernel launch", "kernel launches").c_str(),
+                    count_text(static_cast<double>(kernels.size()), "kernel", "kernels").c_str());
     if (!trace.memory.empty()) {
-      line += format(", plus %s in %s (%s)", time_text(copy_us / forwards).c_str(),
-                     count_text(trace.memory.size() / forwards, "copy/memset", "copies/memsets").c_str(),
-                     bytes_text(copy_bytes / forwards).c_str());
+      line += fmt::format(", plus {} in {} ({})", time_text(copy_us / forwards).c_str(),
+                          count_text(trace.memory.size() / forwards, "copy/memset", "copies/memsets").c_str(),
+                          bytes_text(copy_bytes / forwards).c_str());
     }
     if (known(inputs.forward_median_us) && inputs.forward_median_us > 0) {
       const double busy = (kernel_us + copy_us) / forwards / inputs.forward_median_us;
-      line += format("; GPU busy %s of the forward", pct_text(std::min(busy, 1.0) * 100).c_str());
+      line += fmt::format("; GPU busy {} of the forward", pct_text(std::min(busy, 1.0) * 100).c_str());
       header.push_back(line);
       if (busy < kIdleGpuShare) {
         header.push_back(
-            format("- the GPU idles %s of the forward: host-side work, synchronisation or gaps "
-                   "between launches",
-                   pct_text((1 - busy) * 100).c_str()));
+            fmt::format("- the GPU idles {} of the forward: host-side work, synchronisation or gaps "
+                        "between launches",
+                        pct_text((1 - busy) * 100).c_str()));
       }
     } else {
       header.push_back(line);
@@ -440,8 +432,8 @@ std::string make_digest(const ActivityTrace& trace, const MetricsReport& metrics
     header.push_back("Kernel trace unavailable: " + trace.unavailable);
   }
   if (trace.dropped_records > 0) {
-    header.push_back(format("- CUPTI dropped %llu activity records: figures undercount",
-                            static_cast<unsigned long long>(trace.dropped_records)));
+    header.push_back(fmt::format("- CUPTI dropped {} activity records: figures undercount",
+                                 static_cast<unsigned long long>(trace.dropped_records)));
   }
 
   // Speed of light from the problem's costs and the calibrated rates.
@@ -453,7 +445,7 @@ std::string make_digest(const ActivityTrace& trace, const MetricsReport& metrics
     std::vector<std::string> costs, rates;
     if (inputs.problem_flops > 0) {
       costs.push_back(flops_text(inputs.problem_flops));
-      if (peak > 0) rates.push_back(format("%.0f %s TFLOP/s", peak * 1e-12, inputs.math.c_str()));
+      if (peak > 0) rates.push_back(fmt::format("{:.0f} {} TFLOP/s", peak * 1e-12, inputs.math.c_str()));
     }
     if (inputs.problem_bytes > 0) {
       costs.push_back(bytes_text(inputs.problem_bytes));
@@ -462,11 +454,12 @@ std::string make_digest(const ActivityTrace& trace, const MetricsReport& metrics
     const std::string cost = costs.size() == 2 ? costs[0] + " and " + costs[1] : costs[0];
     if (memory_s > 0 || compute_s > 0) {
       const double sol_us = std::max(memory_s, compute_s) * 1e6;
-      std::string line = format("Speed of light: %s need at least %s (%s-bound at %s)", cost.c_str(),
-                                time_text(sol_us).c_str(), memory_s >= compute_s ? "memory" : "compute",
-                                rates.size() == 2 ? (rates[0] + " and " + rates[1]).c_str() : rates[0].c_str());
+      std::string line = fmt::format("Speed of light: {} need at least {} ({}-bound at {})", cost.c_str(),
+                                     time_text(sol_us).c_str(), memory_s >= compute_s ? "memory" : "compute",
+                                     rates.size() == 2 ? (rates[0] + " and " + rates[1]).c_str() : rates[0].c_str());
       if (known(inputs.forward_median_us) && inputs.forward_median_us > 0) {
-        line += format("; this forward runs at %s of it", pct_text(100 * sol_us / inputs.forward_median_us).c_str());
+        line +=
+            fmt::format("; this forward runs at {} of it", pct_text(100 * sol_us / inputs.forward_median_us).c_str());
       }
       header.push_back(line);
     } else {
@@ -484,18 +477,18 @@ std::string make_digest(const ActivityTrace& trace, const MetricsReport& metrics
   }
   if (tiny / forwards >= kManyTinyLaunches) {
     header.push_back(
-        format("- %s under %s each (%s per forward in total): each launch costs a few µs of "
-               "overhead; fuse them into fewer kernels",
-               count_text(tiny / forwards, "launch", "launches").c_str(), time_text(kShortLaunchUs).c_str(),
-               time_text(tiny_us / forwards).c_str()));
+        fmt::format("- {} under {} each ({} per forward in total): each launch costs a few µs of "
+                    "overhead; fuse them into fewer kernels",
+                    count_text(tiny / forwards, "launch", "launches").c_str(), time_text(kShortLaunchUs).c_str(),
+                    time_text(tiny_us / forwards).c_str()));
   }
   if (host_copies > 0) {
-    header.push_back(format("- %s between host and device per forward (%s, %s): keep the data on the GPU",
-                            count_text(host_copies / forwards, "copy", "copies").c_str(),
-                            bytes_text(host_copy_bytes / forwards).c_str(),
-                            time_text(host_copy_us / forwards).c_str()));
+    header.push_back(fmt::format("- {} between host and device per forward ({}, {}): keep the data on the GPU",
+                                 count_text(host_copies / forwards, "copy", "copies").c_str(),
+                                 bytes_text(host_copy_bytes / forwards).c_str(),
+                                 time_text(host_copy_us / forwards).c_str()));
   }
-  if (streams.size() > 1) header.push_back(format("- kernels ran on %zu streams", streams.size()));
+  if (streams.size() > 1) header.push_back(fmt::format("- kernels ran on {} streams", streams.size()));
   double dram_bytes = 0;
   bool dram_known = false;
   for (const auto& k : kernels) {
@@ -505,9 +498,9 @@ std::string make_digest(const ActivityTrace& trace, const MetricsReport& metrics
     }
   }
   if (dram_known && inputs.problem_bytes > 0 && dram_bytes >= kExcessTraffic * inputs.problem_bytes) {
-    header.push_back(format("- the kernels move %.1fx the problem's unavoidable bytes (%s per forward vs %s)",
-                            dram_bytes / inputs.problem_bytes, bytes_text(dram_bytes).c_str(),
-                            bytes_text(inputs.problem_bytes).c_str()));
+    header.push_back(fmt::format("- the kernels move {:.1f}x the problem's unavoidable bytes ({} per forward vs {})",
+                                 dram_bytes / inputs.problem_bytes, bytes_text(dram_bytes).c_str(),
+                                 bytes_text(inputs.problem_bytes).c_str()));
   }
   std::map<std::string, std::pair<int, double>> libraries;  // launches, share
   for (const auto& k : kernels) {
@@ -519,9 +512,9 @@ std::string make_digest(const ActivityTrace& trace, const MetricsReport& metrics
     std::string line = "- library kernels:";
     bool first = true;
     for (const auto& [library, figures] : libraries) {
-      line += format("%s %s (%s, %s of GPU time)", first ? "" : ",", library.c_str(),
-                     count_text(figures.first / forwards, "launch", "launches").c_str(),
-                     pct_text(figures.second * 100).c_str());
+      line += fmt::format("{} {} ({}, {} of GPU time)", first ? "" : ",", library.c_str(),
+                          count_text(figures.first / forwards, "launch", "launches").c_str(),
+                          pct_text(figures.second * 100).c_str());
       first = false;
     }
     header.push_back(line);
@@ -550,7 +543,7 @@ std::string make_digest(const ActivityTrace& trace, const MetricsReport& metrics
     if (shown >= kernels.size()) return "";
     double share = 0;
     for (std::size_t i = shown; i < kernels.size(); ++i) share += kernels[i].share;
-    std::string line = format("(%zu more kernel%s", kernels.size() - shown, kernels.size() - shown == 1 ? "" : "s");
+    std::string line = fmt::format("({} more kernel{}", kernels.size() - shown, kernels.size() - shown == 1 ? "" : "s");
     if (share > 0) line += ": " + pct_text(share * 100) + " of GPU time";
     return line + ")\n";
   };

@@ -1,6 +1,7 @@
 // kloop demo: evaluates the example candidates listed in configs/examples.yaml
 // (offline, on CPU) and prints a verdict table. Exit 1 when a verdict differs
 // from the one the config expects.
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
@@ -52,10 +53,10 @@ Runner add_demo_command(CLI::App& app, const GlobalOptions& global) {
       Verdict v = evaluator.evaluate(reg.load(problem), candidate.lexically_normal().string());
       const bool ok = expect.empty() || expect == verdict_name(v.verdict);
       mismatched += ok ? 0 : 1;
-      char speed[32] = "-";
-      if (v.speedup) std::snprintf(speed, sizeof(speed), "%.2fx", *v.speedup);
+      std::string speed = "-";
+      if (v.speedup) speed = fmt::format("{:.2f}x", *v.speedup);
       std::printf("%-22s %-34s %-20s %-9s %-9s %.1fs\n", problem.c_str(), candidate.filename().c_str(),
-                  verdict_name(v.verdict), ok ? "yes" : expect.c_str(), speed, v.phases.total);
+                  verdict_name(v.verdict), ok ? "yes" : expect.c_str(), speed.c_str(), v.phases.total);
       if (v.verdict != VerdictClass::kCorrect) std::printf("    %s\n", v.message.substr(0, 160).c_str());
       std::fflush(stdout);
     }

@@ -2,15 +2,16 @@
 // and cached for the speed-of-light floor. kloop baseline: the references'
 // FP32 and TF32 times at their upstream sizes, as a table and in the
 // baseline cache that evaluations reuse.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 #include "agent/cli/commands.h"
 #include "agent/cli/resumable_table.h"
@@ -110,10 +111,10 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
         nlohmann::json row = *earlier;
         row["resumed"] = true;
         ++resumed;
-        char tf_s[32] = "-";
-        if (row.contains("tf32_ms")) std::snprintf(tf_s, sizeof(tf_s), "%.4f", row["tf32_ms"].get<double>());
-        std::printf("%-62s %10.4f %10s %6s %6s %9s resumed from %s\n", spec.name.c_str(),
-                    row["fp32_ms"].get<double>(), tf_s, "", "", "", st->resume.c_str());
+        std::string tf_s = "-";
+        if (row.contains("tf32_ms")) tf_s = fmt::format("{:.4f}", row["tf32_ms"].get<double>());
+        std::printf("%-62s %10.4f %10s %6s %6s %9s resumed from %s\n", spec.name.c_str(), row["fp32_ms"].get<double>(),
+                    tf_s.c_str(), "", "", "", st->resume.c_str());
         table.add(row);
         continue;
       }
@@ -130,14 +131,13 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
         row["error"] = r.error;
       } else {
         const double tf = r.tf32 ? r.tf32->median * 1e3 : 0;
-        char tf_s[32];
-        std::snprintf(tf_s, sizeof(tf_s), r.tf32 ? "%.4f" : "-", tf);
-        std::printf("%-62s %10.4f %10s %6d %6.2f %8.2fG %s\n", spec.name.c_str(), r.fp32->median * 1e3, tf_s,
+        const std::string tf_s = r.tf32 ? fmt::format("{:.4f}", tf) : "-";
+        std::printf("%-62s %10.4f %10s %6d %6.2f %8.2fG %s\n", spec.name.c_str(), r.fp32->median * 1e3, tf_s.c_str(),
                     r.fp32->n, r.fp32->rel_stdev * 100, r.input_bytes / 1e9,
-                    r.cached                 ? "cached"
-                    : !r.not_cached.empty()  ? "throttled throughout: not cached"
+                    r.cached                ? "cached"
+                    : !r.not_cached.empty() ? "throttled throughout: not cached"
                     : r.throttled_discarded ? "throttled samples discarded"
-                                             : "");
+                                            : "");
         row["fp32_ms"] = r.fp32->median * 1e3;
         if (r.tf32) row["tf32_ms"] = r.tf32->median * 1e3;
         row["fp32"] = to_json(*r.fp32);

@@ -1,16 +1,17 @@
 // kloop problems list|show: browse the task suites.
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <algorithm>
-#include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "agent/cli/commands.h"
 #include "agent/cli/resumable_table.h"
@@ -36,8 +37,7 @@ std::string human_count(double v) {
     v /= 1000;
     ++u;
   }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3g%s", v, units[u]);
+  const std::string buf = fmt::format("{:.3g}{}", v, units[u]);
   return buf;
 }
 
@@ -303,8 +303,8 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
       std::string dev;
       for (const auto& d : row.value("deviations", nlohmann::json::array())) dev += (dev.empty() ? "" : "; ") + d.get<std::string>();
       for (auto& ch : dev) ch = ch == '|' ? '/' : ch;
-      char nums[64];
-      std::snprintf(nums, sizeof(nums), "%.3g | %.3g", row.value("max_abs_error", 0.0), row.value("max_rel_error", 0.0));
+      const std::string nums =
+          fmt::format("{:.3g} | {:.3g}", row.value("max_abs_error", 0.0), row.value("max_rel_error", 0.0));
       md << "| " << row.value("level", 0) << " | " << row.value("problem", "") << " | " << row.value("status", "") << " | "
          << (row.value("bitwise", false) ? "yes" : "no") << " | " << nums << " | ";
       std::string what;

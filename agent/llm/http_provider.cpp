@@ -4,15 +4,16 @@
 // never reaches a log, a run folder or the next prompt.
 #include "agent/llm/http_provider.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <iostream>
 
 #include "agent/llm/error_class.h"
 #include "agent/llm/http_client.h"
-
-#include <iostream>
 
 namespace kloop {
 namespace {
@@ -332,8 +333,7 @@ GenerationResult HttpProvider::generate(const GenerationRequest& request) {
     }
     const auto delay = policy_.delay_before_retry(attempt, requested_delay);
     calls.back()["retry_delay_s"] = static_cast<double>(delay.count()) / 1000.0;
-    char wait[64];
-    std::snprintf(wait, sizeof wait, "%.1f s", static_cast<double>(delay.count()) / 1000.0);
+    const std::string wait = fmt::format("{:.1f} s", static_cast<double>(delay.count()) / 1000.0);
     notify_(redactor_.redact("kloop: " + config_.kind + " " + config_.model + ": " + last_failure.substr(0, 200) +
                              "; attempt " + std::to_string(attempt + 1) + " of " +
                              std::to_string(policy_.max_attempts()) + " in " + wait +

@@ -2,6 +2,8 @@
 // and the verdict; the wording lives in prompts/.
 #include "agent/prompt/prompt_builder.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -37,16 +39,10 @@ std::vector<std::string> prompt_files(const std::string& style) {
   return files;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
-
 std::string fmt_time(double s) {
-  if (s < 1e-3) return fmt("%.2f us", s * 1e6);
-  if (s < 1) return fmt("%.3f ms", s * 1e3);
-  return fmt("%.3f s", s);
+  if (s < 1e-3) return fmt::format("{:.2f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.3f} s", s);
 }
 
 std::string precision_note(bool cuda) {
@@ -116,14 +112,14 @@ std::string mismatch_details(const Verdict& v, std::size_t cap) {
         continue;
       }
       out << "  " << c.name << ": " << c.mismatches << " of " << c.numel << " values wrong; max abs error "
-          << fmt("%.4g", c.max_abs_error) << ", max rel error " << fmt("%.4g", c.max_rel_error);
+          << fmt::format("{:.4g}", c.max_abs_error) << ", max rel error " << fmt::format("{:.4g}", c.max_rel_error);
       if (c.non_finite) out << "; " << c.non_finite << " NaN/Inf values";
       out << "\n";
       for (const auto& m : c.first_mismatches) {
         std::string idx;
         for (auto i : m.index) idx += (idx.empty() ? "" : ", ") + std::to_string(i);
-        out << "    at [" << idx << "]: expected " << fmt("%.6g", m.expected) << ", got " << fmt("%.6g", m.actual)
-            << "\n";
+        out << "    at [" << idx << "]: expected " << fmt::format("{:.6g}", m.expected) << ", got "
+            << fmt::format("{:.6g}", m.actual) << "\n";
       }
     }
   }
@@ -228,7 +224,8 @@ std::string PromptBuilder::feedback(const Verdict& v) const {
         const std::string& st = v.timing_statistic;
         t = "Your time: " + fmt_time(v.candidate_time->headline(st)) + " (" + st + " of " +
             std::to_string(v.candidate_time->n) + " runs); reference: " + fmt_time(v.reference_time->headline(st)) +
-            "; speedup " + fmt("%.3f", *v.speedup) + "x" + (*v.speedup < 1 ? " (slower than the reference)." : ".");
+            "; speedup " + fmt::format("{:.3f}", *v.speedup) + "x" +
+            (*v.speedup < 1 ? " (slower than the reference)." : ".");
       }
       // The digests come from the GPU profiling phase; a CPU run has none.
       std::string profile;
@@ -294,8 +291,8 @@ std::string PromptBuilder::evolve(const std::string& task, const std::vector<Sho
   const std::string fence = settings_.cuda ? "cuda" : "cpp";
   std::string candidates;
   for (const auto& c : shown) {
-    char speedup[32] = "";
-    if (c.speedup) std::snprintf(speedup, sizeof(speedup), "%.3f", *c.speedup);
+    std::string speedup;
+    if (c.speedup) speedup = fmt::format("{:.3f}", *c.speedup);
     candidates += render_template(optional_file("evolve_candidate.txt"),
                                   {{"label", c.label},
                                    {"verdict", c.verdict},

@@ -1,6 +1,8 @@
 // JSON summary and per-attempt CSV.
 #include "agent/report/report_export.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <sstream>
 
@@ -131,8 +133,7 @@ std::string csv_field(const std::string& s) {
 }
 
 std::string number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  const std::string buf = fmt::format("{:.6g}", v);
   return buf;
 }
 

@@ -1,6 +1,8 @@
 // Terminal and Markdown reports: the same tables, two layouts.
 #include "agent/report/report_text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -95,46 +97,40 @@ std::string heading(const std::string& text, int level, TextFormat f) {
   return text + "\n";
 }
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
-}
-
-std::string p_name(double p) { return "fast_" + fmt("%g", p); }
+std::string p_name(double p) { return "fast_" + fmt::format("{:g}", p); }
 
 std::string percent(const Estimate& e, bool interval) {
   if (!e.defined) return "-";
-  std::string s = fmt("%.1f%%", 100 * e.value);
-  if (interval) s += " [" + fmt("%.1f", 100 * e.lo) + ", " + fmt("%.1f", 100 * e.hi) + "]";
+  std::string s = fmt::format("{:.1f}%", 100 * e.value);
+  if (interval) s += " [" + fmt::format("{:.1f}", 100 * e.lo) + ", " + fmt::format("{:.1f}", 100 * e.hi) + "]";
   return s;
 }
 
 std::string speedup(const Estimate& e, bool interval) {
   if (!e.defined) return "-";
-  std::string s = fmt("%.2fx", e.value);
-  if (interval) s += " [" + fmt("%.2f", e.lo) + ", " + fmt("%.2f", e.hi) + "]";
+  std::string s = fmt::format("{:.2f}x", e.value);
+  if (interval) s += " [" + fmt::format("{:.2f}", e.lo) + ", " + fmt::format("{:.2f}", e.hi) + "]";
   return s;
 }
 
 std::string percent_points(const Estimate& a, const Estimate& b) {
   if (!a.defined || !b.defined) return "-";
-  return fmt("%+.1f pt", 100 * (b.value - a.value));
+  return fmt::format("{:+.1f} pt", 100 * (b.value - a.value));
 }
 
 std::string speedup_change(const Estimate& a, const Estimate& b) {
   if (!a.defined || !b.defined) return "-";
-  return fmt("%+.2fx", b.value - a.value);
+  return fmt::format("{:+.2f}x", b.value - a.value);
 }
 
 std::string duration(double s) {
-  if (s < 60) return fmt("%.1fs", s);
-  char buf[64];
+  if (s < 60) return fmt::format("{:.1f}s", s);
+  std::string buf;
   const long long t = static_cast<long long>(s + 0.5);
   if (t < 3600) {
-    std::snprintf(buf, sizeof(buf), "%lldm %02llds", t / 60, t % 60);
+    buf = fmt::format("{}m {:02}s", t / 60, t % 60);
   } else {
-    std::snprintf(buf, sizeof(buf), "%lldh %02lldm", t / 3600, (t % 3600) / 60);
+    buf = fmt::format("{}h {:02}m", t / 3600, (t % 3600) / 60);
   }
   return buf;
 }
@@ -213,7 +209,7 @@ std::string samples_table(const GroupMetrics& g, const RunMetrics& m, TextFormat
 }
 
 std::string failures_table(const FailureTaxonomy& ft, TextFormat f) {
-  auto share = [&](int n) { return ft.attempts ? fmt("%.1f%%", 100.0 * n / ft.attempts) : std::string("-"); };
+  auto share = [&](int n) { return ft.attempts ? fmt::format("{:.1f}%", 100.0 * n / ft.attempts) : std::string("-"); };
   Table t;
   t.header = {"verdict", "kind", "attempts", "share"};
   t.text_columns = 2;
@@ -276,8 +272,11 @@ std::string problems_table(const RunView& v, TextFormat f) {
     const auto it = rows.find(p.name);
     const Row row = it == rows.end() ? Row{} : it->second;
     std::string name = p.name.size() > width ? p.name.substr(0, width - 3) + "..." : p.name;
-    t.rows.push_back({name, std::to_string(p.level), !row.attempts ? "(no attempt)" : row.best ? outcome_name(*row.best) : "-",
-                      row.speedup ? fmt("%.2fx", *row.speedup) : "-",
+    t.rows.push_back({name, std::to_string(p.level),
+                      !row.attempts ? "(no attempt)"
+                      : row.best    ? outcome_name(*row.best)
+                                    : "-",
+                      row.speedup ? fmt::format("{:.2f}x", *row.speedup) : "-",
                       row.first_correct ? "turn " + std::to_string(row.first_correct) : "-",
                       row.last_turn ? std::to_string(row.last_turn) : "-", std::to_string(row.attempts)});
   }
@@ -289,7 +288,7 @@ std::string cost_table(const CostSummary& c, const TokenPriceTable& prices, Text
   t.header = {"attempts", "input tokens", "output tokens", "reasoning tokens",
               "cost",     "LLM time",     "eval time",     "wall time"};
   t.rows.push_back({std::to_string(c.attempts), std::to_string(c.input_tokens), std::to_string(c.output_tokens),
-                    std::to_string(c.reasoning_tokens), fmt("$%.4f", c.cost_usd), duration(c.llm_seconds),
+                    std::to_string(c.reasoning_tokens), fmt::format("${:.4f}", c.cost_usd), duration(c.llm_seconds),
                     duration(c.eval_seconds), duration(c.wall_seconds)});
   std::string out = heading("cost", 3, f) + render_table(t, f) + (f == TextFormat::kMarkdown ? "\n" : "") +
                     "  (LLM and eval times are summed over attempts; wall time runs from the first attempt's start to "
@@ -299,9 +298,10 @@ std::string cost_table(const CostSummary& c, const TokenPriceTable& prices, Text
     const double share = c.input_tokens ? 100.0 * static_cast<double>(c.cached_input_tokens) / c.input_tokens : 0;
     const auto saved = cache_saving_usd(c, prices);
     out += (f == TextFormat::kMarkdown ? "\n  " : "  ") + std::to_string(c.cached_input_tokens) + " of " +
-           std::to_string(c.input_tokens) + " input tokens (" + fmt("%.1f%%", share) +
+           std::to_string(c.input_tokens) + " input tokens (" + fmt::format("{:.1f}%", share) +
            ") read from the provider's prompt cache; " + std::to_string(c.cache_write_tokens) + " written to it" +
-           (saved ? "; the cache saved " + fmt("$%.4f", *saved) + " at the run's prices" : std::string()) + "\n";
+           (saved ? "; the cache saved " + fmt::format("${:.4f}", *saved) + " at the run's prices" : std::string()) +
+           "\n";
   }
   return out;
 }
@@ -421,7 +421,7 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
     out << "\n" << m.records_outside_selection << " records outside the selection ignored";
   out << "\n";
   if (m.bootstrap_resamples > 0) {
-    out << "[lo, hi]: " << fmt("%g", 100 * m.confidence) << "% bootstrap interval over problems ("
+    out << "[lo, hi]: " << fmt::format("{:g}", 100 * m.confidence) << "% bootstrap interval over problems ("
         << m.bootstrap_resamples << " resamples)\n";
   }
   out << "\n";
@@ -520,9 +520,9 @@ std::string budget_tables(const std::vector<RunView>& views, const std::vector<R
     t.header = {"run [protocol]"};
     t.text_columns = 1;
     for (double b : grid) {
-      t.header.push_back(axis == BudgetAxis::kCalls ? fmt("%g", b)
-                         : axis == BudgetAxis::kDollars ? "$" + fmt("%.3g", b)
-                                                        : fmt("%.3g", b));
+      t.header.push_back(axis == BudgetAxis::kCalls     ? fmt::format("{:g}", b)
+                         : axis == BudgetAxis::kDollars ? "$" + fmt::format("{:.3g}", b)
+                                                        : fmt::format("{:.3g}", b));
     }
     for (std::size_t i = 0; i < views.size(); ++i) {
       std::vector<std::string> row = {"#" + std::to_string(i + 1) + " " + views[i].label()};

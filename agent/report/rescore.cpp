@@ -1,6 +1,8 @@
 // kloop rescore: every stored candidate of a run through the Evaluator again.
 #include "agent/report/rescore.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -46,8 +48,7 @@ EvalOptions eval_options(const json& config, const RescoreOptions& o) {
 
 std::string outcome_text(Outcome outcome, const std::optional<double>& speedup) {
   if (!speedup) return outcome_name(outcome);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), " %.2fx", *speedup);
+  const std::string buf = fmt::format(" {:.2f}x", *speedup);
   return outcome_name(outcome) + std::string(buf);
 }
 
@@ -164,10 +165,9 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
       status.done(0);
       store.append(r, file);
       ++(codeless(original.outcome) ? s.copied : s.rescored);
-      char line[512];
-      std::snprintf(line, sizeof(line), "[%d/%d] %s: %s -> %s (%.1fs)\n", index, s.attempts, what.c_str(),
-                    outcome_text(original.outcome, original.speedup).c_str(),
-                    outcome_text(r.outcome, r.speedup).c_str(), r.eval_seconds);
+      const std::string line = fmt::format("[{}/{}] {}: {} -> {} ({:.1f}s)\n", index, s.attempts, what.c_str(),
+                                           outcome_text(original.outcome, original.speedup).c_str(),
+                                           outcome_text(r.outcome, r.speedup).c_str(), r.eval_seconds);
       status.print(progress, line);
     } catch (const std::exception& e) {  // kloop-side: the spec, the reference, the machine, a lost file
       s.errors.push_back(what + ": " + e.what());

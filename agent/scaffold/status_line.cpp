@@ -1,6 +1,7 @@
 // The status line, drawn with a carriage return and an erase-to-end.
 #include "agent/scaffold/status_line.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -10,11 +11,11 @@ namespace {
 
 std::string clock_text(double seconds) {
   const long s = static_cast<long>(seconds + 0.5);
-  char buf[32];
+  std::string buf;
   if (s >= 3600) {
-    std::snprintf(buf, sizeof(buf), "%ldh%02ldm", s / 3600, (s / 60) % 60);
+    buf = fmt::format("{}h{:02}m", s / 3600, (s / 60) % 60);
   } else {
-    std::snprintf(buf, sizeof(buf), "%ldm%02lds", s / 60, s % 60);
+    buf = fmt::format("{}m{:02}s", s / 60, s % 60);
   }
   return buf;
 }
@@ -85,8 +86,7 @@ std::string StatusLine::text() const {
   }
   s += " | " + clock_text(elapsed) + " elapsed";
   if (done_ > 0 && done_ < total_) s += ", ETA " + clock_text(elapsed / done_ * (total_ - done_));
-  char cost[32];
-  std::snprintf(cost, sizeof(cost), " | $%.4f", cost_);
+  const std::string cost = fmt::format(" | ${:.4f}", cost_);
   return s + cost;
 }
 

@@ -1,6 +1,8 @@
 // The scaffold loop: chains over (problem, sample), turns within a chain.
 #include "agent/scaffold/turn_loop.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -9,8 +11,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <set>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -576,9 +578,8 @@ LoopSummary TurnLoop::run() {
           rec.build_cached = v.build.cached;
           phases = v.phases;
           if (v.candidate_time && !v.candidate_time->converged && !v.candidate_time->stop_reason.empty()) {
-            char t[160];
-            std::snprintf(t, sizeof(t), "; timing %d calls, %.2fs timed, %s", v.candidate_time->n,
-                          v.candidate_time->total, v.candidate_time->stop_reason.c_str());
+            const std::string t = fmt::format("; timing {} calls, {:.2f}s timed, {}", v.candidate_time->n,
+                                              v.candidate_time->total, v.candidate_time->stop_reason.c_str());
             timing_cap = t;
           }
           rec.outcome = outcome_of(v.verdict);
@@ -607,29 +608,24 @@ LoopSummary TurnLoop::run() {
         summary.cost_usd += rec.cost_usd;
         summary.tokens += rec.input_tokens + rec.output_tokens;
       }
-      char line[800];
-      char queue_wait[96] = "";
-      if (reference_wait >= 0.05) {
-        std::snprintf(queue_wait, sizeof(queue_wait), ", reference build %.1fs", reference_wait);
-      }
-      if (devices.size() > 1 || rec.queue_seconds >= 0.05) {
-        std::snprintf(queue_wait + std::strlen(queue_wait), sizeof(queue_wait) - std::strlen(queue_wait),
-                      ", queue %.1fs", rec.queue_seconds);
-      }
+      std::string queue_wait;
+      if (reference_wait >= 0.05) queue_wait = fmt::format(", reference build {:.1f}s", reference_wait);
+      if (devices.size() > 1 || rec.queue_seconds >= 0.05)
+        queue_wait += fmt::format(", queue {:.1f}s", rec.queue_seconds);
       // Where an evaluation's time went (builds it did itself, the
       // reference's and the candidate's processes, the judge), when it ran.
-      char inside[320] = "";
+      std::string inside;
       if (phases.total > 0) {
-        std::snprintf(inside, sizeof(inside), ": builds %.1fs, reference %.1fs, candidate %.1fs, judge %.1fs%s",
-                      phases.build_candidate + phases.build_reference, phases.reference, phases.candidate,
-                      phases.compare, timing_cap.c_str());
+        inside = fmt::format(": builds {:.1f}s, reference {:.1f}s, candidate {:.1f}s, judge {:.1f}s{}",
+                             phases.build_candidate + phases.build_reference, phases.reference, phases.candidate,
+                             phases.compare, timing_cap.c_str());
       }
-      std::snprintf(line, sizeof(line), "[%d/%d] %s sample %d turn %d: %s%s (llm %.1fs, compile %.1fs%s, eval %.1fs%s)%s\n",
-                    ++attempt_counter, total_attempts, spec.name.c_str(), sample, turn, outcome_name(rec.outcome),
-                    rec.speedup ? (" " + std::to_string(*rec.speedup).substr(0, 5) + "x").c_str() : "",
-                    rec.llm_seconds, rec.compile_seconds, queue_wait,
-                    rec.eval_seconds - rec.compile_seconds - reference_wait - rec.queue_seconds, inside,
-                    early ? " - early stop" : "");
+      const std::string line = fmt::format(
+          "[{}/{}] {} sample {} turn {}: {}{} (llm {:.1f}s, compile {:.1f}s{}, eval {:.1f}s{}){}\n", ++attempt_counter,
+          total_attempts, spec.name.c_str(), sample, turn, outcome_name(rec.outcome),
+          rec.speedup ? (" " + std::to_string(*rec.speedup).substr(0, 5) + "x").c_str() : "", rec.llm_seconds,
+          rec.compile_seconds, queue_wait, rec.eval_seconds - rec.compile_seconds - reference_wait - rec.queue_seconds,
+          inside, early ? " - early stop" : "");
       status.done(rec.cost_usd);
       {
         std::lock_guard<std::mutex> lock(progress_mutex);
@@ -844,13 +840,12 @@ int TurnLoop::check(std::ostream& out) {
     out << "  cost ceiling: no provider.prices given (about " << static_cast<long long>(ceiling_input)
         << " input and at most " << static_cast<long long>(ceiling_output) << " output tokens)\n";
   } else {
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "  cost ceiling: $%.2f (about %lld input tokens at $%.2f/M, at most %lld output tokens at $%.2f/M; "
-                  "before any prompt-cache discount)\n",
-                  (ceiling_input * price.input + ceiling_output * price.output) / 1e6,
-                  static_cast<long long>(ceiling_input), price.input, static_cast<long long>(ceiling_output),
-                  price.output);
+    std::string line;
+    line = fmt::format(
+        "  cost ceiling: ${:.2f} (about {} input tokens at ${:.2f}/M, at most {} output tokens at ${:.2f}/M; "
+        "before any prompt-cache discount)\n",
+        (ceiling_input * price.input + ceiling_output * price.output) / 1e6, static_cast<long long>(ceiling_input),
+        price.input, static_cast<long long>(ceiling_output), price.output);
     out << line;
   }
   out << (problems_found ? "not ready: " + std::to_string(problems_found) + " problem(s) above\n"
@@ -863,13 +858,12 @@ std::string format_summary(const LoopSummary& s) {
   out << "run " << s.run_path << (s.shard.empty() ? "" : " shard " + s.shard) << ": " << s.problems << " problem(s), "
       << s.chains << " chain(s); " << s.attempts_run
       << " attempt(s) run now, " << s.attempts_resumed << " resumed from the run store";
-  char cost[64];
-  std::snprintf(cost, sizeof(cost), "; %lld tokens, $%.4f\n", s.tokens, s.cost_usd);
+  const std::string cost = fmt::format("; {} tokens, ${:.4f}\n", s.tokens, s.cost_usd);
   out << cost;
   out << "turn   correct   fast_1   (best so far over samples; of " << s.problems << " problems)\n";
   for (const auto& t : s.by_turn) {
-    char line[128];
-    std::snprintf(line, sizeof(line), "%4d   %7d   %6d\n", t.turn, t.correct, t.fast_1);
+    std::string line;
+    line = fmt::format("{:4}   {:7}   {:6}\n", t.turn, t.correct, t.fast_1);
     out << line;
   }
   if (!s.by_turn.empty() && s.by_turn.size() > 1) {
@@ -887,17 +881,17 @@ std::string format_summary(const LoopSummary& s) {
   if (s.attempts_run > 0 && (s.queues.size() > 1 || (s.queues.size() == 1 && s.queues[0].device != "cpu"))) {
     for (std::size_t i = 0; i < s.queues.size(); ++i) {
       const auto& q = s.queues[i];
-      char line[160];
-      std::snprintf(line, sizeof(line), "queue %zu (%s): %d evaluation(s), busy %.1f s of %.1f s (%.0f%%)\n", i,
-                    q.device.c_str(), q.evaluations, q.busy_seconds, s.seconds,
-                    s.seconds > 0 ? 100.0 * q.busy_seconds / s.seconds : 0.0);
+      std::string line;
+      line = fmt::format("queue {} ({}): {} evaluation(s), busy {:.1f} s of {:.1f} s ({:.0f}%)\n", i, q.device.c_str(),
+                         q.evaluations, q.busy_seconds, s.seconds,
+                         s.seconds > 0 ? 100.0 * q.busy_seconds / s.seconds : 0.0);
       out << line;
     }
   }
   if (s.compiles.builds > 0) {
-    char line[160];
-    std::snprintf(line, sizeof(line), "compiles: %d on %d slot(s), at most %d at once, %.1f s waited for a slot\n",
-                  s.compiles.builds, s.compiles.slots, s.compiles.most_in_flight, s.compiles.wait_seconds);
+    const std::string line =
+        fmt::format("compiles: {} on {} slot(s), at most {} at once, {:.1f} s waited for a slot\n", s.compiles.builds,
+                    s.compiles.slots, s.compiles.most_in_flight, s.compiles.wait_seconds);
     out << line;
   }
   for (const auto& e : s.errors) out << "error: " << e << "\n";

@@ -5,6 +5,7 @@
 #include "evaluator/check/tensor_compare.h"
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -37,11 +38,10 @@ std::string broadcast_problem(const at::Tensor& expected, const at::Tensor& actu
     if (!actual.eq(actual.narrow(d, 0, 1)).all().item<bool>()) continue;
     const double spread = expected.sub(expected.narrow(d, 0, 1)).abs().max().item<double>();
     if (!std::isfinite(spread) || spread <= 0.1 * atol) continue;
-    char text[200];
-    std::snprintf(text, sizeof(text),
-                  "broadcast output: every slice along dim %lld (size %lld) is the same, where the expected values "
-                  "vary along it by up to %.3g",
-                  static_cast<long long>(d), static_cast<long long>(n), spread);
+    const std::string text = fmt::format(
+        "broadcast output: every slice along dim {} (size {}) is the same, where the expected values "
+        "vary along it by up to {:.3g}",
+        static_cast<long long>(d), static_cast<long long>(n), spread);
     return text;
   }
   return "";

@@ -1,6 +1,8 @@
 // Summary statistics (linear-interpolated quantiles) and the stopping rule.
 #include "evaluator/timing/sample_stats.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -112,9 +114,8 @@ bool StoppingRule::done() {
     return true;
   }
   if (noise_settled()) {
-    char text[96];
-    std::snprintf(text, sizeof text, "noise settled at %.2f%% (target %.2f%%)", 100 * rel_stdev,
-                  100 * rules_.noise_target);
+    const std::string text =
+        fmt::format("noise settled at {:.2f}% (target {:.2f}%)", 100 * rel_stdev, 100 * rules_.noise_target);
     reason_ = text;
     converged_ = true;
     return true;
@@ -191,11 +192,10 @@ TimingClaimCheck check_timing_claims(const TimingClaims& c) {
     cpu_said = c.cpu_seconds && std::isfinite(*c.cpu_seconds) ? ", working on the CPU through it"
                                                                : ", and its CPU time is unknown";
   }
-  char buf[320];
-  std::snprintf(buf, sizeof(buf),
-                "the %d timed calls claimed %.6f s in all but took %.6f s as seen by kloop (more than %.1fx the claim "
-                "plus %.1f us of overhead per call)%s",
-                c.samples, c.claimed_seconds, c.observed_seconds, kTimingClaimMargin, r.per_sample * 1e6, cpu_said);
+  const std::string buf = fmt::format(
+      "the {} timed calls claimed {:.6f} s in all but took {:.6f} s as seen by kloop (more than {:.1f}x the claim "
+      "plus {:.1f} us of overhead per call){}",
+      c.samples, c.claimed_seconds, c.observed_seconds, kTimingClaimMargin, r.per_sample * 1e6, cpu_said);
   r.plausible = false;
   r.why = buf;
   return r;
