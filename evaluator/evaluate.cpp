@@ -29,6 +29,7 @@
 #include "evaluator/detail/cases.h"
 #include "evaluator/detail/worker_session.h"
 #include "evaluator/isolation/subprocess.h"
+#include "evaluator/judge.h"
 #include "evaluator/runtime/host_tensor.h"
 #include "evaluator/timing/device_figures.h"
 
@@ -215,34 +216,18 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   // 1. Builds: the candidate first, since its errors need no reference.
   if (!fs::exists(candidate_path)) throw EvaluationError(candidate_path + ": no such file");
   const bool python = candidate_is_python(candidate_path, options_.candidate_format);
-  if (const std::string why = python_candidate(candidate_path); !python && !why.empty()) {
-    return finish(VerdictClass::kCompileError,
-                  candidate_path + " is a Python ModelNew (" + why +
-                      "), KernelBench's format, but the candidate format is cpp: a struct ModelNew whose forward takes "
-                      "and returns at::Tensor, registered with KLOOP_REGISTER_CANDIDATE(ModelNew) (README: Writing a "
-                      "candidate); for KernelBench's format use --candidate-format kernelbench_python");
-  }
+  BuildObservation built;
+  if (!python) built.python_under_cpp = python_candidate(candidate_path);
+  if (auto decided = judge_build(built, candidate_path)) return finish(decided->verdict, decided->message);
   BuildResult cb = build_candidate_file(builder_, candidate_path, options_.candidate_format, target);
   v.phases.build_candidate = cb.seconds;
   v.build = {cb.cached, cb.timed_out, cb.seconds, cb.compile_seconds, cb.key, cb.command, cb.log, cb.diagnostics};
-  if (!cb.ok) {
-    if (cb.timed_out) {
-      return finish(VerdictClass::kCompileError,
-                    "compilation did not finish within " + std::to_string(builder_.config().timeout.count()) + " s");
-    }
-    if (python) return finish(VerdictClass::kCompileError, python_build_failure(cb));
-    int errors = 0;
-    for (const auto& d : cb.diagnostics) errors += d.severity == "error" ? 1 : 0;
-    std::string first;
-    for (const auto& d : cb.diagnostics) {
-      if (d.severity == "error") {
-        first = d.format();
-        break;
-      }
-    }
-    return finish(VerdictClass::kCompileError,
-                  std::to_string(errors) + " error(s)" + (first.empty() ? "" : "; first: " + first));
-  }
+  built.ok = cb.ok;
+  built.timed_out = cb.timed_out;
+  built.timeout_s = builder_.config().timeout.count();
+  if (python && !cb.ok) built.python_failure = python_build_failure(cb);
+  built.diagnostics = cb.diagnostics;
+  if (auto decided = judge_build(built, candidate_path)) return finish(decided->verdict, decided->message);
   BuildResult rb = build_reference(spec);
   v.phases.build_reference = rb.seconds;
   if (!rb.ok) {
@@ -310,6 +295,12 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   // From here on the candidate's process exists: whatever it sends is
   // untrusted, and a reference that dies is a verdict on the candidate
   // (it may have been attacked), never a lost attempt.
+  auto judged = [&](const WorkerFailure& f) {
+    v.log_tail = cand.log_tail();
+    const FailureJudgement j = judge_failure(f);
+    if (j.finding) v.integrity.push_back(*j.finding);
+    return finish(j.decision.verdict, j.decision.message);
+  };
   try {
     if (auto bad = steps.worker_failed(CallStatus::of(steps.cand_call(load_command(module, "candidate", spec, options_),
                                                                        options_.load_timeout)))) {
@@ -332,18 +323,11 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   } catch (const CandidateFailed& f) {
     return f.verdict;
   } catch (const ProtocolViolation& e) {
-    v.log_tail = cand.log_tail();
-    v.integrity.push_back({"protocol_violation", e.what()});
-    return finish(VerdictClass::kIntegrityViolation, std::string("protocol_violation: ") + e.what());
+    return judged({WorkerFailure::Kind::kProtocolViolation, "", e.what()});
   } catch (const json::exception& e) {
-    v.log_tail = cand.log_tail();
-    v.integrity.push_back({"protocol_violation", std::string("a reply kloop cannot read: ") + e.what()});
-    return finish(VerdictClass::kIntegrityViolation, "protocol_violation: " + v.integrity.back().message);
+    return judged({WorkerFailure::Kind::kProtocolViolation, "", std::string("a reply kloop cannot read: ") + e.what()});
   } catch (const ReferenceDied& e) {
-    v.log_tail = cand.log_tail();
-    v.integrity.push_back({"reference_died", std::string("the reference worker died or hung while the candidate ran: ") +
-                                                 e.what()});
-    return finish(VerdictClass::kIntegrityViolation, "reference_died: " + v.integrity.back().message);
+    return judged({WorkerFailure::Kind::kReferenceDied, "", e.what()});
   }
 }
 

@@ -1,6 +1,8 @@
 // The judge of judge.h.
 #include "evaluator/judge.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -8,16 +10,60 @@
 
 namespace kloop {
 
+std::optional<Decision> judge_build(const BuildObservation& b, const std::string& candidate_path) {
+  if (!b.python_under_cpp.empty()) {
+    return Decision{VerdictClass::kCompileError,
+                    candidate_path + " is a Python ModelNew (" + b.python_under_cpp +
+                        "), KernelBench's format, but the candidate format is cpp: a struct ModelNew whose forward "
+                        "takes and returns at::Tensor, registered with KLOOP_REGISTER_CANDIDATE(ModelNew) (README: "
+                        "Writing a candidate); for KernelBench's format use --candidate-format kernelbench_python"};
+  }
+  if (b.ok) return std::nullopt;
+  if (b.timed_out) {
+    return Decision{VerdictClass::kCompileError,
+                    "compilation did not finish within " + std::to_string(b.timeout_s) + " s"};
+  }
+  if (!b.python_failure.empty()) return Decision{VerdictClass::kCompileError, b.python_failure};
+  int errors = 0;
+  std::string first;
+  for (const auto& d : b.diagnostics) {
+    if (d.severity != "error") continue;
+    if (errors++ == 0) first = d.format();
+  }
+  return Decision{VerdictClass::kCompileError,
+                  std::to_string(errors) + " error(s)" + (first.empty() ? "" : "; first: " + first)};
+}
+
+FailureJudgement judge_failure(const WorkerFailure& f) {
+  using Kind = WorkerFailure::Kind;
+  switch (f.kind) {
+    case Kind::kReplied: {
+      const VerdictClass c = f.error_class == "load_error" ? VerdictClass::kLoadError
+                             : f.error_class == "timeout"  ? VerdictClass::kTimeout
+                                                           : VerdictClass::kRuntimeError;
+      return {{c, f.message}, std::nullopt};
+    }
+    case Kind::kTimedOut: return {{VerdictClass::kTimeout, f.message}, std::nullopt};
+    case Kind::kDied: return {{VerdictClass::kRuntimeError, f.message}, std::nullopt};
+    case Kind::kProtocolViolation:
+      return {{VerdictClass::kIntegrityViolation, "protocol_violation: " + f.message},
+              IntegrityFinding{"protocol_violation", f.message}};
+    case Kind::kReferenceDied: {
+      IntegrityFinding died{"reference_died",
+                            "the reference worker died or hung while the candidate ran: " + f.message};
+      return {{VerdictClass::kIntegrityViolation, "reference_died: " + died.message}, died};
+    }
+  }
+  return {{VerdictClass::kRuntimeError, f.message}, std::nullopt};
+}
+
 // One failed output in words, with the tolerance it was held to.
 std::string describe_failed_output(const TensorComparison& c, const Tolerance& tol) {
   if (!c.problem.empty()) return c.name + ": " + c.problem;
-  char buf[320];
   const bool scaled = c.atol_used > 0 && c.atol_used < tol.atol;
-  std::snprintf(
-      buf, sizeof(buf), "%s differs in %lld of %lld elements (max abs error %.3g; allowed %.3g + %.3g * |expected|%s)",
-      c.name.c_str(), static_cast<long long>(c.mismatches), static_cast<long long>(c.numel), c.max_abs_error,
-      scaled ? c.atol_used : tol.atol, tol.rtol, scaled ? ", atol capped at 1% of the expected output's RMS" : "");
-  return buf;
+  return fmt::format("{} differs in {} of {} elements (max abs error {:.3g}; allowed {:.3g} + {:.3g} * |expected|{})",
+                     c.name, c.mismatches, c.numel, c.max_abs_error, scaled ? c.atol_used : tol.atol, tol.rtol,
+                     scaled ? ", atol capped at 1% of the expected output's RMS" : "");
 }
 
 CallJudgement judge_call(const CallObservation& o, const Protocol& protocol,
@@ -106,6 +152,85 @@ std::optional<Decision> judge_tests(const std::vector<TestOutcome>& tests,
                                                 " test calls failed; first: " + first->label + ": " + what};
 }
 
+namespace {
+
+// The first three of `names`, comma-separated.
+std::string first_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < 3; ++i) out += (i ? ", " : "") + names[i];
+  return out;
+}
+
+// What one trace found on its shape (`where`, as in ActivityObservation).
+void add_trace_findings(const ActivityAudit& a, const std::string& where, const Protocol& protocol,
+                        std::vector<IntegrityFinding>& out) {
+  if (a.other_stream_kernels > 0) {
+    out.push_back({"side_stream_work", std::to_string(a.other_stream_kernels) +
+                                           " kernel(s) on a stream other than the current one (" +
+                                           first_names(a.other_stream_names) + ")" + where +
+                                           " were still running when the current stream reached the end of "
+                                           "the call: launch on the current stream, or join the other "
+                                           "stream to it (cudaEventRecord there, cudaStreamWaitEvent on "
+                                           "the current stream) before forward returns"});
+  }
+  if (a.late_kernels > 0) {
+    out.push_back({"work_after_sync", std::to_string(a.late_kernels) + " kernel(s) (" + first_names(a.late_names) +
+                                          ")" + where + " were still running after the current stream had finished"});
+  }
+  if (!a.libraries.empty() && protocol.require_custom_kernels) {
+    out.push_back({"library_kernels", "the forward runs library kernels (" + first_names(a.libraries) + ")" + where +
+                                          " where the " + protocol.name +
+                                          " protocol wants the candidate's own kernels"});
+  }
+}
+
+}  // namespace
+
+std::vector<IntegrityFinding> judge_activity(const TimingObservation& t, const Protocol& protocol) {
+  std::vector<IntegrityFinding> out;
+  if (t.activity.empty()) return out;
+  const ActivityObservation& timed = t.activity.front();
+  if (!timed.why.empty()) {
+    if (protocol.integrity_checks) {
+      out.push_back({"audit_unavailable",
+                     timed.module_failed
+                         ? "the module failed while its kernels were traced, after passing its tests and timing: " +
+                               timed.why
+                         : "the activity audit could not run: " + timed.why +
+                               " (under this protocol a timing counts only with the kernels behind it seen; a "
+                               "kloop-worker without CUPTI cannot give one: --no-activity-audit accepts unaudited "
+                               "timings, or use a CUPTI build)"});
+    }
+    return out;
+  }
+  const ActivityAudit& a = timed.audit;
+  if (a.kernels_per_call == 0 && t.reference_kernels_per_call > 0) {
+    out.push_back({"no_kernel_launched", "the forward launched no kernel while the reference launches " +
+                                             std::to_string(t.reference_kernels_per_call) +
+                                             " per call: the result did not come from GPU work in the call"});
+  }
+  add_trace_findings(a, "", protocol, out);
+  const double event_us = t.headline_seconds * 1e6;
+  if (event_us > 0 && a.gpu_us_per_call > 2.0 * event_us + 20) {
+    out.push_back({"timer_mismatch", "the timed events saw " + std::to_string(event_us) +
+                                         " us per call but the kernels ran for " + std::to_string(a.gpu_us_per_call) +
+                                         " us"});
+  }
+  for (std::size_t i = 1; i < t.activity.size(); ++i) {
+    const ActivityObservation& o = t.activity[i];
+    if (o.module_failed) {
+      out.push_back({"audit_unavailable", "the module failed while its kernels were traced" + o.where + ": " + o.why});
+      break;  // no later variant was traced
+    }
+    if (!o.why.empty()) {
+      out.push_back({"audit_unavailable", "the activity audit could not run" + o.where + ": " + o.why});
+      continue;
+    }
+    add_trace_findings(o.audit, o.where, protocol, out);
+  }
+  return out;
+}
+
 std::optional<Decision> judge_timing(const TimingObservation& t, const Protocol& protocol,
                                      std::vector<IntegrityFinding>& integrity) {
   std::string timed_wrong_finding;
@@ -131,7 +256,8 @@ std::optional<Decision> judge_timing(const TimingObservation& t, const Protocol&
                                                    std::to_string(t.wall_median * 1e6) +
                                                    " us: work ran outside the current stream"});
     }
-    integrity.insert(integrity.end(), t.activity.begin(), t.activity.end());
+    const std::vector<IntegrityFinding> activity = judge_activity(t, protocol);
+    integrity.insert(integrity.end(), activity.begin(), activity.end());
     if (t.persisting_l2_limit != 0 || t.persisting_l2_window_bytes != 0) {
       integrity.push_back(
           {"persisting_l2", "the module set a persisting-L2 carve-out (limit " + std::to_string(t.persisting_l2_limit) +

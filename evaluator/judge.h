@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "evaluator/check/activity_audit.h"
 #include "evaluator/isolation/wire.h"
 #include "evaluator/protocol.h"
 #include "evaluator/verdict.h"
@@ -20,6 +21,46 @@ struct Decision {
   VerdictClass verdict = VerdictClass::kCorrect;
   std::string message;
 };
+
+// How the candidate's build went, or, before it, why it cannot be built in
+// the format asked for.
+struct BuildObservation {
+  std::string python_under_cpp;  // why it is a Python ModelNew when the C++ format was asked ("" = it is not)
+  bool ok = true;
+  bool timed_out = false;
+  long long timeout_s = 0;
+  std::string python_failure;  // a Python candidate's failed build, in words ("" for C++)
+  std::vector<CompilerDiagnostic> diagnostics;
+};
+
+// compile_error when it did not build (or cannot be built as asked);
+// nothing when it did.
+std::optional<Decision> judge_build(const BuildObservation& b, const std::string& candidate_path);
+
+// A call to the candidate's worker that did not give its reply, or the
+// reference's worker lost while the candidate ran.
+struct WorkerFailure {
+  enum class Kind {
+    kReplied,            // a failure status in its reply: `error_class` and `message`
+    kTimedOut,           // no reply by the deadline; `message` says during what
+    kDied,               // the process ended without a reply; `message` says how
+    kProtocolViolation,  // a reply that is not what was asked, or unreadable; `message` says what
+    kReferenceDied,      // the reference worker died or hung; `message` is its failure
+  };
+  Kind kind = Kind::kDied;
+  std::string error_class;  // kReplied: load_error, timeout; any other is a runtime error
+  std::string message;
+};
+
+struct FailureJudgement {
+  Decision decision;
+  std::optional<IntegrityFinding> finding;  // protocol_violation, reference_died
+};
+
+// load_error, timeout or runtime_error for the candidate's own failures;
+// an integrity violation when it broke the protocol or the reference
+// worker did not survive it (it may have been attacked).
+FailureJudgement judge_failure(const WorkerFailure& f);
 
 // One failed output in words, with the tolerance it was held to.
 std::string describe_failed_output(const TensorComparison& c, const Tolerance& tol);
@@ -50,6 +91,15 @@ CallJudgement judge_call(const CallObservation& o, const Protocol& protocol,
 std::optional<Decision> judge_tests(const std::vector<TestOutcome>& tests,
                                     const std::vector<IntegrityFinding>& integrity, const Protocol& protocol);
 
+// One traced forward of the candidate (GPU): its kernels as the activity
+// audit found them, on the timed shape or on a hidden shape variant.
+struct ActivityObservation {
+  std::string where;           // "" for the timed shape, else " on shape variant 'NAME'"
+  bool module_failed = false;  // the module failed while traced; `why` says how
+  std::string why;             // that failure, or why the audit could not run; "" when it ran
+  ActivityAudit audit;         // what it found, when it ran
+};
+
 // What the timing phase saw: the checked timed calls, the claims check, the
 // call after timing and, on a GPU, the device's own evidence.
 struct TimingObservation {
@@ -63,10 +113,21 @@ struct TimingObservation {
   double wall_median = 0;                  // the device busy, by the wall clock
   std::optional<double> floor_seconds;     // the speed-of-light floor, where the device is calibrated
   std::string floor_bound;                 // "memory", "compute"
-  std::vector<IntegrityFinding> activity;  // the activity audit's findings, in its order
+  // The activity audit's traced forwards: the timed shape's first, then
+  // each hidden shape variant's (none when the audit was off).
+  std::vector<ActivityObservation> activity;
+  double reference_kernels_per_call = 0;  // from the reference's own trace; 0 when unknown
   long long persisting_l2_limit = 0;
   long long persisting_l2_window_bytes = 0;
 };
+
+// The activity audit's findings, in the order a reader meets them: for the
+// timed shape no_kernel_launched, side_stream_work, work_after_sync,
+// library_kernels (where the protocol wants custom kernels) and
+// timer_mismatch, then each variant's; an audit that could not run, or a
+// module that failed while traced, is audit_unavailable where the protocol
+// checks integrity (a timing stands only with its kernels seen).
+std::vector<IntegrityFinding> judge_activity(const TimingObservation& t, const Protocol& protocol);
 
 // The timing phase's findings, appended to `integrity` in the order a
 // reader meets them, and the verdict they force, if any: under protocols

@@ -191,7 +191,11 @@ TEST(JudgeTest, TheDevicesEvidenceIsJudgedInOrderOnAGpu) {
   t.wall_median = 900e-6;  // the device was busy far longer than the events say
   t.floor_seconds = 100e-6;
   t.floor_bound = "memory";
-  t.activity = {{"side_stream_work", "1 kernel(s) on a stream other than the current one"}};
+  ActivityObservation side;
+  side.audit.kernels_per_call = 1;
+  side.audit.other_stream_kernels = 1;
+  side.audit.other_stream_names = {"spin"};
+  t.activity = {side};
   t.persisting_l2_limit = 1 << 20;
   std::vector<IntegrityFinding> integrity;
   const auto d = judge_timing(t, protocol_by_name("strict"), integrity);
@@ -214,6 +218,147 @@ TEST(JudgeTest, TheDevicesEvidenceIsJudgedInOrderOnAGpu) {
   integrity.clear();
   EXPECT_FALSE(judge_timing(t, protocol_by_name("strict"), integrity).has_value());
   EXPECT_TRUE(integrity.empty());
+}
+
+// Every check of the activity audit, from what the traces saw.
+TEST(JudgeTest, EachActivityCheckFromTheTraces) {
+  TimingObservation t;
+  t.cpu = false;
+  t.headline_seconds = t.event_median = t.wall_median = 10e-6;  // 10 us per call by the events
+  t.reference_kernels_per_call = 2;
+  ActivityObservation timed;
+  timed.audit.kernels_per_call = 0;  // nothing launched, where the reference launches 2
+  t.activity = {timed};
+  const Protocol strict = protocol_by_name("strict");
+  std::vector<IntegrityFinding> found = judge_activity(t, strict);
+  ASSERT_EQ(checks(found), (std::vector<std::string>{"no_kernel_launched"}));
+  EXPECT_EQ(found[0].message.rfind("the forward launched no kernel while the reference launches 2", 0), 0u)
+      << found[0].message;
+
+  // On the timed shape, in this order: streams, late work, libraries, timer.
+  timed.audit.kernels_per_call = 3;
+  timed.audit.other_stream_kernels = 1;
+  timed.audit.other_stream_names = {"side_kernel"};
+  timed.audit.late_kernels = 2;
+  timed.audit.late_names = {"late_a", "late_b"};
+  timed.audit.libraries = {"cublas", "cudnn"};
+  timed.audit.gpu_us_per_call = 100;  // more than twice the events' 10 us, plus 20
+  t.activity = {timed};
+  found = judge_activity(t, strict);
+  EXPECT_EQ(checks(found),
+            (std::vector<std::string>{"side_stream_work", "work_after_sync", "library_kernels", "timer_mismatch"}));
+  EXPECT_NE(found[0].message.find("(side_kernel) were still running"), std::string::npos) << found[0].message;
+  EXPECT_NE(found[1].message.find("(late_a, late_b) were still running after"), std::string::npos);
+  EXPECT_NE(found[2].message.find("library kernels (cublas, cudnn) where the strict protocol"), std::string::npos);
+  // verified and kernelbench allow library kernels; the rest is found under each.
+  EXPECT_EQ(checks(judge_activity(t, protocol_by_name("verified"))),
+            (std::vector<std::string>{"side_stream_work", "work_after_sync", "timer_mismatch"}));
+  timed.audit.gpu_us_per_call = 2 * 10 + 20;  // at the margin: not a mismatch
+  timed.audit.other_stream_kernels = timed.audit.late_kernels = 0;
+  timed.audit.libraries.clear();
+  t.activity = {timed};
+  EXPECT_TRUE(judge_activity(t, strict).empty());
+
+  // Hidden shape variants: their findings name the variant; a variant that
+  // could not be traced is unavailable and the next is still judged; a
+  // module that failed while traced ends the list.
+  ActivityObservation odd, broken, failed, never;
+  odd.where = " on shape variant 'odd'";
+  odd.audit.kernels_per_call = 1;
+  odd.audit.libraries = {"cublas"};
+  broken.where = " on shape variant 'tall'";
+  broken.why = "the markers were miscounted";
+  failed.where = " on shape variant 'wide'";
+  failed.module_failed = true;
+  failed.why = "runtime_error: boom";
+  never.where = " on shape variant 'never'";
+  never.audit.libraries = {"cudnn"};
+  t.activity = {timed, odd, broken, failed, never};
+  found = judge_activity(t, strict);
+  ASSERT_EQ(checks(found), (std::vector<std::string>{"library_kernels", "audit_unavailable", "audit_unavailable"}));
+  EXPECT_NE(found[0].message.find("(cublas) on shape variant 'odd' where"), std::string::npos) << found[0].message;
+  EXPECT_EQ(found[1].message, "the activity audit could not run on shape variant 'tall': the markers were miscounted");
+  EXPECT_EQ(found[2].message,
+            "the module failed while its kernels were traced on shape variant 'wide': runtime_error: boom");
+
+  // The timed shape's audit fails closed where integrity is checked, and
+  // only there.
+  ActivityObservation blind;
+  blind.why = "no CUPTI in this kloop-worker";
+  t.activity = {blind};
+  found = judge_activity(t, strict);
+  ASSERT_EQ(checks(found), (std::vector<std::string>{"audit_unavailable"}));
+  EXPECT_EQ(found[0].message.rfind("the activity audit could not run: no CUPTI in this kloop-worker (under this", 0),
+            0u);
+  EXPECT_TRUE(judge_activity(t, protocol_by_name("kernelbench")).empty());
+  blind.module_failed = true;
+  blind.why = "exit status 3";
+  t.activity = {blind};
+  found = judge_activity(t, protocol_by_name("verified"));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].message,
+            "the module failed while its kernels were traced, after passing its tests and timing: exit status 3");
+  std::vector<IntegrityFinding> integrity;
+  const auto d = judge_timing(t, protocol_by_name("verified"), integrity);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->verdict, VerdictClass::kIntegrityViolation);
+  EXPECT_EQ(d->message.rfind("audit_unavailable: the module failed", 0), 0u) << d->message;
+}
+
+TEST(JudgeTest, ABuildThatFailedIsACompileError) {
+  BuildObservation b;
+  EXPECT_FALSE(judge_build(b, "c.cpp").has_value());
+  b.python_under_cpp = "it imports torch";
+  auto d = judge_build(b, "c.py");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->verdict, VerdictClass::kCompileError);
+  EXPECT_EQ(d->message.rfind("c.py is a Python ModelNew (it imports torch), KernelBench's format", 0), 0u);
+
+  b = {};
+  b.ok = false;
+  b.diagnostics = {{"c.cpp", 3, 1, "warning", "unused"}, {"c.cpp", 9, 5, "error", "no member named 'foo'"},
+                   {"c.cpp", 12, 2, "error", "expected ';'"}};
+  d = judge_build(b, "c.cpp");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->verdict, VerdictClass::kCompileError);
+  EXPECT_EQ(d->message, "2 error(s); first: " + b.diagnostics[1].format());
+  b.timed_out = true;
+  b.timeout_s = 120;
+  EXPECT_EQ(judge_build(b, "c.cpp")->message, "compilation did not finish within 120 s");
+  b.timed_out = false;
+  b.python_failure = "importing the candidate raised SyntaxError";
+  EXPECT_EQ(judge_build(b, "c.py")->message, "importing the candidate raised SyntaxError");
+}
+
+// Each way a worker call can fail, as the candidate's verdict.
+TEST(JudgeTest, WorkerFailuresAreTheCandidatesVerdicts) {
+  using Kind = WorkerFailure::Kind;
+  struct Case {
+    WorkerFailure failure;
+    VerdictClass verdict;
+    std::string message;
+    std::string finding;
+  };
+  const std::vector<Case> cases = {
+      {{Kind::kReplied, "load_error", "no ModelNew in the module"}, VerdictClass::kLoadError,
+       "no ModelNew in the module", ""},
+      {{Kind::kReplied, "timeout", "forward did not return"}, VerdictClass::kTimeout, "forward did not return", ""},
+      {{Kind::kReplied, "runtime_error", "std::bad_alloc"}, VerdictClass::kRuntimeError, "std::bad_alloc", ""},
+      {{Kind::kReplied, "made_up_class", "odd"}, VerdictClass::kRuntimeError, "odd", ""},
+      {{Kind::kTimedOut, "", "no result within 10 s"}, VerdictClass::kTimeout, "no result within 10 s", ""},
+      {{Kind::kDied, "", "the process was killed by SIGSEGV"}, VerdictClass::kRuntimeError,
+       "the process was killed by SIGSEGV", ""},
+      {{Kind::kProtocolViolation, "", "a forged reply"}, VerdictClass::kIntegrityViolation,
+       "protocol_violation: a forged reply", "protocol_violation"},
+      {{Kind::kReferenceDied, "", "exit status 9"}, VerdictClass::kIntegrityViolation,
+       "reference_died: the reference worker died or hung while the candidate ran: exit status 9", "reference_died"},
+  };
+  for (const auto& c : cases) {
+    const FailureJudgement j = judge_failure(c.failure);
+    EXPECT_EQ(j.decision.verdict, c.verdict) << c.message;
+    EXPECT_EQ(j.decision.message, c.message);
+    EXPECT_EQ(j.finding ? j.finding->check : "", c.finding) << c.message;
+  }
 }
 
 }  // namespace

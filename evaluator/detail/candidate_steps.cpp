@@ -33,25 +33,13 @@ CandidateSteps::CandidateSteps(const ProblemSpec& spec, const Protocol& protocol
       finish_(std::move(finish)) {}
 
 std::optional<Verdict> CandidateSteps::worker_failed(const CallStatus& r) {
-  if (!r.replied) {
-    v_.log_tail = cand_.log_tail();
-    if (cand_.protocol_violation()) {
-      v_.integrity.push_back(
-          {"protocol_violation", cand_.failure().substr(std::string("protocol_violation: ").size())});
-    }
-    return finish_(cand_.failure_class(), cand_.failure());
-  }
-  if (r.failure) {
-    v_.log_tail = cand_.log_tail();
-    return finish_(class_from_name(r.failure->error_class), r.failure->message);
-  }
-  return std::nullopt;
-}
-
-VerdictClass class_from_name(const std::string& name) {
-  if (name == "load_error") return VerdictClass::kLoadError;
-  if (name == "timeout") return VerdictClass::kTimeout;
-  return VerdictClass::kRuntimeError;
+  if (r.ok()) return std::nullopt;
+  WorkerFailure seen = cand_.failure_observed();
+  if (r.replied) seen = {WorkerFailure::Kind::kReplied, r.failure->error_class, r.failure->message};
+  v_.log_tail = cand_.log_tail();
+  const FailureJudgement judged = judge_failure(seen);
+  if (judged.finding) v_.integrity.push_back(*judged.finding);
+  return finish_(judged.decision.verdict, judged.decision.message);
 }
 
 // What the candidate claims it published, rebuilt from what kloop knows:
@@ -329,16 +317,17 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
     seen.event_median = v_.candidate_time->median;
     seen.wall_median = v_.candidate_wall->median;
     if (options_.activity_audit) {
-      // The audit's findings go to the judge, which places them among the others.
-      const std::size_t before = v_.integrity.size();
       const auto audit_start = Clock::now();
-      audit_candidate_activity(spec_, tests[0].dims, cand_, work_, cases[0], reference_profile, device_info, rules_,
-                               protocol_, options_, cache_dir_, v_);
-      if (v_.activity.contains("kernels_per_call"))
-        audit_shape_variants(tests, cases, cand_, work_, protocol_, options_, v_);
+      seen.activity.push_back(audit_candidate_activity(spec_, tests[0].dims, cand_, work_, cases[0],
+                                                       reference_profile, device_info, rules_, protocol_, options_,
+                                                       cache_dir_, v_));
+      if (v_.activity.contains("kernels_per_call")) {
+        for (auto& o : audit_shape_variants(tests, cases, cand_, work_, protocol_, options_, v_)) {
+          seen.activity.push_back(std::move(o));
+        }
+      }
       v_.phases.activity_audit = since(audit_start);
-      seen.activity.assign(v_.integrity.begin() + static_cast<std::ptrdiff_t>(before), v_.integrity.end());
-      v_.integrity.resize(before);
+      seen.reference_kernels_per_call = v_.reference_kernels_per_call;
     }
     seen.persisting_l2_limit = timed.persisting_l2_limit;
     seen.persisting_l2_window_bytes = timed.persisting_l2_window_bytes;

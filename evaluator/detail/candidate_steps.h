@@ -18,9 +18,6 @@
 
 namespace kloop::detail {
 
-// The verdict class a worker's error class names.
-VerdictClass class_from_name(const std::string& name);
-
 class CandidateSteps {
  public:
   using Finish = std::function<Verdict(VerdictClass, std::string)>;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "evaluator/judge.h"
 #include "evaluator/evaluate.h"
 #include "evaluator/isolation/subprocess.h"
 #include "evaluator/isolation/wire.h"
@@ -110,9 +111,14 @@ class WorkerSession {
     process_.wait(std::chrono::milliseconds(5000));
   }
 
-  VerdictClass failure_class() const { return failure_class_; }
+  // Why the last call gave no reply, for the judge (judge_failure).
+  WorkerFailure failure_observed() const {
+    WorkerFailure f;
+    f.kind = failure_kind_;
+    f.message = failure_kind_ == WorkerFailure::Kind::kProtocolViolation ? violation_ : failure_;
+    return f;
+  }
   const std::string& failure() const { return failure_; }
-  bool protocol_violation() const { return protocol_violation_; }
   std::string log_tail() const { return last_lines(file_tail(log_path_, 16384), 30); }
   std::vector<UniqueFd>& fds() { return fds_; }
   pid_t pid() const { return process_.pid(); }
@@ -147,8 +153,8 @@ class WorkerSession {
 
   std::nullopt_t violated(const std::string& what) {
     process_.kill();
-    protocol_violation_ = true;
-    failure_class_ = VerdictClass::kIntegrityViolation;
+    failure_kind_ = WorkerFailure::Kind::kProtocolViolation;
+    violation_ = what;
     failure_ = "protocol_violation: " + what;
     return std::nullopt;
   }
@@ -157,13 +163,13 @@ class WorkerSession {
     std::string phase = last_phase(file_tail(log_path_, 65536));
     if (process_.timed_out()) {
       process_.kill();
-      failure_class_ = VerdictClass::kTimeout;
+      failure_kind_ = WorkerFailure::Kind::kTimedOut;
       failure_ = "no result within " + std::to_string(timeout.count() / 1000.0).substr(0, 5) + " s (during " +
                  phase + "); the process was killed";
       return std::nullopt;
     }
     ExitStatus st = process_.wait(std::chrono::milliseconds(5000));
-    failure_class_ = VerdictClass::kRuntimeError;
+    failure_kind_ = WorkerFailure::Kind::kDied;
     if (st.exited) {
       failure_ = "the process exited with status " + std::to_string(st.code) + " during " + phase +
                  " without returning a result (a module must not call exit())";
@@ -176,9 +182,9 @@ class WorkerSession {
 
   std::string log_path_;
   WorkerProcess process_;
-  VerdictClass failure_class_ = VerdictClass::kRuntimeError;
+  WorkerFailure::Kind failure_kind_ = WorkerFailure::Kind::kDied;
   std::string failure_;
-  bool protocol_violation_ = false;
+  std::string violation_;  // what broke the protocol
   std::vector<UniqueFd> fds_;
 };
 
