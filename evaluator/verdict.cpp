@@ -135,6 +135,20 @@ json Verdict::to_json() const {
   return j;
 }
 
+void for_each_failure(const std::vector<TestOutcome>& tests, int most,
+                      const std::function<void(const TestOutcome&)>& failed_call,
+                      const std::function<void(const TensorComparison&)>& failed_output) {
+  int shown = 0;
+  for (const auto& t : tests) {
+    if (t.passed || shown >= most) continue;
+    ++shown;
+    failed_call(t);
+    for (const auto& c : t.outputs) {
+      if (!c.passed) failed_output(c);
+    }
+  }
+}
+
 std::string Verdict::to_text() const {
   std::ostringstream out;
   out << problem << " [" << protocol_name << ", " << device << "]: " << verdict_name(verdict);
@@ -170,30 +184,28 @@ std::string Verdict::to_text() const {
     out << "  tests: " << passed << "/" << tests.size() << " calls passed (" << tests_planned
         << " test cases planned)\n";
   }
-  int shown = 0;
-  for (const auto& t : tests) {
-    if (t.passed || shown >= 3) continue;
-    ++shown;
-    out << "  failed: " << t.label << " (case " << t.case_id << ", call " << t.call << ")";
-    if (!t.problem.empty()) out << ": " << t.problem;
-    out << "\n";
-    for (const auto& c : t.outputs) {
-      if (c.passed) continue;
-      if (!c.problem.empty()) {
-        out << "    " << c.name << ": " << c.problem << "\n";
-        continue;
-      }
-      out << "    " << c.name << ": " << c.mismatches << " of " << c.numel << " elements differ; max abs error "
-          << fmt_number(c.max_abs_error) << ", max rel error " << fmt_number(c.max_rel_error)
-          << " (largest expected magnitude " << fmt_number(c.max_abs_expected) << ")";
-      if (c.non_finite) out << "; " << c.non_finite << " NaN/Inf where a finite value was expected";
-      out << "\n";
-      for (const auto& m : c.first_mismatches) {
-        out << "      at " << shape_string(m.index) << ": expected " << fmt_number(m.expected) << ", got "
-            << fmt_number(m.actual) << "\n";
-      }
-    }
-  }
+  for_each_failure(
+      tests, 3,
+      [&](const TestOutcome& t) {
+        out << "  failed: " << t.label << " (case " << t.case_id << ", call " << t.call << ")";
+        if (!t.problem.empty()) out << ": " << t.problem;
+        out << "\n";
+      },
+      [&](const TensorComparison& c) {
+        if (!c.problem.empty()) {
+          out << "    " << c.name << ": " << c.problem << "\n";
+          return;
+        }
+        out << "    " << c.name << ": " << c.mismatches << " of " << c.numel << " elements differ; max abs error "
+            << fmt_number(c.max_abs_error) << ", max rel error " << fmt_number(c.max_rel_error)
+            << " (largest expected magnitude " << fmt_number(c.max_abs_expected) << ")";
+        if (c.non_finite) out << "; " << c.non_finite << " NaN/Inf where a finite value was expected";
+        out << "\n";
+        for (const auto& m : c.first_mismatches) {
+          out << "      at " << shape_string(m.index) << ": expected " << fmt_number(m.expected) << ", got "
+              << fmt_number(m.actual) << "\n";
+        }
+      });
   if (candidate_time && reference_time && speedup) {
     const std::string& st = timing_statistic;
     out << "  candidate " << st << " " << fmt_time(candidate_time->headline(st)) << " (IQR "

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,13 @@ struct TestOutcome {
   std::string problem_kind;  // what `problem` is: "output_count", "device", "precision"
   std::vector<TensorComparison> outputs;
 };
+
+// The failed calls a text lists (the first `most`), each followed by its
+// outputs that failed with no problem of their own: one walk for the
+// verdict's text and the model's feedback, which word them differently.
+void for_each_failure(const std::vector<TestOutcome>& tests, int most,
+                      const std::function<void(const TestOutcome&)>& failed_call,
+                      const std::function<void(const TensorComparison&)>& failed_output);
 
 struct IntegrityFinding {
   std::string check;  // output_aliases_input, input_mutation, stale_output, corrupt_after_repeat

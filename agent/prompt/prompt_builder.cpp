@@ -98,31 +98,29 @@ std::string mismatch_details(const Verdict& v, std::size_t cap) {
   for (const auto& t : v.tests) failed += t.passed ? 0 : 1;
   out << failed << " of " << v.tests.size() << " test calls failed (tolerance atol = rtol = "
       << v.protocol.value("atol", 0.0) << ").\n";
-  int shown = 0;
-  for (const auto& t : v.tests) {
-    if (t.passed || shown >= 3) continue;
-    ++shown;
-    out << "- Test with " << t.label << " (call " << t.call + 1 << " of the same model instance):";
-    if (!t.problem.empty()) out << " " << t.problem;
-    out << "\n";
-    for (const auto& c : t.outputs) {
-      if (c.passed) continue;
-      if (!c.problem.empty()) {
-        out << "  " << c.name << ": " << c.problem << "\n";
-        continue;
-      }
-      out << "  " << c.name << ": " << c.mismatches << " of " << c.numel << " values wrong; max abs error "
-          << fmt::format("{:.4g}", c.max_abs_error) << ", max rel error " << fmt::format("{:.4g}", c.max_rel_error);
-      if (c.non_finite) out << "; " << c.non_finite << " NaN/Inf values";
-      out << "\n";
-      for (const auto& m : c.first_mismatches) {
-        std::string idx;
-        for (auto i : m.index) idx += (idx.empty() ? "" : ", ") + std::to_string(i);
-        out << "    at [" << idx << "]: expected " << fmt::format("{:.6g}", m.expected) << ", got "
-            << fmt::format("{:.6g}", m.actual) << "\n";
-      }
-    }
-  }
+  for_each_failure(
+      v.tests, 3,
+      [&](const TestOutcome& t) {
+        out << "- Test with " << t.label << " (call " << t.call + 1 << " of the same model instance):";
+        if (!t.problem.empty()) out << " " << t.problem;
+        out << "\n";
+      },
+      [&](const TensorComparison& c) {
+        if (!c.problem.empty()) {
+          out << "  " << c.name << ": " << c.problem << "\n";
+          return;
+        }
+        out << "  " << c.name << ": " << c.mismatches << " of " << c.numel << " values wrong; max abs error "
+            << fmt::format("{:.4g}", c.max_abs_error) << ", max rel error " << fmt::format("{:.4g}", c.max_rel_error);
+        if (c.non_finite) out << "; " << c.non_finite << " NaN/Inf values";
+        out << "\n";
+        for (const auto& m : c.first_mismatches) {
+          std::string idx;
+          for (auto i : m.index) idx += (idx.empty() ? "" : ", ") + std::to_string(i);
+          out << "    at [" << idx << "]: expected " << fmt::format("{:.6g}", m.expected) << ", got "
+              << fmt::format("{:.6g}", m.actual) << "\n";
+        }
+      });
   return cap_text(out.str(), cap);
 }
 

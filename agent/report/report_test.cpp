@@ -18,6 +18,7 @@
 #include "agent/report/run_view.h"
 #include "agent/store/run_store.h"
 #include "evaluator/problem/registry.h"
+#include "tests/support/shell.h"
 #include "tests/support/synthetic_run.h"
 
 namespace kloop::report {
@@ -49,13 +50,9 @@ class ReportTest : public ::testing::Test {
   }
   // Runs the kloop binary; returns its exit code and puts stdout and stderr in `out`.
   static int kloop(const std::string& args, std::string* out) {
-    FILE* pipe = popen((std::string(KLOOP_TEST_BINARY) + " " + args + " 2>&1").c_str(), "r");
-    if (!pipe) return -1;
-    char buf[4096];
-    std::size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out->append(buf, n);
-    const int status = pclose(pipe);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const kloop::test::ShellResult r = kloop::test::shell(std::string(KLOOP_TEST_BINARY) + " " + args + " 2>&1");
+    *out += r.output;
+    return r.code;
   }
 
   ProblemRegistry registry_{ProblemRegistry::default_root()};

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/support/shell.h"
+
 namespace kloop {
 namespace {
 
@@ -18,14 +20,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 std::pair<int, std::string> run(const std::string& args) {
-  std::string out;
-  FILE* pipe = popen((std::string(KLOOP_TEST_BINARY) + " " + args + " 2>&1").c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), out};
+  const kloop::test::ShellResult r = kloop::test::shell(std::string(KLOOP_TEST_BINARY) + " " + args + " 2>&1");
+  return {r.code, r.output};
 }
 
 class BaselineCliTest : public ::testing::Test {

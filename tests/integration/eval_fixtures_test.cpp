@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/shell.h"
+
 namespace {
 
 using json = nlohmann::json;
@@ -24,14 +26,11 @@ struct FixtureCase {
   double timeout = 60;
 };
 
+// stdout of `cmd`, its exit code in *status.
 std::string run(const std::string& cmd, int* status) {
-  std::string out;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  std::array<char, 65536> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
-  *status = pclose(pipe.release());
-  return out;
+  const kloop::test::ShellResult r = kloop::test::shell(cmd);
+  *status = r.code;
+  return r.output;
 }
 
 json eval(const FixtureCase& c) {
@@ -352,13 +351,13 @@ TEST(EvalCliTest, BadInputIsAClearErrorNotACrash) {
   std::string out = run(std::string(KLOOP_TEST_BINARY) + " eval --problem 19_Relu --candidate " +
                             KLOOP_TEST_FIXTURES + "/relu/correct.cpp 2>&1",
                         &status);
-  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_EQ(status, 2);
   EXPECT_NE(out.find("no problem named '19_Relu'"), std::string::npos) << out;
   EXPECT_NE(out.find("19_ReLU"), std::string::npos) << "should suggest the right name: " << out;
   out = run(std::string(KLOOP_TEST_BINARY) + " eval --problem 19_ReLU --protocol lenient --candidate " +
                 KLOOP_TEST_FIXTURES + "/relu/correct.cpp 2>&1",
             &status);
-  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_EQ(status, 2);
   EXPECT_NE(out.find("unknown protocol 'lenient'"), std::string::npos) << out;
 }
 

@@ -54,6 +54,7 @@
 #include "evaluator/evaluate.h"
 #include "evaluator/isolation/subprocess.h"
 #include "evaluator/problem/registry.h"
+#include "tests/support/shell.h"
 
 namespace kloop {
 namespace {
@@ -534,14 +535,11 @@ TEST(WorkerHardeningTest, WorkerHasFullRelro) {
 // The strict attacks again with kloop itself running as uid 65534 (the CLI
 // under setpriv): the candidate then runs in a user namespace.
 
+// stdout of `cmd`, its exit code in *status.
 std::string shell(const std::string& cmd, int* status) {
-  std::string out;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  std::array<char, 65536> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
-  *status = pclose(pipe.release());
-  return out;
+  const kloop::test::ShellResult r = kloop::test::shell(cmd);
+  *status = r.code;
+  return r.output;
 }
 
 bool have_setpriv() {
