@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "evaluator/build/environment.h"
 #include "evaluator/check/compare.h"
@@ -25,22 +24,55 @@ bool imports_torch(const std::string& python) {
   return r.status.exited && r.status.code == 0;
 }
 
-// The harness's one JSON line (the last line of its output that parses).
-json harness_reply(const std::string& output) {
-  std::istringstream lines(output);
-  std::string line;
-  json reply;
-  while (std::getline(lines, line)) {
-    if (line.empty() || line.front() != '{') continue;
-    try {
-      reply = json::parse(line);
-    } catch (const json::exception&) {
-    }
-  }
-  return reply;
+fs::path work_root_of(const ParityOptions& options) {
+  if (!options.work_root.empty()) return options.work_root;
+  return access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
 }
 
 }  // namespace
+
+UpstreamHost::UpstreamHost(std::string python, std::string log_path)
+    : python_(std::move(python)), log_path_(std::move(log_path)) {}
+
+UpstreamHost::~UpstreamHost() {
+  if (process_) process_->kill();
+  std::error_code ec;
+  fs::remove(log_path_, ec);
+}
+
+json UpstreamHost::run(const json& request, std::chrono::seconds timeout) {
+  if (!process_) {
+    ++starts_;
+    process_ = std::make_unique<WorkerProcess>(
+        std::vector<std::string>{python_, data_dir() + "/evaluator/problem/upstream_parity.py", "--serve"},
+        fs::path(log_path_).parent_path().string(), log_path_, SandboxSpec{});
+  }
+  auto failed = [&](const std::string& why) {
+    process_->kill();
+    process_.reset();
+    const std::string log = file_tail(log_path_, 2000);
+    return json{{"ok", false}, {"kind", "error"}, {"error", why + (log.empty() ? "" : "; its output ends:\n" + log)}};
+  };
+  if (!process_->send(request.dump())) return failed("the python3 running upstream files is gone");
+  const auto reply = process_->receive(timeout);
+  if (!reply) {
+    return failed(process_->timed_out() ? "no answer within " + std::to_string(timeout.count()) + " s"
+                                        : "the python3 running upstream files ended without an answer");
+  }
+  json j;
+  try {
+    j = json::parse(reply->line);
+  } catch (const json::exception&) {
+    return failed("an answer that is not JSON");
+  }
+  if (!j.is_object()) return failed("an answer that is not a JSON object");
+  // A failed task on a GPU may leave a CUDA error with the process.
+  if (!j.value("ok", false) && j.value("kind", "") == "error" && request.value("device", "cpu") != "cpu") {
+    process_->kill();
+    process_.reset();
+  }
+  return j;
+}
 
 std::string find_python_with_torch(const std::string& configured) {
   std::string chosen = configured;
@@ -77,8 +109,7 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
     r.details.push_back(upstream.string() + ": not found in the checkout");
     return r;
   }
-  fs::path root = options.work_root;
-  if (root.empty()) root = access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
+  const fs::path root = work_root_of(options);
   const fs::path dir = root / ("kloop-parity-" + std::to_string(getpid()) + "-" + spec.name);
   fs::remove_all(dir);
   struct Cleanup {
@@ -102,18 +133,21 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
   std::ofstream(dims_file) << c.dims.dump();
   const std::string out_file = (dir / "upstream.safetensors").string();
   const std::string device = evaluator.options().device;
-  const CommandResult run = run_command(
-      {options.python.empty() ? find_python_with_torch("") : options.python, data_dir() + "/evaluator/problem/upstream_parity.py",
-       "--task", upstream.string(), "--args", args_file, "--weights", c.weights_file, "--inputs", c.inputs_file, "--out",
-       out_file, "--dims", dims_file, "--device", device == "cpu" ? "cpu" : device},
-      dir.string(), options.timeout);
-  const json reply = harness_reply(run.output);
-  if (run.timed_out || !reply.is_object()) {
-    r.status = "error";
-    r.details.push_back("upstream: " + std::string(run.timed_out ? "timed out" : "no answer") + ": " +
-                        run.output.substr(run.output.size() > 2000 ? run.output.size() - 2000 : 0));
-    return r;
+  std::unique_ptr<UpstreamHost> own_host;
+  UpstreamHost* host = options.host;
+  if (!host) {
+    own_host = std::make_unique<UpstreamHost>(options.python.empty() ? find_python_with_torch("") : options.python,
+                                              (dir / "upstream.log").string());
+    host = own_host.get();
   }
+  const json reply = host->run({{"task", upstream.string()},
+                                {"args", args_file},
+                                {"weights", c.weights_file},
+                                {"inputs", c.inputs_file},
+                                {"out", out_file},
+                                {"dims", dims_file},
+                                {"device", device}},
+                               options.timeout);
   if (!reply.value("ok", false)) {
     r.status = reply.value("kind", std::string("error"));
     if (r.status != "key_mismatch" && r.status != "arg_mismatch") r.status = "error";

@@ -1,7 +1,8 @@
 // Port parity: does kloop's C++ port of a task compute what the upstream
 // Python task file computes? Each upstream file (a KernelBench checkout's
 // KernelBench/levelN/NAME.py, as the spec's provenance names it) runs in a
-// python3 subprocess with torch (evaluator/problem/upstream_parity.py) on
+// python3 with torch (evaluator/problem/upstream_parity.py, kept for many
+// tasks by an UpstreamHost) on
 // kloop's own weights (loaded by state_dict name) and inputs, and its
 // outputs are judged against kloop's reference by kloop's comparison under
 // the strict protocol's tolerance. Upstream code runs as the user who
@@ -9,12 +10,43 @@
 // trusted source, as a reference is.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "evaluator/evaluate.h"
 
 namespace kloop {
+
+class WorkerProcess;
+
+// The python3 that runs upstream task files, started once for many tasks
+// (upstream_parity.py --serve): Python, torch and CUDA start once, not per
+// task. A task that ends the process or outlasts its time costs a restart,
+// as does a failed task on a GPU (a CUDA error can stay with the process).
+class UpstreamHost {
+ public:
+  // `log_path`: the process's stdout and stderr (removed with the host).
+  UpstreamHost(std::string python, std::string log_path);
+  ~UpstreamHost();
+  UpstreamHost(const UpstreamHost&) = delete;
+  UpstreamHost& operator=(const UpstreamHost&) = delete;
+
+  // The harness's answer to one request (upstream_parity.py's flags as
+  // keys); {"ok": false, "kind": "error", "error": why} when the process
+  // died, hung or answered nothing readable.
+  nlohmann::json run(const nlohmann::json& request, std::chrono::seconds timeout);
+  int starts() const { return starts_; }  // processes started so far
+
+ private:
+  std::string python_;
+  std::string log_path_;
+  std::unique_ptr<WorkerProcess> process_;
+  int starts_ = 0;
+};
 
 struct ParityOptions {
   std::string upstream_root;  // a KernelBench checkout (the folder holding KernelBench/level1/...)
@@ -24,6 +56,9 @@ struct ParityOptions {
   // "" = /dev/shm when writable (at upstream size one task moves tens of GB,
   // which a disk makes the slow part), else the temp folder.
   std::string work_root;
+  // Runs the upstream files; borrowed, for many tasks. None: a host of the
+  // call's own, for this task alone.
+  UpstreamHost* host = nullptr;
 };
 
 struct ParityResult {

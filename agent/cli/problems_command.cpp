@@ -1,6 +1,8 @@
 // kloop problems list|show: browse the task suites.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -244,6 +246,10 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
   ParityOptions po;
   po.upstream_root = std::filesystem::absolute(a.upstream).lexically_normal().string();
   po.python = find_python_with_torch(a.python);
+  // One python3 for every task (Python, torch and CUDA start once).
+  UpstreamHost host(po.python, (std::filesystem::temp_directory_path() /
+                                ("kloop-parity-" + std::to_string(getpid()) + ".log")).string());
+  po.host = &host;
   Builder builder(BuilderConfig::from_environment());
   EvalOptions opts;
   opts.measure_time = false;

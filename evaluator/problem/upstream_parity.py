@@ -1,26 +1,33 @@
 #!/usr/bin/env python3
 """Runs one upstream (KernelBench-format) task on kloop's weights and inputs.
 
-`kloop problems parity` calls it once per task, with the machine's python3
-and torch:
+Once per task, with the machine's python3 and torch:
 
     upstream_parity.py --task UPSTREAM.py --args ARGS.json --weights W.safetensors
                        --inputs I.safetensors --out O.safetensors [--dims DIMS.json] [--device cpu|cuda]
+
+or, as `kloop problems parity` runs it, once for every task: with --serve it
+reads one request per line from the socket on descriptor 3 (a JSON object
+with the flags' names as keys: task, args, weights, inputs, out, dims,
+device) and answers each with its JSON line there, so Python, torch and CUDA
+start once rather than per task (3.6 s of import alone on the H200).
 
 The task file defines `Model` (a torch.nn.Module), `get_inputs` and
 `get_init_inputs`. The model is built from kloop's constructor arguments by
 parameter name (a parameter kloop does not list keeps its default), its
 state_dict is replaced by kloop's weights (same names and shapes, or the
 task is a key mismatch), and forward runs on kloop's inputs. The outputs go
-to O.safetensors (kloop's tensor files are safetensors); one JSON line on stdout says what
-happened.
+to O.safetensors (kloop's tensor files are safetensors); one JSON line (on
+stdout, or the socket) says what happened.
 """
 import argparse
+import gc
 import importlib.util
 import inspect
 import json
 import mmap
 import os
+import socket
 import struct
 import sys
 
@@ -91,13 +98,8 @@ def say(**fields):
     print(json.dumps(fields), flush=True)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    for flag in ("--task", "--args", "--weights", "--inputs", "--out"):
-        ap.add_argument(flag, required=True)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--dims", help="kloop's dims (JSON): module-level globals of the same names take these values")
-    a = ap.parse_args()
+def run_task(a):
+    """One task (`a` has the flags' names as attributes): what to say of it."""
     torch.manual_seed(0)
     spec = importlib.util.spec_from_file_location("upstream_task", a.task)
     module = importlib.util.module_from_spec(spec)
@@ -123,9 +125,8 @@ def main():
         elif p.default is inspect.Parameter.empty:
             missing_args.append(p.name)
     if missing_args:
-        say(ok=False, kind="arg_mismatch", error="constructor parameter(s) %s are not among kloop's args %s"
-            % (missing_args, sorted(kloop_args)))
-        return 0
+        return dict(ok=False, kind="arg_mismatch", error="constructor parameter(s) %s are not among kloop's args %s"
+                    % (missing_args, sorted(kloop_args)))
     model = module.Model(**kwargs)
 
     weights = dict(read_tensors(a.weights))
@@ -135,8 +136,7 @@ def main():
     shapes = sorted("%s: upstream %s, kloop %s" % (k, list(state[k].shape), list(weights[k].shape))
                     for k in state if k in weights and tuple(state[k].shape) != tuple(weights[k].shape))
     if upstream_only or kloop_only or shapes:
-        say(ok=False, kind="key_mismatch", upstream_only=upstream_only, kloop_only=kloop_only, shapes=shapes)
-        return 0
+        return dict(ok=False, kind="key_mismatch", upstream_only=upstream_only, kloop_only=kloop_only, shapes=shapes)
     model.load_state_dict({k: weights[k].to(state[k].dtype) for k in state})
     # In the mode a new module has (training), as KernelBench runs it and as
     # kloop's references run: batch norm on the batch's statistics.
@@ -153,13 +153,54 @@ def main():
             t = torch.tensor(t)
         outs.append(("output%d" % i, t))
     write_tensors(a.out, outs)
-    say(ok=True, outputs=len(outs), state_dict_keys=len(state))
+    return dict(ok=True, outputs=len(outs), state_dict_keys=len(state))
+
+
+def answer(a):
+    """run_task's answer, or the task file's own failure as one (a result,
+    not a crash of the harness)."""
+    try:
+        return run_task(a)
+    except Exception as e:
+        return dict(ok=False, kind="error", error="%s: %s" % (type(e).__name__, e))
+
+
+def serve():
+    """Requests on descriptor 3 until kloop closes it; one answer each."""
+    channel = socket.socket(fileno=3).makefile("rwb")
+    for line in channel:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        a = argparse.Namespace(dims=None, device="cpu")
+        for key, value in request.items():
+            setattr(a, key, value)
+        reply = answer(a)
+        # What the task held goes before the next one is built.
+        gc.collect()
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+        channel.write((json.dumps(reply) + "\n").encode("utf-8"))
+        channel.flush()
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--serve", action="store_true", help="answer requests on descriptor 3, one per line")
+    for flag in ("--task", "--args", "--weights", "--inputs", "--out"):
+        ap.add_argument(flag)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dims", help="kloop's dims (JSON): module-level globals of the same names take these values")
+    a = ap.parse_args()
+    if a.serve:
+        return serve()
+    missing = [f for f in ("task", "args", "weights", "inputs", "out") if getattr(a, f) is None]
+    if missing:
+        ap.error("missing " + ", ".join("--" + f for f in missing))
+    say(**answer(a))
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Exception as e:  # the task file's own failure: a result, not a crash of the harness
-        say(ok=False, kind="error", error="%s: %s" % (type(e).__name__, e))
-        sys.exit(0)
+    sys.exit(main())

@@ -34,7 +34,8 @@ class ParityTest : public ::testing::Test {
       GTEST_SKIP() << e.what();
     }
   }
-  ParityResult parity(const std::string& name) {
+  ParityResult parity(const std::string& name, UpstreamHost* host = nullptr,
+                      const std::string& upstream = std::string(KLOOP_TEST_FIXTURES) + "/upstream") {
     ProblemRegistry registry(KLOOP_TEST_PROBLEMS);
     Builder builder(BuilderConfig::from_environment());
     EvalOptions o;
@@ -42,19 +43,23 @@ class ParityTest : public ::testing::Test {
     o.measure_time = false;
     Evaluator evaluator(builder, o);
     ParityOptions po;
-    po.upstream_root = std::string(KLOOP_TEST_FIXTURES) + "/upstream";
+    po.upstream_root = upstream;
     po.python = python_;
+    po.host = host;
     return check_parity(evaluator, registry.load(name), po);
   }
   std::string python_;
 };
 
+// One python3 serves every task (UpstreamHost), as the command runs them.
 TEST_F(ParityTest, PortsThatComputeTheUpstreamTaskMatch) {
+  UpstreamHost host(python_, (fs::temp_directory_path() / ("kloop-parity-" + std::to_string(getpid()) + ".log")).string());
   for (const char* name : {"19_ReLU", "23_Softmax", "12_Gemm_Multiply_LeakyReLU"}) {
-    const ParityResult r = parity(name);
+    const ParityResult r = parity(name, &host);
     EXPECT_EQ(r.status, "match") << name << ": " << (r.details.empty() ? "" : r.details.front());
     EXPECT_TRUE(r.bitwise) << name << ": same weights, same inputs, same LibTorch: max abs " << r.max_abs_error;
   }
+  EXPECT_EQ(host.starts(), 1);
 }
 
 TEST_F(ParityTest, WrongUpstreamResultsAndOtherParametersAreFound) {
@@ -70,6 +75,27 @@ TEST_F(ParityTest, WrongUpstreamResultsAndOtherParametersAreFound) {
   const ParityResult missing = parity("20_LeakyReLU");
   EXPECT_EQ(missing.status, "missing");
   EXPECT_FALSE(missing.deviations.empty()) << "the spec's deviations travel with every row";
+}
+
+// A task that ends the python3 costs that task (an error, with why) and a
+// restart, not the tasks after it.
+TEST_F(ParityTest, ATaskThatKillsTheHostCostsOnlyItself) {
+  const fs::path dir = fs::temp_directory_path() / ("kloop-parity-host-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy(std::string(KLOOP_TEST_FIXTURES) + "/upstream", dir / "upstream", fs::copy_options::recursive);
+  const fs::path relu = dir / "upstream/KernelBench/level1/19_ReLU.py";
+  std::string text = read_file(relu.string());
+  text.replace(text.find("return torch.relu(x)"), std::string("return torch.relu(x)").size(), "os._exit(3)");
+  std::ofstream(relu) << "import os\n" << text;
+  UpstreamHost host(python_, (dir / "host.log").string());
+  const ParityResult killed = parity("19_ReLU", &host, (dir / "upstream").string());
+  EXPECT_EQ(killed.status, "error");
+  ASSERT_FALSE(killed.details.empty());
+  EXPECT_NE(killed.details.front().find("ended without an answer"), std::string::npos) << killed.details.front();
+  EXPECT_EQ(parity("23_Softmax", &host, (dir / "upstream").string()).status, "match");
+  EXPECT_EQ(host.starts(), 2);
+  fs::remove_all(dir);
 }
 
 // The command: a table that --resume continues without comparing again.
