@@ -8,13 +8,13 @@ const char* outcome_name(Outcome o) {
     case Outcome::kContextOverflow: return "context_overflow";
     case Outcome::kNoCode: return "no_code";
     case Outcome::kUnevaluated: return "unevaluated";
-    case Outcome::kCompileError: return "compile_error";
-    case Outcome::kLoadError: return "load_error";
-    case Outcome::kRuntimeError: return "runtime_error";
-    case Outcome::kTimeout: return "timeout";
-    case Outcome::kIncorrect: return "incorrect";
-    case Outcome::kIntegrityViolation: return "integrity_violation";
-    case Outcome::kCorrect: return "correct";
+    case Outcome::kCompileError: return verdict_name(VerdictClass::kCompileError);
+    case Outcome::kLoadError: return verdict_name(VerdictClass::kLoadError);
+    case Outcome::kRuntimeError: return verdict_name(VerdictClass::kRuntimeError);
+    case Outcome::kTimeout: return verdict_name(VerdictClass::kTimeout);
+    case Outcome::kIncorrect: return verdict_name(VerdictClass::kIncorrect);
+    case Outcome::kIntegrityViolation: return verdict_name(VerdictClass::kIntegrityViolation);
+    case Outcome::kCorrect: return verdict_name(VerdictClass::kCorrect);
   }
   return "?";
 }

@@ -115,7 +115,10 @@ class WorkerSession {
   WorkerFailure failure_observed() const {
     WorkerFailure f;
     f.kind = failure_kind_;
-    f.message = failure_kind_ == WorkerFailure::Kind::kProtocolViolation ? violation_ : failure_;
+    // A violation's failure text is "protocol_violation: " + what broke it.
+    f.message = failure_kind_ == WorkerFailure::Kind::kProtocolViolation
+                    ? failure_.substr(std::string("protocol_violation: ").size())
+                    : failure_;
     return f;
   }
   const std::string& failure() const { return failure_; }
@@ -154,7 +157,6 @@ class WorkerSession {
   std::nullopt_t violated(const std::string& what) {
     process_.kill();
     failure_kind_ = WorkerFailure::Kind::kProtocolViolation;
-    violation_ = what;
     failure_ = "protocol_violation: " + what;
     return std::nullopt;
   }
@@ -184,7 +186,6 @@ class WorkerSession {
   WorkerProcess process_;
   WorkerFailure::Kind failure_kind_ = WorkerFailure::Kind::kDied;
   std::string failure_;
-  std::string violation_;  // what broke the protocol
   std::vector<UniqueFd> fds_;
 };
 
