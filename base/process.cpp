@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,6 +63,9 @@ void child_fds(void* p) {
   dup2(in, 0);
   dup2(out, 1);
   dup2(err, 2);
+  for (int fd : {in, out, err}) {
+    if (fd > 2) close(fd);
+  }
 }
 
 // Keeps at most kMaxCapturedOutput bytes of a stream.
@@ -158,7 +162,11 @@ Spawn plain_spawn(std::string cwd) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (setup_fds) setup_fds(context);
       signal(SIGPIPE, SIG_DFL);  // an ignored signal would stay ignored across exec
-      close_range(3, ~0U, 0);
+      if (close_range(3, ~0U, 0) != 0) {  // a kernel or seccomp profile without it
+        struct rlimit limit {};
+        const rlim_t most = getrlimit(RLIMIT_NOFILE, &limit) == 0 ? std::min<rlim_t>(limit.rlim_cur, 65536) : 65536;
+        for (rlim_t fd = 3; fd < most; ++fd) close(static_cast<int>(fd));
+      }
       auto fail = [](const std::string& what) {
         const char* why = strerrordesc_np(errno);
         (void)!write(2, what.data(), what.size());
@@ -192,7 +200,9 @@ CommandResult run_process(const std::vector<std::string>& argv, std::chrono::mil
   if (io.separate_stderr) {
     make_pipe(p.from_err, p.child_err);
   } else {
-    p.child_err = dup(p.child_out);
+    // Close-on-exec like every end held here: another thread's exec must
+    // not keep this command's output open.
+    p.child_err = fcntl(p.child_out, F_DUPFD_CLOEXEC, 0);
   }
   const auto start = Clock::now();
   const pid_t pid = spawn(argv, child_fds, &p);

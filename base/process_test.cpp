@@ -4,6 +4,7 @@
 #include "base/process.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace kloop {
 namespace {
@@ -88,6 +90,43 @@ TEST(ProcessTest, OutputIsCutAtTheCap) {
   EXPECT_TRUE(r.output_truncated);
   EXPECT_EQ(r.output.find('\0' + std::string("\n[kloop: output cut at")), kMaxCapturedOutput - 1);
   EXPECT_TRUE(r.status.exited) << "the rest is read and dropped, so the writer finishes";
+}
+
+// Another thread may fork and exec (a worker for a run beside this one,
+// with no descriptor sweep) while run_process is spawning. Whatever
+// run_process holds open at that moment must be close-on-exec, or that
+// other program keeps this command's output pipe open and run_process waits
+// for the deadline instead of the command's end (CI saw a beam search take
+// 180 s instead of 18).
+std::vector<int> descriptors_that_cross_exec() {
+  std::vector<int> open_fds;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) open_fds.push_back(std::stoi(e.path().filename()));
+  std::vector<int> crossing;
+  for (int fd : open_fds) {
+    const int flags = fcntl(fd, F_GETFD);
+    if (fd > 2 && flags >= 0 && !(flags & FD_CLOEXEC)) crossing.push_back(fd);
+  }
+  return crossing;
+}
+
+TEST(ProcessTest, NothingItHoldsWhileSpawningCrossesAnotherThreadsExec) {
+  const std::vector<int> before = descriptors_that_cross_exec();
+  for (const bool separate : {false, true}) {
+    for (const bool with_input : {false, true}) {
+      std::vector<int> during;
+      const Spawn base = plain_spawn();
+      const Spawn watching = [&](const std::vector<std::string>& argv, void (*setup)(void*), void* context) {
+        during = descriptors_that_cross_exec();
+        return base(argv, setup, context);
+      };
+      CommandIo io;
+      io.separate_stderr = separate;
+      if (with_input) io.input = "x";
+      const CommandResult r = run_process({"true"}, 60s, io, watching);
+      EXPECT_TRUE(r.status.exited);
+      EXPECT_EQ(during, before) << "separate_stderr " << separate << ", input " << with_input;
+    }
+  }
 }
 
 }  // namespace

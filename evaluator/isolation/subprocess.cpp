@@ -30,6 +30,9 @@ void worker_fds(void* p) {
   dup2(log, 1);
   dup2(log, 2);
   dup2(channel, 3);
+  for (int fd : {channel, log, devnull}) {
+    if (fd > 3) close(fd);
+  }
 }
 
 }  // namespace
