@@ -15,7 +15,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -201,6 +200,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   const TimingRules rules = timing_rules(protocol, cpu, options_);
   const bool fresh = fresh_timed_inputs(protocol, cpu, options_);
   v.timing_statistic = rules.statistic;
+  v.observed = {{"format", 1}, {"timing", nullptr}};  // the timing phase fills in its own
   auto finish = [&](VerdictClass cls, std::string message) {
     v.verdict = cls;
     v.message = std::move(message);
@@ -316,10 +316,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     }
     cand.finish();
     ref.finish();
-    std::ostringstream msg;
-    msg << v.tests.size() << " test calls passed";
-    if (v.speedup) msg << "; speedup " << *v.speedup << "x";
-    return finish(VerdictClass::kCorrect, msg.str());
+    return finish(VerdictClass::kCorrect, correct_message(v.tests.size(), v.speedup));
   } catch (const CandidateFailed& f) {
     return f.verdict;
   } catch (const ProtocolViolation& e) {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
+#include <stdexcept>
 
 #include "evaluator/timing/device_figures.h"
 
@@ -284,6 +286,122 @@ std::optional<Decision> judge_timing(const TimingObservation& t, const Protocol&
     return Decision{VerdictClass::kIntegrityViolation, "timed_call_incorrect: " + timed_wrong_finding};
   }
   return std::nullopt;
+}
+
+std::string correct_message(std::size_t test_calls, const std::optional<double>& speedup) {
+  std::ostringstream msg;
+  msg << test_calls << " test calls passed";
+  if (speedup) msg << "; speedup " << *speedup << "x";
+  return msg.str();
+}
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ActivityAudit, calls, joined_stream_kernels, kernels_per_call, gpu_us_per_call,
+                                   span_us_per_call, other_stream_kernels, late_kernels, libraries, compiled_in,
+                                   unattributed_kernels, other_stream_names, late_names, unavailable)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ActivityObservation, where, module_failed, why, audit)
+
+namespace {
+
+nlohmann::json to_json(const TimingObservation& t) {
+  return {{"cpu", t.cpu},
+          {"timed_wrong", t.timed_wrong},
+          {"implausible", t.implausible},
+          {"still_correct", t.still_correct},
+          {"headline_seconds", t.headline_seconds},
+          {"event_median", t.event_median},
+          {"wall_median", t.wall_median},
+          {"floor_seconds", t.floor_seconds ? nlohmann::json(*t.floor_seconds) : nlohmann::json()},
+          {"floor_bound", t.floor_bound},
+          {"activity", t.activity},
+          {"reference_kernels_per_call", t.reference_kernels_per_call},
+          {"persisting_l2_limit", t.persisting_l2_limit},
+          {"persisting_l2_window_bytes", t.persisting_l2_window_bytes}};
+}
+
+TimingObservation timing_observation_from_json(const nlohmann::json& j) {
+  TimingObservation t;
+  t.cpu = j.at("cpu").get<bool>();
+  t.timed_wrong = j.at("timed_wrong").get<std::string>();
+  t.implausible = j.at("implausible").get<std::string>();
+  t.still_correct = j.at("still_correct").get<bool>();
+  t.headline_seconds = j.at("headline_seconds").get<double>();
+  t.event_median = j.at("event_median").get<double>();
+  t.wall_median = j.at("wall_median").get<double>();
+  if (!j.at("floor_seconds").is_null()) t.floor_seconds = j.at("floor_seconds").get<double>();
+  t.floor_bound = j.at("floor_bound").get<std::string>();
+  t.activity = j.at("activity").get<std::vector<ActivityObservation>>();
+  t.reference_kernels_per_call = j.at("reference_kernels_per_call").get<double>();
+  t.persisting_l2_limit = j.at("persisting_l2_limit").get<long long>();
+  t.persisting_l2_window_bytes = j.at("persisting_l2_window_bytes").get<long long>();
+  return t;
+}
+
+}  // namespace
+
+nlohmann::json timing_stage_to_json(const TimingObservation& t, std::size_t findings_before,
+                                    const std::optional<double>& reference_headline, double candidate_headline) {
+  return {{"findings_before", findings_before},
+          {"seen", to_json(t)},
+          {"reference_headline", reference_headline ? nlohmann::json(*reference_headline) : nlohmann::json()},
+          {"candidate_headline", candidate_headline}};
+}
+
+Rejudged rejudge(const nlohmann::json& stored, const Protocol& to) {
+  using json = nlohmann::json;
+  if (!stored.is_object() || !stored.contains("observed") || !stored["observed"].is_object()) {
+    throw std::invalid_argument("the verdict keeps no observations (a kloop before re-judging wrote it)");
+  }
+  const json& observed = stored["observed"];
+  if (observed.value("format", 0) != 1) {
+    throw std::invalid_argument("its observations are in format " + observed.value("format", json()).dump() +
+                                ", which this kloop does not read");
+  }
+  Rejudged r;
+  try {
+    r.verdict_json = stored;
+    json& out = r.verdict_json;
+    out["rejudged_from"] = stored.at("protocol").at("name");
+    out["protocol"] = to.to_json();
+    const std::optional<VerdictClass> stored_class = verdict_from_name(stored.at("verdict").get<std::string>());
+    if (!stored_class) throw std::invalid_argument("its verdict '" + stored.at("verdict").get<std::string>() + "' is no verdict class");
+    r.verdict = *stored_class;
+    r.message = stored.at("message").get<std::string>();
+    const json* time = stored.contains("timing") ? &stored["timing"] : nullptr;
+    if (time && time->contains("speedup")) r.speedup = time->at("speedup").get<double>();
+    const json& timing = observed.value("timing", json());
+    if (timing.is_null()) return r;  // decided before the timing phase, where no rule that differs applies
+
+    const TimingObservation seen = timing_observation_from_json(timing.at("seen"));
+    const std::size_t before = timing.at("findings_before").get<std::size_t>();
+    std::vector<IntegrityFinding> integrity;
+    for (const auto& f : stored.at("integrity")) {
+      if (integrity.size() == before) break;
+      integrity.push_back({f.at("check").get<std::string>(), f.at("message").get<std::string>()});
+    }
+    if (integrity.size() != before) throw std::invalid_argument("it holds fewer integrity findings than its timing phase saw");
+    const std::optional<Decision> decided = judge_timing(seen, to, integrity);
+    json findings = json::array();
+    for (const auto& f : integrity) findings.push_back({{"check", f.check}, {"message", f.message}});
+    out["integrity"] = findings;
+    r.speedup.reset();
+    const json& reference = timing.at("reference_headline");
+    const double candidate = timing.at("candidate_headline").get<double>();
+    if (!decided && !reference.is_null() && candidate > 0) r.speedup = reference.get<double>() / candidate;
+    if (out.contains("timing")) {
+      if (r.speedup) {
+        out["timing"]["speedup"] = *r.speedup;
+      } else {
+        out["timing"].erase("speedup");
+      }
+    }
+    r.verdict = decided ? decided->verdict : VerdictClass::kCorrect;
+    r.message = decided ? decided->message : correct_message(stored.at("tests").size(), r.speedup);
+    out["verdict"] = verdict_name(r.verdict);
+    out["message"] = r.message;
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(std::string("its observations cannot be read: ") + e.what());
+  }
+  return r;
 }
 
 }  // namespace kloop

@@ -5,6 +5,8 @@
 // gathers the observations and applies what the judge decides.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -135,5 +137,37 @@ std::vector<IntegrityFinding> judge_activity(const TimingObservation& t, const P
 // does under every protocol (the figure would not be a measurement).
 std::optional<Decision> judge_timing(const TimingObservation& t, const Protocol& protocol,
                                      std::vector<IntegrityFinding>& integrity);
+
+// The message of a correct verdict: "N test calls passed; speedup Xx".
+std::string correct_message(std::size_t test_calls, const std::optional<double>& speedup);
+
+// The timing phase as the judge saw it, kept in the verdict
+// (Verdict::observed["timing"]) so that a protocol with the same
+// measurements judges it again: the integrity findings made before it,
+// what it observed, and the headline times the speedup is the ratio of
+// (`reference_headline` absent when no baseline was measured).
+nlohmann::json timing_stage_to_json(const TimingObservation& t, std::size_t findings_before,
+                                    const std::optional<double>& reference_headline, double candidate_headline);
+
+// A stored verdict judged again, and its verdict.json under the new
+// protocol.
+struct Rejudged {
+  VerdictClass verdict = VerdictClass::kCorrect;
+  std::string message;
+  std::optional<double> speedup;
+  nlohmann::json verdict_json;
+};
+
+// A stored verdict (Verdict::to_json) judged under `to`, a protocol with
+// the same measurements as the one it was judged under (same_measurements:
+// they differ only in rules the judge applies to the timing phase). An
+// evaluation decided before its timing phase keeps its decision; one that
+// reached it has that phase's observation judged anew: its verdict,
+// message, integrity findings and speedup. The JSON's protocol becomes
+// `to`'s and "rejudged_from" names the one it was measured under. Throws
+// std::invalid_argument saying why when the verdict holds no observations to
+// judge (one written before kloop kept them, or not kloop's); the caller
+// then evaluates the candidate again.
+Rejudged rejudge(const nlohmann::json& stored, const Protocol& to);
 
 }  // namespace kloop

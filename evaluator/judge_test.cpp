@@ -361,5 +361,107 @@ TEST(JudgeTest, WorkerFailuresAreTheCandidatesVerdicts) {
   }
 }
 
+// A verdict as Evaluator::evaluate stores it after its timing phase: the
+// test calls passed, the phase observed as `t`, judged under `protocol`.
+Verdict stored_after_timing(const TimingObservation& t, const Protocol& protocol,
+                            std::vector<IntegrityFinding> before = {}) {
+  Verdict v;
+  v.integrity = std::move(before);
+  v.protocol_name = protocol.name;
+  v.protocol = protocol.to_json();
+  v.tests.resize(4);
+  for (auto& x : v.tests) x.passed = true;
+  TimingSummary cand, ref;
+  cand.n = ref.n = 10;
+  cand.median = t.headline_seconds;
+  ref.median = 3 * t.headline_seconds;
+  v.candidate_time = cand;
+  v.reference_time = ref;
+  v.observed = {{"format", 1}, {"timing", timing_stage_to_json(t, v.integrity.size(), ref.median, cand.median)}};
+  if (const auto d = judge_timing(t, protocol, v.integrity)) {
+    v.verdict = d->verdict;
+    v.message = d->message;
+  } else {
+    v.speedup = ref.median / cand.median;
+    v.verdict = VerdictClass::kCorrect;
+    v.message = correct_message(v.tests.size(), v.speedup);
+  }
+  return v;
+}
+
+// strict and strict-libraries measure the same: a stored verdict is judged
+// again under the other from what its timing phase observed, both ways.
+TEST(JudgeTest, AStoredVerdictIsJudgedAgainUnderAProtocolThatMeasuresTheSame) {
+  TimingObservation t;
+  t.cpu = false;
+  t.headline_seconds = t.event_median = t.wall_median = 20e-6;
+  t.floor_seconds = 2e-6;
+  t.reference_kernels_per_call = 1;
+  ActivityObservation timed;
+  timed.audit.kernels_per_call = 1;
+  timed.audit.gpu_us_per_call = 18;
+  timed.audit.libraries = {"cublas"};
+  t.activity = {timed};
+  const Protocol strict = protocol_by_name("strict"), libraries = protocol_by_name("strict-libraries");
+
+  const Verdict under_strict = stored_after_timing(t, strict);
+  ASSERT_EQ(under_strict.verdict, VerdictClass::kIntegrityViolation);
+  const Rejudged allowed = rejudge(under_strict.to_json(), libraries);
+  EXPECT_EQ(allowed.verdict, VerdictClass::kCorrect) << allowed.message;
+  ASSERT_TRUE(allowed.speedup.has_value());
+  EXPECT_DOUBLE_EQ(*allowed.speedup, 3.0);
+  EXPECT_EQ(allowed.message, "4 test calls passed; speedup 3x");
+  EXPECT_EQ(allowed.verdict_json["verdict"], "correct");
+  EXPECT_EQ(allowed.verdict_json["integrity"], json::array());
+  EXPECT_EQ(allowed.verdict_json["timing"]["speedup"], 3.0);
+  EXPECT_EQ(allowed.verdict_json["protocol"]["name"], "strict-libraries");
+  EXPECT_EQ(allowed.verdict_json["rejudged_from"], "strict");
+  // Judged again as what it was: the same verdict as the evaluation's.
+  const Verdict under_libraries = stored_after_timing(t, libraries);
+  EXPECT_EQ(allowed.message, under_libraries.message);
+  const Rejudged back = rejudge(under_libraries.to_json(), strict);
+  EXPECT_EQ(back.verdict, VerdictClass::kIntegrityViolation);
+  EXPECT_EQ(back.message, under_strict.message);
+  EXPECT_FALSE(back.speedup.has_value());
+  EXPECT_FALSE(back.verdict_json["timing"].contains("speedup"));
+  EXPECT_EQ(back.verdict_json["integrity"][0]["check"], "library_kernels");
+
+  // Findings made before the timing phase stay first; the floor is a rule
+  // of both, so a time below it stays a violation.
+  t.headline_seconds = t.event_median = t.wall_median = 0.5e-6;
+  t.activity[0].audit.gpu_us_per_call = 0.4;
+  const Verdict below = stored_after_timing(t, libraries, {{"input_mutation", "found by the tests"}});
+  const Rejudged again = rejudge(below.to_json(), strict);
+  EXPECT_EQ(again.verdict, VerdictClass::kIntegrityViolation);
+  ASSERT_EQ(again.verdict_json["integrity"].size(), 3u) << again.verdict_json["integrity"].dump();
+  EXPECT_EQ(again.verdict_json["integrity"][0]["check"], "input_mutation");
+  EXPECT_EQ(again.verdict_json["integrity"][1]["check"], "below_speed_of_light");
+  EXPECT_EQ(again.verdict_json["integrity"][2]["check"], "library_kernels");
+}
+
+TEST(JudgeTest, AVerdictDecidedBeforeTimingKeepsItsDecisionAndOneWithoutObservationsIsRefused) {
+  Verdict v;
+  v.protocol_name = "strict";
+  v.protocol = protocol_by_name("strict").to_json();
+  v.verdict = VerdictClass::kIncorrect;
+  v.message = "1 of 4 test calls failed";
+  v.observed = {{"format", 1}, {"timing", nullptr}};
+  const Rejudged same = rejudge(v.to_json(), protocol_by_name("strict-libraries"));
+  EXPECT_EQ(same.verdict, VerdictClass::kIncorrect);
+  EXPECT_EQ(same.message, v.message);
+  EXPECT_EQ(same.verdict_json["protocol"]["name"], "strict-libraries");
+
+  v.observed = nullptr;  // a verdict from before kloop kept observations
+  try {
+    rejudge(v.to_json(), protocol_by_name("strict-libraries"));
+    FAIL() << "judged without observations";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("keeps no observations"), std::string::npos) << e.what();
+  }
+  json damaged = stored_after_timing(TimingObservation{}, protocol_by_name("strict")).to_json();
+  damaged["observed"]["timing"]["seen"].erase("activity");
+  EXPECT_THROW(rejudge(damaged, protocol_by_name("strict-libraries")), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace kloop

@@ -38,6 +38,11 @@ constexpr double kPrecisionFloorUlps = 64;
 struct Protocol {
   std::string name;
   std::string description;
+  // The protocol whose measurements this one takes (itself, or strict for
+  // strict-libraries): the tasks it leaves out are that one's, and a
+  // verdict under either is re-judged under the other from what it observed
+  // (same_measurements).
+  std::string measures_as;
   Tolerance tolerance;
   int seeds = 5;                             // correctness seeds at scale ×1
   std::vector<InputScaling> extra_scalings;  // one seed each
@@ -75,9 +80,20 @@ struct Protocol {
 // comparison judges) are not judged here.
 std::string precision_failure(double candidate_rms, double reference_rms, double exact_rms);
 
-// kernelbench, verified or strict; throws std::invalid_argument naming them.
+// kernelbench, verified, strict or strict-libraries (strict, with vendor
+// library kernels allowed in the forward); throws std::invalid_argument
+// naming them.
 Protocol protocol_by_name(const std::string& name);
 std::vector<std::string> protocol_names();
+// "kernelbench, verified, strict or strict-libraries", for messages.
+std::string protocol_choices();
+
+// Whether an evaluation under `a` runs and measures exactly what one under
+// `b` does, so the two differ at most in judging rules (which library
+// kernels are allowed, the speed-of-light floor): then a verdict under one
+// is judged again under the other from its stored observations (judge.h:
+// rejudge) instead of running the candidate again.
+bool same_measurements(const Protocol& a, const Protocol& b);
 
 // One correctness test: a model instance built from `seed` at `dims`, called
 // calls_per_case times on fresh inputs.

@@ -114,5 +114,29 @@ TEST(ProtocolTest, PrecisionBoundIsRelativeToTheReferenceWithAnFp32Floor) {
   EXPECT_EQ(precision_failure(NAN, 1e-5, 1), "");
 }
 
+// strict-libraries is strict with vendor library kernels allowed: the same
+// tests, timing and excluded tasks, so only the judging differs.
+TEST(ProtocolTest, StrictLibrariesMeasuresWhatStrictDoes) {
+  const Protocol strict = protocol_by_name("strict"), libraries = protocol_by_name("strict-libraries");
+  EXPECT_FALSE(libraries.require_custom_kernels);
+  EXPECT_TRUE(libraries.speed_of_light_floor);
+  EXPECT_TRUE(same_measurements(strict, libraries));
+  EXPECT_TRUE(same_measurements(libraries, strict));
+  EXPECT_FALSE(same_measurements(strict, protocol_by_name("verified")));
+  EXPECT_FALSE(same_measurements(protocol_by_name("kernelbench"), protocol_by_name("verified")));
+  const ProblemSpec s = two_variant_spec();
+  EXPECT_EQ(plan_tests(s, libraries, true, 7).size(), plan_tests(s, strict, true, 7).size());
+  ProblemSpec degenerate = s;
+  degenerate.excluded_from = {"verified", "strict"};
+  EXPECT_TRUE(excluded_by_protocol(degenerate, "strict-libraries"));
+  EXPECT_FALSE(excluded_by_protocol(degenerate, "kernelbench"));
+  try {
+    protocol_by_name("lenient");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("strict-libraries"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace kloop

@@ -46,6 +46,15 @@ const char* verdict_name(VerdictClass v) {
   return "?";
 }
 
+std::optional<VerdictClass> verdict_from_name(std::string_view name) {
+  for (VerdictClass v : {VerdictClass::kCompileError, VerdictClass::kLoadError, VerdictClass::kRuntimeError,
+                         VerdictClass::kTimeout, VerdictClass::kIncorrect, VerdictClass::kIntegrityViolation,
+                         VerdictClass::kCorrect}) {
+    if (name == verdict_name(v)) return v;
+  }
+  return std::nullopt;
+}
+
 json Verdict::to_json() const {
   json tests_json = json::array();
   int passed = 0;
@@ -132,6 +141,7 @@ json Verdict::to_json() const {
   if (!profile_digest.empty()) j["profile_digest"] = profile_digest;
   if (!reference_digest.empty()) j["reference_digest"] = reference_digest;
   if (!log_tail.empty()) j["log_tail"] = log_tail;
+  if (!observed.is_null()) j["observed"] = observed;
   return j;
 }
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "evaluator/build/diagnostics.h"
@@ -27,6 +28,7 @@ enum class VerdictClass {
 };
 
 const char* verdict_name(VerdictClass v);
+std::optional<VerdictClass> verdict_from_name(std::string_view name);
 
 // One forward call of one test case, compared with the reference.
 struct TestOutcome {
@@ -140,6 +142,11 @@ struct Verdict {
   nlohmann::json error_analysis;
   std::string fp64_unavailable;
   std::string log_tail;  // the candidate process's output, for crashes
+  // What the judge decided from, for judging again under a protocol with the
+  // same measurements (judge.h: rejudge): {"format": 1, "timing": null, or
+  // the timing phase (timing_stage_to_json)}; null only for a verdict made
+  // outside Evaluator::evaluate.
+  nlohmann::json observed;
 
   nlohmann::json to_json() const;
   // Human-readable report; the first line is the verdict.

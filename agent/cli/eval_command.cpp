@@ -11,7 +11,7 @@ namespace kloop::cli {
 
 void add_eval_options(CLI::App& app, EvalCliOptions& o) {
   app.add_option("--device", o.device, "cpu, or cuda / cuda:N where kloop was built with CUDA")->capture_default_str();
-  app.add_option("--protocol", o.protocol, "kernelbench, verified or strict")->capture_default_str();
+  app.add_option("--protocol", o.protocol, protocol_choices())->capture_default_str();
   app.add_option("--seed", o.seed, "base seed for weights and inputs")->capture_default_str();
   app.add_option("--timeout", o.timeout_s, "seconds allowed per worker step (tests, timing)")->capture_default_str();
   app.add_option("--memory-limit-gb", o.memory_limit_gb, "address-space limit of the candidate process (CPU)")

@@ -18,7 +18,7 @@ Runner add_rescore_command(CLI::App& app, const GlobalOptions& global) {
   };
   auto st = std::make_shared<State>();
   app.add_option("run", st->run, "the run folder, e.g. runs/demo")->required()->check(CLI::ExistingDirectory);
-  app.add_option("--protocol", st->protocol, "kernelbench, verified or strict (not the run's own)")->required();
+  app.add_option("--protocol", st->protocol, protocol_choices() + " (not the run's own)")->required();
   app.add_option("--max-timing-seconds", st->max_timing_s, "cap on timing per candidate (default: the run's setting)");
   app.add_option("--timeout", st->timeout_s, "seconds per worker command (default: the run's setting)");
   app.add_option("--threads", st->threads, "intra-op threads (default: the run's setting)");

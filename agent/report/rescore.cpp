@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -16,6 +19,8 @@
 #include "agent/scaffold/status_line.h"
 #include "agent/store/run_store.h"
 #include "evaluator/evaluate.h"
+#include "evaluator/judge.h"
+#include "evaluator/protocol.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::report {
@@ -55,24 +60,57 @@ std::string outcome_text(Outcome outcome, const std::optional<double>& speedup) 
 // Evaluates one stored attempt; its record and verdict are written by the caller.
 class AttemptRescorer {
  public:
-  AttemptRescorer(const std::string& run_dir, const ProblemRegistry& registry, Evaluator& evaluator)
-      : run_dir_(run_dir), registry_(registry), evaluator_(evaluator) {}
+  // `make_evaluator` is called at the first candidate that must be
+  // evaluated: a rescore that only re-judges needs no device or worker.
+  AttemptRescorer(const std::string& run_dir, const ProblemRegistry& registry,
+                  std::function<std::unique_ptr<Evaluator>()> make_evaluator)
+      : run_dir_(run_dir), registry_(registry), make_evaluator_(std::move(make_evaluator)) {}
 
-  // The rescored record; throws std::runtime_error (kloop-side) naming the attempt.
-  AttemptRecord rescore(const AttemptRecord& original, const std::string& protocol) {
+  // The rescored record; throws std::runtime_error (kloop-side) naming the
+  // attempt. With `judging_only` (the protocols differ only in judging
+  // rules) the stored verdict is judged again when it keeps its
+  // observations (`rejudged` says so); otherwise, or when it keeps none, the
+  // candidate is evaluated again and `note` says why it was not re-judged.
+  AttemptRecord rescore(const AttemptRecord& original, const Protocol& protocol, bool judging_only, bool& rejudged,
+                        std::string& note) {
     AttemptRecord r = original;
-    r.protocol = protocol;
+    r.protocol = protocol.name;
     r.timestamp = utc_timestamp();
+    rejudged = false;
     // No code (none in the answer, or no answer): it fails under any protocol.
     if (codeless(original.outcome)) return r;
+    const fs::path dir = fs::path(run_dir_) / rescore_verdict_root(protocol.name) / original.attempt_dir;
+    if (judging_only) {
+      const fs::path stored = fs::path(run_dir_) / original.attempt_dir / "verdict.json";
+      try {
+        if (!fs::exists(stored)) throw std::invalid_argument("the attempt keeps no verdict.json");
+        json j;
+        try {
+          j = json::parse(std::ifstream(stored));
+        } catch (const json::exception& e) {
+          throw std::invalid_argument(std::string("its verdict.json cannot be read: ") + e.what());
+        }
+        const Rejudged again = rejudge(j, protocol);
+        r.outcome = outcome_of(again.verdict);
+        r.speedup = again.speedup;
+        r.message = again.message;
+        r.eval_seconds = 0;
+        fs::create_directories(dir);
+        RunStore::write_text((dir / "verdict.json").string(), again.verdict_json.dump(2) + "\n");
+        rejudged = true;
+        return r;
+      } catch (const std::invalid_argument& e) {
+        note = std::string(e.what()) + "; evaluated again";
+      }
+    }
     const std::string code = code_file(original);
     const auto start = Clock::now();
-    Verdict v = evaluator_.evaluate(spec(original.problem), code);
+    if (!evaluator_) evaluator_ = make_evaluator_();
+    Verdict v = evaluator_->evaluate(spec(original.problem), code);
     r.eval_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     r.outcome = outcome_of(v.verdict);
     r.speedup = v.speedup;
     r.message = v.message;
-    const fs::path dir = fs::path(run_dir_) / rescore_verdict_root(protocol) / original.attempt_dir;
     fs::create_directories(dir);
     RunStore::write_text((dir / "verdict.json").string(), v.to_json().dump(2) + "\n");
     return r;
@@ -101,7 +139,8 @@ class AttemptRescorer {
 
   std::string run_dir_;
   const ProblemRegistry& registry_;
-  Evaluator& evaluator_;
+  std::function<std::unique_ptr<Evaluator>()> make_evaluator_;
+  std::unique_ptr<Evaluator> evaluator_;
   std::map<std::string, ProblemSpec> specs_;
 };
 
@@ -109,12 +148,12 @@ class AttemptRescorer {
 
 RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& options, std::ostream& progress) {
   const json config = load_run_config_json(run_dir);
-  protocol_by_name(options.protocol);  // throws naming the protocols
+  const Protocol target = protocol_by_name(options.protocol);  // throws naming the protocols
   const std::string own = config.value("protocol", std::string("strict"));
   if (options.protocol == own) {
     throw std::invalid_argument((fs::path(run_dir) / "config.json").string() + ": '" + own +
                                 "' is the run's own protocol, whose results are results.jsonl; rescore under another "
-                                "one (kernelbench, verified, strict)");
+                                "one (" + protocol_choices() + ")");
   }
   fs::path folder = fs::absolute(run_dir).lexically_normal();
   if (folder.filename().empty()) folder = folder.parent_path();
@@ -129,12 +168,23 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
   for (const auto& r : store.load_results(file)) done.insert(key_of(r));
 
   RescoreSummary s;
+  try {
+    s.judging_only = same_measurements(protocol_by_name(own), target);
+  } catch (const std::invalid_argument&) {  // an imported run's protocol is another harness's
+    s.judging_only = false;
+  }
   s.results_file = (folder / file).string();
   s.attempts = static_cast<int>(records.size());
   ProblemRegistry registry(options.problems_dir);
   Builder builder(BuilderConfig::from_environment());
-  Evaluator evaluator(builder, eval_options(config, options));
-  AttemptRescorer rescorer(folder.string(), registry, evaluator);
+  auto make_evaluator = [&] { return std::make_unique<Evaluator>(builder, eval_options(config, options)); };
+  // Made now where every candidate is evaluated again, so that a machine
+  // that cannot evaluate (no CUDA for a GPU run) says so once, before any
+  // attempt; a rescore that re-judges makes one only if an attempt needs it.
+  std::unique_ptr<Evaluator> first = s.judging_only ? nullptr : make_evaluator();
+  AttemptRescorer rescorer(folder.string(), registry, [&]() {
+    return first ? std::move(first) : make_evaluator();
+  });
   int index = 0;
   StatusLine status(s.attempts);  // on a terminal: done, in flight, ETA
   for (const auto& original : records) {
@@ -155,8 +205,10 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
       }
       status.begin("eval");
       AttemptRecord r;
+      bool rejudged = false;
+      std::string note;
       try {
-        r = rescorer.rescore(original, options.protocol);
+        r = rescorer.rescore(original, target, s.judging_only, rejudged, note);
       } catch (...) {
         status.end("eval");
         throw;
@@ -164,10 +216,12 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
       status.end("eval");
       status.done(0);
       store.append(r, file);
-      ++(codeless(original.outcome) ? s.copied : s.rescored);
-      const std::string line = fmt::format("[{}/{}] {}: {} -> {} ({:.1f}s)\n", index, s.attempts, what.c_str(),
-                                           outcome_text(original.outcome, original.speedup).c_str(),
-                                           outcome_text(r.outcome, r.speedup).c_str(), r.eval_seconds);
+      ++(codeless(original.outcome) ? s.copied : rejudged ? s.rejudged : s.rescored);
+      const std::string how = rejudged ? std::string("re-judged") : fmt::format("{:.1f}s", r.eval_seconds);
+      const std::string line = fmt::format("[{}/{}] {}: {} -> {} ({}){}\n", index, s.attempts, what,
+                                           outcome_text(original.outcome, original.speedup),
+                                           outcome_text(r.outcome, r.speedup), how,
+                                           note.empty() ? "" : ": " + note);
       status.print(progress, line);
     } catch (const std::exception& e) {  // kloop-side: the spec, the reference, the machine, a lost file
       s.errors.push_back(what + ": " + e.what());
@@ -188,6 +242,10 @@ std::string format_rescore_summary(const RescoreSummary& s, const std::string& r
   out << "rescored " << run_dir << " under " << protocol << ": " << s.rescored << " attempt(s) evaluated now, "
       << s.resumed << " resumed, " << s.copied << " without code copied, " << s.excluded
       << " of tasks the protocol excludes skipped; " << s.attempts << " in the run\n";
+  if (s.judging_only) {
+    out << protocol << " measures what the run's protocol measured and differs only in judging rules: "
+        << s.rejudged << " attempt(s) judged again from their stored observations (no build, no device)\n";
+  }
   out << "wrote " << s.results_file << " (results.jsonl is unchanged)\n";
   if (!s.transitions.empty()) {
     out << "verdicts (run's protocol -> " << protocol << "):\n";

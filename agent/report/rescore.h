@@ -1,5 +1,8 @@
 // Rescoring: the stored candidates of a run evaluated again under another
-// protocol, without any LLM call (README: Protocols). Records go to
+// protocol, without any LLM call (README: Protocols); where the two
+// protocols measure the same and differ only in judging rules (strict and
+// strict-libraries), each stored verdict is judged again from the
+// observations it keeps, with no build and no device. Records go to
 // runs/NAME/rescore-<protocol>.jsonl in the format of results.jsonl, and
 // verdicts to runs/NAME/rescore-<protocol>/attempts/...; results.jsonl and
 // the attempt folders stay as they are. A killed rescore resumes.
@@ -17,7 +20,7 @@
 namespace kloop::report {
 
 struct RescoreOptions {
-  std::string protocol;                      // kernelbench, verified or strict; not the run's own
+  std::string protocol;                      // protocol_choices(); not the run's own
   std::string problems_dir;                  // where the run's problems are
   std::optional<double> max_timing_seconds;  // default: the run's evaluation settings
   std::optional<double> timeout_s;
@@ -29,6 +32,8 @@ struct RescoreSummary {
   std::string results_file;         // the rescore file written
   int attempts = 0;                 // records of the run
   int rescored = 0;                 // evaluated by this invocation
+  int rejudged = 0;                 // judged again from their stored observations by this invocation
+  bool judging_only = false;        // the protocols differ only in judging rules
   int resumed = 0;                  // found in the rescore file and skipped
   int copied = 0;                   // no code to evaluate: recorded with their verdict
   int excluded = 0;                 // degenerate tasks the protocol leaves out: not rescored

@@ -332,13 +332,15 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
     seen.persisting_l2_limit = timed.persisting_l2_limit;
     seen.persisting_l2_window_bytes = timed.persisting_l2_window_bytes;
   }
+  const std::optional<double> reference_headline =
+      v_.reference_time ? std::optional<double>(v_.reference_time->headline(rules_.statistic)) : std::nullopt;
+  const double candidate_headline = v_.candidate_time->headline(rules_.statistic);
+  v_.observed["timing"] = timing_stage_to_json(seen, v_.integrity.size(), reference_headline, candidate_headline);
   if (const auto decided = judge_timing(seen, protocol_, v_.integrity)) {
     cand_.finish();
     return finish_(decided->verdict, decided->message);
   }
-  if (v_.reference_time && v_.candidate_time->headline(rules_.statistic) > 0) {
-    v_.speedup = v_.reference_time->headline(rules_.statistic) / v_.candidate_time->headline(rules_.statistic);
-  }
+  if (reference_headline && candidate_headline > 0) v_.speedup = *reference_headline / candidate_headline;
   return std::nullopt;
 }
 

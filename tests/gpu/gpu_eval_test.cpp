@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "evaluator/evaluate.h"
+#include "evaluator/judge.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop {
@@ -93,6 +94,13 @@ TEST_F(GpuEvalTest, CublasCallIsReportedAndViolatesStrict) {
   Verdict strict = eval("matmul_cublas.cu", "1_Square_matrix_multiplication_");
   EXPECT_EQ(strict.verdict, VerdictClass::kIntegrityViolation) << strict.message;
   EXPECT_TRUE(has_check(strict, "library_kernels")) << strict.message;
+  // strict-libraries measures what strict does: the stored verdict judged
+  // again allows the library kernels, with the speedup of the same timing.
+  const Rejudged allowed = rejudge(strict.to_json(), protocol_by_name("strict-libraries"));
+  EXPECT_EQ(allowed.verdict, VerdictClass::kCorrect) << allowed.message;
+  ASSERT_TRUE(allowed.speedup.has_value());
+  std::cout << "matmul_cublas.cu under strict: " << strict.message << "; re-judged under strict-libraries: "
+            << allowed.message << "\n";
   options_.protocol = "verified";
   Verdict verified = eval("matmul_cublas.cu", "1_Square_matrix_multiplication_");
   EXPECT_EQ(verified.verdict, VerdictClass::kCorrect) << verified.message;

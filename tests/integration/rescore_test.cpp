@@ -19,6 +19,8 @@
 #include "agent/report/run_view.h"
 #include "agent/store/run_store.h"
 #include "tests/support/python_support.h"
+#include "evaluator/build/builder.h"
+#include "evaluator/evaluate.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::report {
@@ -142,6 +144,77 @@ TEST_F(RescoreTest, RefusesTheRunsOwnProtocolAndUnknownOnes) {
   EXPECT_THROW(rescore_run(run_, options("strict"), progress), std::invalid_argument);
   EXPECT_THROW(rescore_run(run_, options("loose"), progress), std::invalid_argument);
   EXPECT_FALSE(fs::exists(fs::path(run_) / "rescore-strict.jsonl"));
+}
+
+// strict-libraries measures what strict does: the rescore judges each
+// stored verdict again from its observations, with no worker (the path given
+// does not exist) and the same outcomes and speedups on the CPU, where the
+// library rule does not apply. A verdict without observations (an older
+// kloop's) is evaluated again, and says why.
+TEST_F(RescoreTest, AProtocolThatOnlyJudgesDifferentlyJudgesTheStoredVerdictsAgain) {
+  // The verdicts kloop run stored with the attempts, under the run's protocol.
+  Builder builder(BuilderConfig::from_environment());
+  EvalOptions eo;
+  eo.protocol = "strict";
+  eo.worker_path = KLOOP_TEST_WORKER;
+  eo.max_timing_seconds = 0.05;
+  eo.threads = 2;
+  Evaluator evaluator(builder, eo);
+  const ProblemSpec spec = ProblemRegistry(ProblemRegistry::default_root()).load("19_ReLU");
+  std::map<int, Verdict> stored;
+  for (int turn : {1, 3}) {
+    const fs::path dir = fs::path(run_) / ("attempts/19_ReLU/sample0/turn" + std::to_string(turn));
+    stored[turn] = evaluator.evaluate(spec, (dir / "candidate.cpp").string());
+    RunStore::write_text((dir / "verdict.json").string(), stored[turn].to_json().dump(2));
+  }
+  ASSERT_EQ(stored[1].verdict, VerdictClass::kIncorrect) << stored[1].message;
+  ASSERT_EQ(stored[3].verdict, VerdictClass::kCorrect) << stored[3].message;
+  ASSERT_TRUE(stored[3].speedup.has_value());
+
+  RescoreOptions o = options("strict-libraries");
+  o.worker_path = (runs_ / "no-such-worker").string();
+  std::ostringstream progress;
+  const RescoreSummary s = rescore_run(run_, o, progress);
+  EXPECT_TRUE(s.errors.empty()) << progress.str();
+  EXPECT_TRUE(s.judging_only);
+  EXPECT_EQ(s.rejudged, 2) << progress.str();
+  EXPECT_EQ(s.rescored, 0);
+  EXPECT_EQ(s.copied, 1);
+  RunStore store(runs_.string(), "tiny");
+  const auto records = store.load_results("rescore-strict-libraries.jsonl");
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].outcome, Outcome::kIncorrect);
+  EXPECT_EQ(records[0].message, stored[1].message);
+  EXPECT_EQ(records[2].outcome, Outcome::kCorrect);
+  ASSERT_TRUE(records[2].speedup.has_value());
+  EXPECT_DOUBLE_EQ(*records[2].speedup, *stored[3].speedup);
+  EXPECT_EQ(records[2].message, stored[3].message);
+  const json verdict =
+      json::parse(read(fs::path(run_) / "rescore-strict-libraries/attempts/19_ReLU/sample0/turn3/verdict.json"));
+  EXPECT_EQ(verdict["protocol"]["name"], "strict-libraries");
+  EXPECT_EQ(verdict["rejudged_from"], "strict");
+  EXPECT_EQ(verdict["tests"], stored[3].to_json()["tests"]);
+  EXPECT_NE(progress.str().find("[3/3] 19_ReLU sample 0 turn 3: correct 1.00x -> correct"), std::string::npos)
+      << progress.str();
+  EXPECT_NE(progress.str().find("(re-judged)"), std::string::npos) << progress.str();
+  const std::string summary = format_rescore_summary(s, run_, "strict-libraries");
+  EXPECT_NE(summary.find("2 attempt(s) judged again from their stored observations"), std::string::npos) << summary;
+
+  // An older kloop's verdict keeps no observations: evaluated again.
+  fs::remove(fs::path(run_) / "rescore-strict-libraries.jsonl");
+  fs::remove_all(fs::path(run_) / "rescore-strict-libraries");
+  json older = stored[3].to_json();
+  older.erase("observed");
+  RunStore::write_text(run_ + "/attempts/19_ReLU/sample0/turn3/verdict.json", older.dump(2));
+  std::ostringstream again;
+  const RescoreSummary t = rescore_run(run_, options("strict-libraries"), again);
+  EXPECT_TRUE(t.errors.empty()) << again.str();
+  EXPECT_EQ(t.rejudged, 1) << again.str();
+  EXPECT_EQ(t.rescored, 1);
+  EXPECT_NE(again.str().find("keeps no observations (a kloop before re-judging wrote it); evaluated again"),
+            std::string::npos)
+      << again.str();
+  EXPECT_EQ(store.load_results("rescore-strict-libraries.jsonl")[2].outcome, Outcome::kCorrect) << again.str();
 }
 
 // Attempts that never had code (no_code, and the provider's refused and
