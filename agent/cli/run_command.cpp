@@ -166,7 +166,12 @@ Runner add_run_command(CLI::App& app, const GlobalOptions& global) {
     int status = 0;
     for (const auto& r : runs) {
       const RunConfig& config = r.config;
-      std::unique_ptr<LlmProvider> provider = make_provider(config.provider);
+      std::unique_ptr<LlmProvider> provider;
+      try {
+        provider = make_provider(config.provider);
+      } catch (const std::invalid_argument& e) {  // "field 'provider.x': ...": the file it is in
+        throw std::invalid_argument(config.path + ": " + e.what());
+      }
       int code = 0;
       if (st->slurm) {
         code = submit(*st, config, *provider, global);

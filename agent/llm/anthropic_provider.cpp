@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "agent/llm/provider_factories.h"
+#include "base/settings.h"
 
 namespace kloop {
 namespace {
@@ -35,18 +36,22 @@ class AnthropicProvider : public HttpProvider {
   AnthropicProvider(const ProviderConfig& config, const ProviderHooks& hooks)
       : HttpProvider(config, kDefaultBaseUrl, kDefaultKeyEnv, hooks) {
     if (config.thinking_budget && *config.thinking_budget < kMinThinkingBudget) {
-      throw std::invalid_argument("provider.thinking_budget: anthropic needs at least " +
-                                  std::to_string(kMinThinkingBudget) + " tokens (got " +
-                                  std::to_string(*config.thinking_budget) + "); leave it out to disable thinking");
+      throw std::invalid_argument(settings_error("", 0, "provider.thinking_budget",
+                                                 "anthropic needs at least " + std::to_string(kMinThinkingBudget) +
+                                                     " tokens (got " + std::to_string(*config.thinking_budget) +
+                                                     "); leave it out to disable thinking"));
     }
     if (config.thinking_budget && config.reasoning_effort) {
-      throw std::invalid_argument("provider.reasoning_effort: anthropic takes either adaptive thinking with an effort "
-                                  "(reasoning_effort) or a fixed thinking_budget (older models), not both");
+      throw std::invalid_argument(
+          settings_error("", 0, "provider.reasoning_effort",
+                         "anthropic takes either adaptive thinking with an effort "
+                         "(reasoning_effort) or a fixed thinking_budget (older models), not both"));
     }
     if ((config.thinking_budget || config.reasoning_effort) && config.top_p &&
         (*config.top_p < 0.95 || *config.top_p > 1)) {
-      throw std::invalid_argument("provider.top_p: anthropic with thinking takes top_p between 0.95 and 1 (got " +
-                                  std::to_string(*config.top_p) + "); leave it out or raise it");
+      throw std::invalid_argument(settings_error("", 0, "provider.top_p",
+                                                 "anthropic with thinking takes top_p between 0.95 and 1 (got " +
+                                                     std::to_string(*config.top_p) + "); leave it out or raise it"));
     }
   }
 

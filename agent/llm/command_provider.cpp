@@ -23,6 +23,7 @@
 
 #include "agent/llm/provider_factories.h"
 #include "base/process.h"
+#include "base/settings.h"
 
 namespace kloop {
 namespace {
@@ -52,7 +53,8 @@ class CommandProvider : public LlmProvider {
  public:
   explicit CommandProvider(const ProviderConfig& config) : config_(config), limit_(config.concurrency) {
     if (config.command.empty() || config.command[0].empty()) {
-      throw std::invalid_argument("provider.command: the command provider needs a command (a list: program, args)");
+      throw std::invalid_argument(
+          settings_error("", 0, "provider.command", "the command provider needs a command (a list: program, args)"));
     }
   }
 

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "agent/llm/provider_factories.h"
+#include "base/settings.h"
 
 namespace kloop {
 namespace {
@@ -31,8 +32,9 @@ class GeminiProvider : public HttpProvider {
   GeminiProvider(const ProviderConfig& config, const ProviderHooks& hooks)
       : HttpProvider(config, kDefaultBaseUrl, kDefaultKeyEnv, hooks) {
     if (config.thinking_budget && config.reasoning_effort) {
-      throw std::invalid_argument("provider.reasoning_effort: gemini takes either a thinking level "
-                                  "(reasoning_effort: low, high) or a thinking_budget, not both");
+      throw std::invalid_argument(settings_error("", 0, "provider.reasoning_effort",
+                                                 "gemini takes either a thinking level "
+                                                 "(reasoning_effort: low, high) or a thinking_budget, not both"));
     }
   }
 

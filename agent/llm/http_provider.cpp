@@ -14,6 +14,7 @@
 
 #include "agent/llm/error_class.h"
 #include "agent/llm/http_client.h"
+#include "base/settings.h"
 
 namespace kloop {
 namespace {
@@ -29,7 +30,8 @@ std::string read_key(const std::string& env_name) {
   if (env_name.empty()) return "";
   const char* value = std::getenv(env_name.c_str());
   if (!value || !*value) {
-    throw std::invalid_argument("provider.api_key_env: environment variable " + env_name + " is not set");
+    throw std::invalid_argument(
+        settings_error("", 0, "provider.api_key_env", "environment variable " + env_name + " is not set"));
   }
   return value;
 }

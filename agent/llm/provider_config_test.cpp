@@ -74,7 +74,7 @@ TEST(ProviderConfigTest, DefaultsAndLenientScalars) {
 TEST(ProviderConfigTest, UnknownFieldNamesFileFieldAndKnownFields) {
   std::string m = config_error(json::parse(R"({"kind": "openai", "model": "m", "temprature": 0.2})"));
   EXPECT_NE(m.find("configs/run.yaml"), std::string::npos) << m;
-  EXPECT_NE(m.find("provider.temprature: unknown field"), std::string::npos) << m;
+  EXPECT_NE(m.find("configs/run.yaml: field 'provider.temprature': unknown field"), std::string::npos) << m;
   EXPECT_NE(m.find("temperature"), std::string::npos) << m;
   EXPECT_NE(m.find("thinking_budget"), std::string::npos) << m;
   EXPECT_NE(
@@ -83,12 +83,12 @@ TEST(ProviderConfigTest, UnknownFieldNamesFileFieldAndKnownFields) {
 }
 
 TEST(ProviderConfigTest, BadValuesNameTheField) {
-  EXPECT_NE(config_error(json::parse(R"({"model": "m"})")).find("provider.kind: missing"), std::string::npos);
+  EXPECT_NE(config_error(json::parse(R"({"model": "m"})")).find("field 'provider.kind': missing"), std::string::npos);
   EXPECT_NE(config_error(json::parse(R"({"kind": "bard", "model": "m"})")).find("openai, openai_responses, anthropic, gemini"),
             std::string::npos);
   EXPECT_NE(config_error(json::parse(R"({"kind": "gemini"})")).find("provider.model"), std::string::npos);
   EXPECT_NE(config_error(json::parse(R"({"kind": "openai", "model": "m", "temperature": "hot"})"))
-                .find("provider.temperature: expected a number"),
+                .find("field 'provider.temperature': expected a number"),
             std::string::npos);
   EXPECT_NE(
       config_error(json::parse(R"({"kind": "openai", "model": "m", "max_tokens": 1.5})")).find("provider.max_tokens"),
@@ -103,7 +103,7 @@ TEST(ProviderConfigTest, BadValuesNameTheField) {
   EXPECT_NE(config_error(json::parse(R"({"kind": "openai", "model": "m", "headers": {"X-Key": 5}})"))
                 .find("provider.headers.X-Key"),
             std::string::npos);
-  EXPECT_NE(config_error(json::parse(R"(["openai"])")).find("configs/run.yaml: provider"), std::string::npos);
+  EXPECT_NE(config_error(json::parse(R"(["openai"])")).find("configs/run.yaml: field 'provider'"), std::string::npos);
 }
 
 TEST(ProviderConfigTest, MakeProviderChecksKindModelAndKey) {
@@ -120,7 +120,7 @@ TEST(ProviderConfigTest, MakeProviderChecksKindModelAndKey) {
     make_provider(c);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "provider.api_key_env: environment variable KLOOP_TEST_UNSET_GEMINI_KEY is not set");
+    EXPECT_STREQ(e.what(), "field 'provider.api_key_env': environment variable KLOOP_TEST_UNSET_GEMINI_KEY is not set");
   }
   test_support::ScopedEnv key("KLOOP_TEST_UNSET_GEMINI_KEY", "AIza-config-5ecret");
   auto p = make_provider(c);

@@ -380,7 +380,7 @@ TEST_F(ProviderRetryTest, UnsetKeyVariableIsAConfigError) {
     make_provider(c);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "provider.api_key_env: environment variable KLOOP_TEST_SURELY_UNSET_KEY is not set");
+    EXPECT_STREQ(e.what(), "field 'provider.api_key_env': environment variable KLOOP_TEST_SURELY_UNSET_KEY is not set");
   }
 }
 

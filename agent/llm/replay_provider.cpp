@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "agent/llm/provider_factories.h"
+#include "base/settings.h"
 
 namespace kloop {
 namespace {
@@ -44,7 +45,7 @@ std::optional<std::string> read_file(const fs::path& path) {
 
 std::map<RecordKey, RecordedAnswer> load_jsonl(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw std::invalid_argument("provider.transcript: cannot read " + path);
+  if (!in) throw std::invalid_argument(settings_error("", 0, "provider.transcript", "cannot read " + path));
   std::map<RecordKey, RecordedAnswer> records;
   std::map<RecordKey, int> first_line;
   std::string line;
@@ -84,19 +85,20 @@ class ReplayProvider : public LlmProvider {
  public:
   explicit ReplayProvider(const ProviderConfig& config) : transcript_(config.transcript) {
     if (transcript_.empty()) {
-      throw std::invalid_argument("provider.transcript: the replay provider needs a run folder or a JSONL file");
+      throw std::invalid_argument(
+          settings_error("", 0, "provider.transcript", "the replay provider needs a run folder or a JSONL file"));
     }
     std::error_code ec;
     if (fs::is_directory(transcript_, ec)) {
       if (!fs::is_directory(fs::path(transcript_) / "attempts", ec)) {
-        throw std::invalid_argument("provider.transcript: " + transcript_ +
-                                    " is a folder without attempts/: not a run folder");
+        throw std::invalid_argument(settings_error("", 0, "provider.transcript",
+                                                   transcript_ + " is a folder without attempts/: not a run folder"));
       }
       from_folder_ = true;
     } else if (fs::exists(transcript_, ec)) {
       records_ = load_jsonl(transcript_);
     } else {
-      throw std::invalid_argument("provider.transcript: " + transcript_ + " does not exist");
+      throw std::invalid_argument(settings_error("", 0, "provider.transcript", transcript_ + " does not exist"));
     }
   }
 

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <set>
 #include <stdexcept>
-#include <type_traits>
 
+#include "base/settings.h"
 #include "evaluator/build/build_config.h"
 #include "evaluator/build/environment.h"
 #include "evaluator/isolation/sandbox.h"
@@ -55,48 +55,6 @@ json yaml_to_json(const YAML::Node& n) {
   }
   return nullptr;
 }
-
-class Reader {
- public:
-  explicit Reader(std::string path) : path_(std::move(path)) {}
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw std::invalid_argument(path_ + ": field '" + field + "': " + what);
-  }
-  void known(const json& obj, const std::string& where, const std::set<std::string>& keys) const {
-    for (const auto& [k, v] : obj.items()) {
-      if (!keys.count(k)) {
-        std::string list;
-        for (const auto& x : keys) list += (list.empty() ? "" : ", ") + x;
-        fail(where.empty() ? k : where + "." + k, "unknown field; known: " + list);
-      }
-    }
-  }
-  template <typename T>
-  T get(const json& obj, const std::string& key, const std::string& field, T fallback) const {
-    if (!obj.contains(key) || obj[key].is_null()) return fallback;
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      // No silent rounding (samples: 1.5 is not 1) and no wrap-around.
-      const json& v = obj[key];
-      if (!v.is_number_integer()) fail(field, "expected a whole number, got " + v.dump());
-      if (std::is_unsigned_v<T> && v.is_number_integer() && !v.is_number_unsigned() && v.get<long long>() < 0) {
-        fail(field, "expected a number >= 0, got " + v.dump());
-      }
-    }
-    try {
-      return obj[key].get<T>();
-    } catch (const json::exception&) {
-      fail(field, "has the wrong type (" + obj[key].dump() + ")");
-    }
-  }
-  std::string resolve_path(const std::string& p) const {
-    if (p.empty() || fs::path(p).is_absolute()) return p;
-    return (fs::path(path_).parent_path() / p).lexically_normal().string();
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 }  // namespace
 
@@ -196,25 +154,25 @@ RunConfig load_run_config(const std::string& path) {
 }
 
 RunConfig run_config_from_json(const json& j, const std::string& path) {
-  Reader r(path);
-  r.known(j, "", {"name", "runs_dir", "problems_dir", "problems", "device", "devices", "protocol", "candidate_format",
-                  "seed", "provider", "scaffold", "prompts", "evaluation", "parallel_chains", "compile_jobs"});
+  const SettingsReader r(j, path);
+  r.known({"name", "runs_dir", "problems_dir", "problems", "device", "devices", "protocol", "candidate_format", "seed",
+           "provider", "scaffold", "prompts", "evaluation", "parallel_chains", "compile_jobs"});
 
   RunConfig c;
   c.path = path;
-  c.name = r.get<std::string>(j, "name", "name", fs::path(path).stem().string());
+  c.name = r.get<std::string>("name", fs::path(path).stem().string());
   // Given in the config: relative to it; not given: runs/ in the working folder.
-  c.runs_dir = j.contains("runs_dir") ? r.resolve_path(r.get<std::string>(j, "runs_dir", "runs_dir", ""))
+  c.runs_dir = j.contains("runs_dir") ? r.resolve_path(r.get<std::string>("runs_dir", ""))
                                       : (fs::current_path() / "runs").string();
-  c.problems_dir = r.resolve_path(r.get<std::string>(j, "problems_dir", "problems_dir", ProblemRegistry::default_root()));
-  c.device = r.get<std::string>(j, "device", "device", "cpu");
-  c.protocol = r.get<std::string>(j, "protocol", "protocol", "strict");
+  c.problems_dir = r.resolve_path(r.get<std::string>("problems_dir", ProblemRegistry::default_root()));
+  c.device = r.get<std::string>("device", "cpu");
+  c.protocol = r.get<std::string>("protocol", "strict");
   try {
     (void)protocol_by_name(c.protocol);
   } catch (const std::invalid_argument& e) {
     r.fail("protocol", e.what());
   }
-  c.candidate_format = r.get<std::string>(j, "candidate_format", "candidate_format", "cpp");
+  c.candidate_format = r.get<std::string>("candidate_format", "cpp");
   if (c.candidate_format != "cpp" && c.candidate_format != "kernelbench_python") {
     r.fail("candidate_format", "'" + c.candidate_format + "' is not a format; use cpp (kloop's kernel API) or "
                                                           "kernelbench_python (KernelBench's Python ModelNew)");
@@ -262,19 +220,20 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
     }
     c.devices = d;
   }
-  c.seed = r.get<unsigned long long>(j, "seed", "seed", 1);
-  c.parallel_chains = r.get<int>(j, "parallel_chains", "parallel_chains", 0);
-  c.compile_jobs = r.get<int>(j, "compile_jobs", "compile_jobs", 0);
+  c.seed = r.get<unsigned long long>("seed", 1);
+  c.parallel_chains = r.get<int>("parallel_chains", 0);
+  c.compile_jobs = r.get<int>("compile_jobs", 0);
   if (c.compile_jobs < 0) r.fail("compile_jobs", "must be 0 (one per core) or a positive number of compiles at once");
 
-  const json problems = j.value("problems", json::object());
-  if (!problems.is_object()) r.fail("problems", "expected a map with suite, level and/or names");
-  r.known(problems, "problems", {"suite", "level", "names"});
-  c.problems.suite = r.get<std::string>(problems, "suite", "problems.suite", "");
-  if (problems.contains("level") && !problems["level"].is_null()) {
-    c.problems.level = r.get<int>(problems, "level", "problems.level", 0);
+  if (r.has("problems") && !r.at("problems").is_object())
+    r.fail("problems", "expected a map with suite, level and/or names");
+  const SettingsReader problems = r.block("problems");
+  problems.known({"suite", "level", "names"});
+  c.problems.suite = problems.get<std::string>("suite", "");
+  if (problems.has("level")) {
+    c.problems.level = problems.get<int>("level", 0);
   }
-  c.problems.names = r.get<std::vector<std::string>>(problems, "names", "problems.names", {});
+  c.problems.names = problems.get<std::vector<std::string>>("names", {});
   if (!c.problems.names.empty() && c.problems.level) {
     r.fail("problems", "give either level (every problem of a level) or names (those problems), not both");
   }
@@ -289,15 +248,14 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
   c.provider = provider_config_from_json(j["provider"], path);
   if (!c.provider.transcript.empty()) c.provider.transcript = r.resolve_path(c.provider.transcript);
 
-  const json sc = j.value("scaffold", json::object());
-  r.known(sc, "scaffold", {"kind", "samples", "turns", "feedback", "context", "keep_best", "early_stop_speedup", "width",
-                           "expand", "depth", "population", "generations", "parents", "crossover", "mutate_prompt",
-                           "select"});
-  c.scaffold.kind = r.get<std::string>(sc, "kind", "scaffold.kind", "iterative");
+  const SettingsReader sc = r.block("scaffold");
+  sc.known({"kind", "samples", "turns", "feedback", "context", "keep_best", "early_stop_speedup", "width", "expand",
+            "depth", "population", "generations", "parents", "crossover", "mutate_prompt", "select"});
+  c.scaffold.kind = sc.get<std::string>("kind", "iterative");
   const bool search = c.scaffold.kind == "beam" || c.scaffold.kind == "evolve";
   // Each field belongs to its scaffolds: one given to another is a mistake.
   auto only_for = [&](const std::string& field, const std::set<std::string>& kinds) {
-    if (sc.contains(field) && !kinds.count(c.scaffold.kind)) {
+    if (sc.json().contains(field) && !kinds.count(c.scaffold.kind)) {
       std::string list;
       for (const auto& k : kinds) list += (list.empty() ? "" : " or ") + k;
       r.fail("scaffold." + field, "belongs to the " + list + " scaffold, not " + c.scaffold.kind);
@@ -314,7 +272,7 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
   only_for("select", {"beam", "evolve"});
   if (search) {
     for (const char* f : {"samples", "turns", "keep_best", "early_stop_speedup"}) {
-      if (sc.contains(f)) {
+      if (sc.json().contains(f)) {
         r.fail(std::string("scaffold.") + f, "a " + c.scaffold.kind + " search has no " + f +
                                                  (c.scaffold.kind == "beam" ? "; use width, expand and depth"
                                                                             : "; use population and generations"));
@@ -322,12 +280,12 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
     }
   }
   auto positive = [&](const char* field, int fallback) {
-    const int v = r.get<int>(sc, field, std::string("scaffold.") + field, fallback);
+    const int v = sc.get<int>(field, fallback);
     if (v < 1) r.fail(std::string("scaffold.") + field, "expected at least 1, got " + std::to_string(v));
     return v;
   };
-  c.scaffold.samples = search ? 1 : r.get<int>(sc, "samples", "scaffold.samples", 1);
-  c.scaffold.turns = search ? 1 : r.get<int>(sc, "turns", "scaffold.turns", c.scaffold.kind == "iterative" ? 3 : 1);
+  c.scaffold.samples = search ? 1 : sc.get<int>("samples", 1);
+  c.scaffold.turns = search ? 1 : sc.get<int>("turns", c.scaffold.kind == "iterative" ? 3 : 1);
   if (c.scaffold.kind == "beam") {
     c.scaffold.width = positive("width", 2);
     c.scaffold.expand = positive("expand", 2);
@@ -336,17 +294,17 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
   } else if (c.scaffold.kind == "evolve") {
     c.scaffold.population = positive("population", 4);
     c.scaffold.parents = positive("parents", 2);
-    c.scaffold.crossover = r.get<bool>(sc, "crossover", "scaffold.crossover", true);
-    c.scaffold.mutate_prompt = r.get<std::string>(sc, "mutate_prompt", "scaffold.mutate_prompt", "");
+    c.scaffold.crossover = sc.get<bool>("crossover", true);
+    c.scaffold.mutate_prompt = sc.get<std::string>("mutate_prompt", "");
     if (!c.scaffold.crossover) c.scaffold.parents = 1;
-    if (sc.contains("parents") && !c.scaffold.crossover && r.get<int>(sc, "parents", "scaffold.parents", 1) != 1) {
+    if (sc.json().contains("parents") && !c.scaffold.crossover && sc.get<int>("parents", 1) != 1) {
       r.fail("scaffold.parents", "without crossover a child has one parent; leave parents out or set crossover: true");
     }
     c.scaffold.samples = c.scaffold.population;
     c.scaffold.turns = positive("generations", 3);
   }
   if (search) {
-    c.scaffold.select = r.get<std::string>(sc, "select", "scaffold.select", "correct_then_speedup");
+    c.scaffold.select = sc.get<std::string>("select", "correct_then_speedup");
     if (c.scaffold.select != "correct_then_speedup" && c.scaffold.select != "speedup") {
       r.fail("scaffold.select", "expected correct_then_speedup or speedup, got '" + c.scaffold.select + "'");
     }
@@ -363,9 +321,9 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
   }
   if (c.scaffold.samples < 1) r.fail("scaffold.samples", "expected at least 1");
   if (c.scaffold.turns < 1) r.fail("scaffold.turns", "expected at least 1");
-  if (sc.contains("feedback")) {
+  if (sc.json().contains("feedback")) {
     c.scaffold.feedback.clear();
-    for (const auto& f : r.get<std::vector<std::string>>(sc, "feedback", "scaffold.feedback", {})) {
+    for (const auto& f : sc.get<std::vector<std::string>>("feedback", {})) {
       try {
         c.scaffold.feedback.insert(parse_feedback_kind(f));
       } catch (const std::invalid_argument& e) {
@@ -373,23 +331,23 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
       }
     }
   }
-  c.scaffold.context = r.get<std::string>(sc, "context", "scaffold.context", "full");
+  c.scaffold.context = sc.get<std::string>("context", "full");
   if (c.scaffold.context != "full" && c.scaffold.context != "last") {
     r.fail("scaffold.context", "expected full or last, got '" + c.scaffold.context + "'");
   }
-  c.scaffold.keep_best = r.get<bool>(sc, "keep_best", "scaffold.keep_best", false);
-  if (sc.contains("early_stop_speedup") && !sc["early_stop_speedup"].is_null()) {
-    c.scaffold.early_stop_speedup = r.get<double>(sc, "early_stop_speedup", "scaffold.early_stop_speedup", 0);
+  c.scaffold.keep_best = sc.get<bool>("keep_best", false);
+  if (sc.has("early_stop_speedup")) {
+    c.scaffold.early_stop_speedup = sc.get<double>("early_stop_speedup", 0);
   }
 
-  const json pr = j.value("prompts", json::object());
-  r.known(pr, "prompts", {"dir", "max_feedback_chars", "max_reference_chars", "style", "upstream"});
-  c.prompts.dir = r.resolve_path(r.get<std::string>(pr, "dir", "prompts.dir", data_dir() + "/prompts"));
-  c.prompts.max_feedback_chars = r.get<std::size_t>(pr, "max_feedback_chars", "prompts.max_feedback_chars", 6000);
-  c.prompts.max_reference_chars = r.get<std::size_t>(pr, "max_reference_chars", "prompts.max_reference_chars", 30000);
+  const SettingsReader pr = r.block("prompts");
+  pr.known({"dir", "max_feedback_chars", "max_reference_chars", "style", "upstream"});
+  c.prompts.dir = r.resolve_path(pr.get<std::string>("dir", data_dir() + "/prompts"));
+  c.prompts.max_feedback_chars = pr.get<std::size_t>("max_feedback_chars", 6000);
+  c.prompts.max_reference_chars = pr.get<std::size_t>("max_reference_chars", 30000);
   c.prompts.cuda = c.device != "cpu";
   const bool python = c.candidate_format == "kernelbench_python";
-  c.prompts.style = r.get<std::string>(pr, "style", "prompts.style", python ? "kernelbench" : "kloop");
+  c.prompts.style = pr.get<std::string>("style", python ? "kernelbench" : "kloop");
   if (c.prompts.style != "kloop" && c.prompts.style != "kernelbench") {
     r.fail("prompts.style", "'" + c.prompts.style + "' is not a prompt style; use kloop or kernelbench");
   }
@@ -398,21 +356,21 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
                                 ", but candidate_format is " + c.candidate_format +
                                 "; use style kernelbench with candidate_format kernelbench_python, kloop with cpp");
   }
-  if (pr.contains("upstream")) {
-    c.prompts.upstream = r.resolve_path(r.get<std::string>(pr, "upstream", "prompts.upstream", ""));
+  if (pr.json().contains("upstream")) {
+    c.prompts.upstream = r.resolve_path(pr.get<std::string>("upstream", ""));
     if (!fs::is_directory(fs::path(c.prompts.upstream) / "KernelBench")) {
       r.fail("prompts.upstream", c.prompts.upstream + " holds no KernelBench/ folder; give a KernelBench checkout");
     }
   }
   c.prompts.feedback = c.scaffold.feedback;
 
-  const json ev = j.value("evaluation", json::object());
-  r.known(ev, "evaluation", {"timeout_s", "max_timing_seconds", "threads", "isolation", "activity_audit"});
-  c.activity_audit = r.get<bool>(ev, "activity_audit", "evaluation.activity_audit", true);
-  c.eval_timeout_s = r.get<double>(ev, "timeout_s", "evaluation.timeout_s", kDefaultRunTimeoutSeconds);
-  c.max_timing_seconds = r.get<double>(ev, "max_timing_seconds", "evaluation.max_timing_seconds", 0);
-  c.threads = r.get<int>(ev, "threads", "evaluation.threads", 0);
-  c.isolation = r.get<std::string>(ev, "isolation", "evaluation.isolation", "strict");
+  const SettingsReader ev = r.block("evaluation");
+  ev.known({"timeout_s", "max_timing_seconds", "threads", "isolation", "activity_audit"});
+  c.activity_audit = ev.get<bool>("activity_audit", true);
+  c.eval_timeout_s = ev.get<double>("timeout_s", kDefaultRunTimeoutSeconds);
+  c.max_timing_seconds = ev.get<double>("max_timing_seconds", 0);
+  c.threads = ev.get<int>("threads", 0);
+  c.isolation = ev.get<std::string>("isolation", "strict");
   if (!parse_isolation(c.isolation) || c.isolation == "none") {
     r.fail("evaluation.isolation", "'" + c.isolation + "' is not a sandbox level; use strict (the default) or weak");
   }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "agent/store/run_store.h"
+#include "base/settings.h"
 
 namespace kloop {
 namespace {
@@ -62,7 +63,7 @@ std::vector<SweepRun> load_run_configs(const std::string& path) {
   const json sweep = base["sweep"];
   base.erase("sweep");
   auto fail = [&](const std::string& field, const std::string& what) {
-    throw std::invalid_argument(path + ": field '" + field + "': " + what);
+    throw std::invalid_argument(settings_error(path, 0, field, what));
   };
   if (!sweep.is_object() || sweep.empty()) {
     fail("sweep", "expected a map of field paths to lists of values, e.g. {provider.model: [gpt-5, o3]}");

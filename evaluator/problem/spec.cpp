@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <set>
 
+#include "base/settings.h"
+
 namespace kloop {
 namespace {
 
@@ -31,12 +33,10 @@ class SpecReader {
 
   [[noreturn]] void fail(const YAML::Node& node, const std::string& field,
                          const std::string& what) const {
-    std::string where = path_;
-    if (node && node.Mark().line >= 0) where += ":" + std::to_string(node.Mark().line + 1);
-    throw SpecError(where + ": field '" + field + "': " + what);
+    throw SpecError(settings_error(path_, node && node.Mark().line >= 0 ? node.Mark().line + 1 : 0, field, what));
   }
   [[noreturn]] void fail_top(const std::string& field, const std::string& what) const {
-    throw SpecError(path_ + ": field '" + field + "': " + what);
+    throw SpecError(settings_error(path_, 0, field, what));
   }
 
   YAML::Node require(const YAML::Node& parent, const char* key, const std::string& field,

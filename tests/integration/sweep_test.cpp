@@ -145,6 +145,35 @@ TEST_F(SweepTest, TheShippedComparisonsExpand) {
 // The replay provider and a command provider as the two points of one
 // sweep: both run, a rerun resumes both, and the sweep's folder reports
 // them side by side.
+// One form for every settings error, whoever reads the field (the run
+// config, the provider block, the sweep, a provider when kloop run makes
+// it): FILE: field 'PATH': what is wrong and what to do.
+TEST_F(SweepTest, SettingsErrorsOfEveryReaderReadAlike) {
+  const std::regex form(R"(^\S*sweep\.yaml: field '[a-z_.]+': \S.*)");
+  const std::string base = kBase;
+  for (const std::string& yaml :
+       {base + "seed: 1.5\n", base + "scaffold: {kind: iterative, turns: [2]}\n", base + "evaluation: {timeout: 3}\n",
+        std::string(kBase).replace(std::string(kBase).find("transcript: t.jsonl"), 19, "transcript: t.jsonl, temprature: 1"),
+        std::string(kBase).replace(std::string(kBase).find("transcript: t.jsonl"), 19, "transcript: t.jsonl, retry: {tries: 2}"),
+        base + "sweep: {protocol: strict}\n"}) {
+    try {
+      load_run_configs(write(yaml).string());
+      ADD_FAILURE() << "accepted:\n" << yaml;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_TRUE(std::regex_match(std::string(e.what()), form)) << e.what();
+    }
+  }
+  // A provider's own check, when kloop run makes it, names the file too.
+  write("name: k\nruns_dir: runs\nproblems: {names: [19_ReLU]}\ndevice: cpu\n"
+        "provider: {kind: openai, model: m, api_key_env: KLOOP_TEST_SURELY_UNSET_KEY}\n");
+  const CommandResult run = run_command({KLOOP_TEST_BINARY, "run", "sweep.yaml"}, dir_.string(), 60s);
+  EXPECT_NE(run.status.code, 0);
+  EXPECT_NE(run.output.find("sweep.yaml: field 'provider.api_key_env': environment variable KLOOP_TEST_SURELY_UNSET_KEY "
+                            "is not set"),
+            std::string::npos)
+      << run.output;
+}
+
 TEST_F(SweepTest, KloopRunRunsEveryPointAndReportShowsThemSideBySide) {
   const std::string good = "```cpp\n#include <ATen/ops/empty_like.h>\n#include <kloop/kernel_api.h>\n"
                            "struct ModelNew {\n  explicit ModelNew(const kloop::ModuleInit&) {}\n"
