@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,20 @@
 
 namespace kloop {
 namespace {
+
+// Sets `seconds` to the wall time from its making to stop() or its end,
+// whichever comes first: a phase's time however the phase ends.
+struct PhaseTimer {
+  double& seconds;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  bool stopped = false;
+  void stop() {
+    if (stopped) return;
+    stopped = true;
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  ~PhaseTimer() { stop(); }
+};
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -121,6 +136,7 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
   } cleanup{dir};
   ReferenceCase c;
   try {
+    PhaseTimer timed{r.reference_seconds};
     c = evaluator.reference_case(spec, dir.string());
   } catch (const std::exception& e) {
     r.status = "error";
@@ -140,6 +156,7 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
                                               (dir / "upstream.log").string());
     host = own_host.get();
   }
+  PhaseTimer upstream_timer{r.upstream_seconds};
   const json reply = host->run({{"task", upstream.string()},
                                 {"args", args_file},
                                 {"weights", c.weights_file},
@@ -148,6 +165,7 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
                                 {"dims", dims_file},
                                 {"device", device}},
                                options.timeout);
+  upstream_timer.stop();
   if (!reply.value("ok", false)) {
     r.status = reply.value("kind", std::string("error"));
     if (r.status != "key_mismatch" && r.status != "arg_mismatch") r.status = "error";
@@ -160,6 +178,7 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
     }
     return r;
   }
+  PhaseTimer compare_timer{r.compare_seconds};
   const std::vector<HostTensor> expected = read_tensor_file(c.expected_file);
   const std::vector<HostTensor> actual = read_tensor_file(out_file);
   if (expected.size() != actual.size()) {

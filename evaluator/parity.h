@@ -73,6 +73,12 @@ struct ParityResult {
   double max_rel_error = 0;
   std::vector<std::string> details;     // what differs, in words
   std::vector<std::string> deviations;  // the spec's own account of how the port differs
+  // Wall seconds: kloop's reference case (weights, inputs and outputs
+  // written), upstream's task in the host (reading them, running, writing),
+  // and reading both outputs and comparing them.
+  double reference_seconds = 0;
+  double upstream_seconds = 0;
+  double compare_seconds = 0;
 };
 
 ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const ParityOptions& options);

@@ -280,6 +280,8 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
     for (const auto& d : r.details) details += (details.empty() ? "" : "; ") + d;
     std::printf("%-50s %-12s %-8s %-11.3g %-11.3g %s\n", r.problem.c_str(), r.status.c_str(), r.bitwise ? "yes" : "no",
                 r.max_abs_error, r.max_rel_error, details.substr(0, 400).c_str());
+    std::fprintf(stderr, "kloop: %s: reference %.1f s, upstream %.1f s, compare %.1f s\n", r.problem.c_str(),
+                 r.reference_seconds, r.upstream_seconds, r.compare_seconds);
     std::fflush(stdout);
     table.add({{"problem", r.problem},
                      {"level", spec.level},
@@ -291,7 +293,11 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
                      {"details", r.details},
                      {"deviations", r.deviations},
                      {"device", a.device},
-                     {"dims", a.dims}});
+                     {"dims", a.dims},
+                     {"seconds",
+                      {{"reference", r.reference_seconds},
+                       {"upstream", r.upstream_seconds},
+                       {"compare", r.compare_seconds}}}});
   }
   if (!a.markdown.empty()) {
     // By level, then by the task's number.

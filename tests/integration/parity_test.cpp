@@ -129,6 +129,15 @@ TEST_F(ParityTest, TheCommandWritesATableThatResumes) {
   for (const char* row : {"| 1 | 19_ReLU | match | yes |", "| 1 | 21_Sigmoid | mismatch | no |", "| 1 | 23_Softmax | match | yes |"}) {
     EXPECT_NE(md.find(row), std::string::npos) << md;
   }
+  // Each row says where its time went, and so does the progress.
+  for (const auto& row : nlohmann::json::parse(read_file(table))) {
+    const nlohmann::json seconds = row.value("seconds", nlohmann::json());
+    ASSERT_TRUE(seconds.is_object()) << row.dump();
+    EXPECT_GT(seconds.value("reference", 0.0), 0) << row.dump();
+    EXPECT_GT(seconds.value("upstream", 0.0), 0) << row.dump();
+    EXPECT_GT(seconds.value("compare", 0.0), 0) << row.dump();
+  }
+  EXPECT_NE(second.output.find("kloop: 23_Softmax: reference "), std::string::npos) << second.output;
   fs::remove_all(dir);
 }
 
