@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,17 +215,49 @@ CommandResult run_process(const std::vector<std::string>& argv, std::chrono::mil
   Capture out{&result.output}, err{&result.error};
   std::size_t written = 0;
   char buffer[65536];
+  // The command ends when the child does, not when its output pipes close:
+  // a descendant that left the group, or a process that inherited a copy
+  // of the pipe elsewhere, must not hold run_process to the deadline. A
+  // pidfd says when the child ends; without one (kernels before 5.3) the
+  // loop looks every 50 ms.
+#ifdef SYS_pidfd_open
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+  const int pidfd = -1;
+#endif
+  // Whether the child has ended, leaving it unreaped (its pid, and so its
+  // group's id, stays taken until the group is killed).
+  auto ended = [&] {
+    siginfo_t info{};
+    return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+  };
+  bool child_ended = false;
+  auto read_some = [&](int& fd, Capture& sink, bool drain) {
+    for (;;) {
+      const ssize_t r = read(fd, buffer, sizeof(buffer));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && errno == EAGAIN) return;  // all there is for now
+      if (r <= 0) {
+        close_fd(fd);
+        return;
+      }
+      sink.add(buffer, static_cast<std::size_t>(r));
+      if (!drain) return;
+    }
+  };
   while (p.from_out >= 0 || p.from_err >= 0) {
-    struct pollfd fds[3];
+    struct pollfd fds[4];
     nfds_t n = 0;
-    int out_index = -1, err_index = -1, in_index = -1;
+    int out_index = -1, err_index = -1, in_index = -1, pid_index = -1;
     if (p.from_out >= 0) fds[out_index = static_cast<int>(n++)] = {p.from_out, POLLIN, 0};
     if (p.from_err >= 0) fds[err_index = static_cast<int>(n++)] = {p.from_err, POLLIN, 0};
     if (p.to_child >= 0) fds[in_index = static_cast<int>(n++)] = {p.to_child, POLLOUT, 0};
-    const int rc = poll(fds, n, remaining_ms(deadline));
+    if (pidfd >= 0) fds[pid_index = static_cast<int>(n++)] = {pidfd, POLLIN, 0};
+    const int wait_ms = pidfd >= 0 ? remaining_ms(deadline) : std::min(remaining_ms(deadline), 50);
+    const int rc = poll(fds, n, wait_ms);
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) break;
-    if (rc == 0) {
+    if (rc == 0 && Clock::now() >= deadline) {
       result.timed_out = true;
       kill_group(pid);
       break;
@@ -235,23 +268,29 @@ CommandResult run_process(const std::vector<std::string>& argv, std::chrono::mil
       // EPIPE: the child stopped reading; what it wrote still counts.
       if ((w < 0 && errno != EAGAIN && errno != EINTR) || written == io.input->size()) close_fd(p.to_child);
     }
-    for (auto [index, fd, sink] : {std::tuple<int, int*, Capture*>{out_index, &p.from_out, &out},
-                                   std::tuple<int, int*, Capture*>{err_index, &p.from_err, &err}}) {
-      if (index < 0 || !fds[index].revents) continue;
-      const ssize_t r = read(*fd, buffer, sizeof(buffer));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        close_fd(*fd);
-      } else {
-        sink->add(buffer, static_cast<std::size_t>(r));
+    if (out_index >= 0 && fds[out_index].revents) read_some(p.from_out, out, false);
+    if (err_index >= 0 && fds[err_index].revents) read_some(p.from_err, err, false);
+    if ((pid_index >= 0 && fds[pid_index].revents) || (pid_index < 0 && rc == 0)) {
+      if (ended()) {
+        // Gone: what it wrote is in the pipes. Take it, and stop there.
+        child_ended = true;
+        kill_group(pid);
+        for (int* fd : {&p.from_out, &p.from_err}) {
+          if (*fd >= 0) fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) | O_NONBLOCK);
+        }
+        if (p.from_out >= 0) read_some(p.from_out, out, true);
+        if (p.from_err >= 0) read_some(p.from_err, err, true);
+        break;
       }
     }
   }
+  if (pidfd >= 0) close(pidfd);
   close_fd(p.to_child);
   close_fd(p.from_out);
   close_fd(p.from_err);
+  // Its output closed but it may run on, to its end or the deadline.
   const int wstatus = reap(pid, deadline, result.timed_out);
-  kill_group(pid);  // whatever the command left running in its group
+  if (!child_ended) kill_group(pid);  // whatever the command left running in its group
   result.status = exit_status_of(wstatus);
   result.output_truncated = out.truncated;
   out.finish();

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -127,6 +128,26 @@ TEST(ProcessTest, NothingItHoldsWhileSpawningCrossesAnotherThreadsExec) {
       EXPECT_EQ(during, before) << "separate_stderr " << separate << ", input " << with_input;
     }
   }
+}
+
+// The command ends when its process does: a process it started outside
+// its group (setsid), or any other holder of a copy of its output pipe,
+// does not keep run_process waiting for the pipe to close.
+TEST(ProcessTest, ItEndsWithTheChildWhoeverElseHoldsThePipe) {
+  const fs::path pidfile = fs::temp_directory_path() / ("kloop-process-stray-" + std::to_string(getpid()));
+  const CommandResult r = run_process(
+      {"sh", "-c", "setsid sh -c 'echo $$ > " + pidfile.string() + "; exec sleep 300' & sleep 0.2; echo done; exit 4"},
+      20s);
+  std::ifstream in(pidfile);
+  pid_t stray = 0;
+  in >> stray;
+  if (stray > 0) kill(stray, SIGKILL);
+  fs::remove(pidfile);
+  EXPECT_FALSE(r.timed_out) << "waited for the stray process's copy of the pipe";
+  EXPECT_TRUE(r.status.exited);
+  EXPECT_EQ(r.status.code, 4);
+  EXPECT_EQ(r.output, "done\n");
+  EXPECT_GT(stray, 0) << "the stray process did not start";
 }
 
 }  // namespace
