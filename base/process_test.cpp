@@ -137,7 +137,7 @@ TEST(ProcessTest, ItEndsWithTheChildWhoeverElseHoldsThePipe) {
   const fs::path pidfile = fs::temp_directory_path() / ("kloop-process-stray-" + std::to_string(getpid()));
   const CommandResult r = run_process(
       {"sh", "-c", "setsid sh -c 'echo $$ > " + pidfile.string() + "; exec sleep 300' & sleep 0.2; echo done; exit 4"},
-      20s);
+      120s);  // far beyond the 0.2 s it takes, far below the stray's 300 s
   std::ifstream in(pidfile);
   pid_t stray = 0;
   in >> stray;

@@ -200,7 +200,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   const TimingRules rules = timing_rules(protocol, cpu, options_);
   const bool fresh = fresh_timed_inputs(protocol, cpu, options_);
   v.timing_statistic = rules.statistic;
-  v.observed = {{"format", 1}, {"timing", nullptr}};  // the timing phase fills in its own
+  v.observed = observations_before_timing();
   auto finish = [&](VerdictClass cls, std::string message) {
     v.verdict = cls;
     v.message = std::move(message);

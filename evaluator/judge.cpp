@@ -338,6 +338,8 @@ TimingObservation timing_observation_from_json(const nlohmann::json& j) {
 
 }  // namespace
 
+nlohmann::json observations_before_timing() { return {{"format", kObservationsFormat}, {"timing", nullptr}}; }
+
 nlohmann::json timing_stage_to_json(const TimingObservation& t, std::size_t findings_before,
                                     const std::optional<double>& reference_headline, double candidate_headline) {
   return {{"findings_before", findings_before},
@@ -352,7 +354,7 @@ Rejudged rejudge(const nlohmann::json& stored, const Protocol& to) {
     throw std::invalid_argument("the verdict keeps no observations (a kloop before re-judging wrote it)");
   }
   const json& observed = stored["observed"];
-  if (observed.value("format", 0) != 1) {
+  if (observed.value("format", 0) != kObservationsFormat) {
     throw std::invalid_argument("its observations are in format " + observed.value("format", json()).dump() +
                                 ", which this kloop does not read");
   }

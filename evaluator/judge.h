@@ -141,6 +141,11 @@ std::optional<Decision> judge_timing(const TimingObservation& t, const Protocol&
 // The message of a correct verdict: "N test calls passed; speedup Xx".
 std::string correct_message(std::size_t test_calls, const std::optional<double>& speedup);
 
+// What a verdict keeps of its observations (Verdict::observed) before its
+// timing phase, which fills in "timing"; rejudge reads this format only.
+constexpr int kObservationsFormat = 1;
+nlohmann::json observations_before_timing();
+
 // The timing phase as the judge saw it, kept in the verdict
 // (Verdict::observed["timing"]) so that a protocol with the same
 // measurements judges it again: the integrity findings made before it,

@@ -377,7 +377,8 @@ Verdict stored_after_timing(const TimingObservation& t, const Protocol& protocol
   ref.median = 3 * t.headline_seconds;
   v.candidate_time = cand;
   v.reference_time = ref;
-  v.observed = {{"format", 1}, {"timing", timing_stage_to_json(t, v.integrity.size(), ref.median, cand.median)}};
+  v.observed = observations_before_timing();
+  v.observed["timing"] = timing_stage_to_json(t, v.integrity.size(), ref.median, cand.median);
   if (const auto d = judge_timing(t, protocol, v.integrity)) {
     v.verdict = d->verdict;
     v.message = d->message;
@@ -445,7 +446,7 @@ TEST(JudgeTest, AVerdictDecidedBeforeTimingKeepsItsDecisionAndOneWithoutObservat
   v.protocol = protocol_by_name("strict").to_json();
   v.verdict = VerdictClass::kIncorrect;
   v.message = "1 of 4 test calls failed";
-  v.observed = {{"format", 1}, {"timing", nullptr}};
+  v.observed = observations_before_timing();
   const Rejudged same = rejudge(v.to_json(), protocol_by_name("strict-libraries"));
   EXPECT_EQ(same.verdict, VerdictClass::kIncorrect);
   EXPECT_EQ(same.message, v.message);
