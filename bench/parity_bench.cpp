@@ -1,7 +1,7 @@
 // kloop_parity_bench: the time of `kloop problems parity` per task with one
 // python3 started for each task against one kept for all (UpstreamHost),
 // side by side: the tasks alternate between the two ways, so drift hits
-// both alike. A program that prints figures, not a test: it asserts nothing.
+// both alike; and where the kept host's time goes (ParityResult's phases). A program that prints figures, not a test: it asserts nothing.
 //
 //   kloop_parity_bench --upstream KERNELBENCH [--level N] [--tasks N] [--device cpu|cuda] [--dims small|full]
 #include <unistd.h>
@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   (void)kloop::check_parity(evaluator, specs.front(), po);
 
   std::vector<double> per_task[2];
+  std::vector<double> phases[3];  // the kept host's: reference, upstream, judging
   std::printf("%-48s %-10s %-10s %s\n", "task", "one-shot", "kept", "parity");
   for (std::size_t i = 0; i < specs.size(); ++i) {
     double took[2] = {0, 0};
@@ -85,6 +86,11 @@ int main(int argc, char** argv) {
       const kloop::ParityResult r = kloop::check_parity(evaluator, specs[i], po);
       took[way] = seconds_since(start);
       per_task[way].push_back(took[way]);
+      if (way == 1) {
+        phases[0].push_back(r.reference_seconds);
+        phases[1].push_back(r.upstream_seconds);
+        phases[2].push_back(r.compare_seconds);
+      }
       status = r.status;
     }
     std::printf("%-48s %8.2f s %8.2f s %s\n", specs[i].name.c_str(), took[0], took[1], status.c_str());
@@ -92,6 +98,9 @@ int main(int argc, char** argv) {
   const double one_shot = kloop::summarize(per_task[0]).median, kept = kloop::summarize(per_task[1]).median;
   std::printf("\nmedian per task over %zu tasks (%s, %s dims): a python3 per task %.2f s, one kept %.2f s: %.2fx\n",
               specs.size(), device.c_str(), dims.c_str(), one_shot, kept, kept > 0 ? one_shot / kept : 0.0);
+  std::printf("the kept host's median phases: reference %.2f s, upstream %.2f s, judging %.2f s\n",
+              kloop::summarize(phases[0]).median, kloop::summarize(phases[1]).median,
+              kloop::summarize(phases[2]).median);
   std::printf("the kept host started %d time(s)\n", host.starts());
   return 0;
 }

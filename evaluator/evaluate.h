@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,7 @@
 #include "evaluator/isolation/sandbox.h"
 #include "evaluator/problem/spec.h"
 #include "evaluator/protocol.h"
+#include "evaluator/reference_case.h"
 #include "evaluator/timing/device_figures.h"
 #include "evaluator/verdict.h"
 
@@ -141,17 +143,6 @@ struct BaselineReport {
   double seconds = 0;  // wall time of the whole measurement
 };
 
-// One case of a reference written out for another program to run: its
-// weights (by state_dict name), the inputs of its call and the expected
-// outputs, in kloop's tensor files, and its constructor arguments.
-struct ReferenceCase {
-  std::string weights_file;
-  std::string inputs_file;
-  std::string expected_file;
-  nlohmann::json args;  // [{name, type, value}] at the case's dims
-  nlohmann::json dims;
-};
-
 // Whether a candidate file is KernelBench's Python format under
 // EvalOptions::candidate_format ("auto": a .py file); EvaluationError for an
 // unknown format.
@@ -174,10 +165,11 @@ class Evaluator {
   std::vector<ReferenceReport> check_references(const std::vector<ProblemSpec>& specs,
                                                 const std::function<void(const ReferenceReport&)>& on_report = {});
   // Draws case 0 (the run's seed, the spec's cpu dims on CPU or with
-  // small_dims, else its full dims), runs the reference on it and writes
-  // the case's files into `dir`. Throws EvaluationError when the reference
-  // does not build or run.
-  ReferenceCase reference_case(const ProblemSpec& spec, const std::string& dir);
+  // small_dims, else its full dims) as an evaluation does, runs the
+  // reference on it in a worker that keeps its outputs, and writes the
+  // case's weights and inputs for another program (reference_case.h).
+  // Throws EvaluationError when the reference does not build or run.
+  std::unique_ptr<HeldReferenceCase> hold_reference_case(const ProblemSpec& spec);
   // Runs the reference over several seeds, with weights and inputs varied
   // separately, and flags degenerate outputs under the protocol's tolerance.
   AuditReport audit_reference(const ProblemSpec& spec);

@@ -1,7 +1,5 @@
 #include "evaluator/parity.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <chrono>
 #include <cstdlib>
@@ -12,7 +10,6 @@
 #include "evaluator/check/compare.h"
 #include "evaluator/isolation/subprocess.h"
 #include "evaluator/protocol.h"
-#include "evaluator/runtime/host_tensor.h"
 
 namespace kloop {
 namespace {
@@ -37,11 +34,6 @@ using json = nlohmann::json;
 bool imports_torch(const std::string& python) {
   const CommandResult r = run_command({python, "-c", "import torch"}, "", std::chrono::seconds(120));
   return r.status.exited && r.status.code == 0;
-}
-
-fs::path work_root_of(const ParityOptions& options) {
-  if (!options.work_root.empty()) return options.work_root;
-  return access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
 }
 
 }  // namespace
@@ -124,29 +116,22 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
     r.details.push_back(upstream.string() + ": not found in the checkout");
     return r;
   }
-  const fs::path root = work_root_of(options);
-  const fs::path dir = root / ("kloop-parity-" + std::to_string(getpid()) + "-" + spec.name);
-  fs::remove_all(dir);
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{dir};
-  ReferenceCase c;
+  std::unique_ptr<HeldReferenceCase> held;
   try {
     PhaseTimer timed{r.reference_seconds};
-    c = evaluator.reference_case(spec, dir.string());
+    held = evaluator.hold_reference_case(spec);
   } catch (const std::exception& e) {
     r.status = "error";
     r.details.push_back(std::string("kloop's reference: ") + e.what());
     return r;
   }
+  // Upstream's files beside the reference's, in the held case's folder
+  // (/dev/shm where it can be), removed with it.
+  const fs::path dir = held->folder();
   const std::string args_file = (dir / "args.json").string();
-  std::ofstream(args_file) << c.args.dump();
+  std::ofstream(args_file) << held->args().dump();
   const std::string dims_file = (dir / "dims.json").string();
-  std::ofstream(dims_file) << c.dims.dump();
+  std::ofstream(dims_file) << held->dims().dump();
   const std::string out_file = (dir / "upstream.safetensors").string();
   const std::string device = evaluator.options().device;
   std::unique_ptr<UpstreamHost> own_host;
@@ -159,8 +144,8 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
   PhaseTimer upstream_timer{r.upstream_seconds};
   const json reply = host->run({{"task", upstream.string()},
                                 {"args", args_file},
-                                {"weights", c.weights_file},
-                                {"inputs", c.inputs_file},
+                                {"weights", held->weights_file()},
+                                {"inputs", held->inputs_file()},
                                 {"out", out_file},
                                 {"dims", dims_file},
                                 {"device", device}},
@@ -178,21 +163,29 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
     }
     return r;
   }
+  // Judged where the reference's outputs are (its worker, on its device),
+  // by the comparison that judges candidates.
   PhaseTimer compare_timer{r.compare_seconds};
-  const std::vector<HostTensor> expected = read_tensor_file(c.expected_file);
-  const std::vector<HostTensor> actual = read_tensor_file(out_file);
-  if (expected.size() != actual.size()) {
-    r.status = "mismatch";
-    r.details.push_back("upstream returns " + std::to_string(actual.size()) + " output(s), kloop " +
-                        std::to_string(expected.size()));
+  const Tolerance tol = protocol_by_name("strict").tolerance;
+  HeldJudgement judged;
+  try {
+    judged = held->judge(out_file, tol);
+  } catch (const std::exception& e) {
+    r.status = "error";
+    r.details.push_back(std::string("kloop's judge: ") + e.what());
     return r;
   }
-  const Tolerance tol = protocol_by_name("strict").tolerance;
+  if (judged.output_count != judged.expected_count) {
+    r.status = "mismatch";
+    r.details.push_back("upstream returns " + std::to_string(judged.output_count) + " output(s), kloop " +
+                        std::to_string(judged.expected_count));
+    return r;
+  }
   bool passed = true;
-  r.bitwise = true;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    const TensorComparison cmp = compare_tensors(expected[i], actual[i], tol);
-    r.bitwise = r.bitwise && tensors_identical(expected[i], actual[i]);
+  r.bitwise = judged.identical.size() == judged.outputs.size();
+  for (std::size_t i = 0; i < judged.outputs.size(); ++i) {
+    const TensorComparison& cmp = judged.outputs[i];
+    r.bitwise = r.bitwise && judged.identical[i];
     r.max_abs_error = std::max(r.max_abs_error, cmp.max_abs_error);
     r.max_rel_error = std::max(r.max_rel_error, cmp.max_rel_error);
     if (!cmp.passed) {

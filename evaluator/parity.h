@@ -2,10 +2,10 @@
 // Python task file computes? Each upstream file (a KernelBench checkout's
 // KernelBench/levelN/NAME.py, as the spec's provenance names it) runs in a
 // python3 with torch (evaluator/problem/upstream_parity.py, kept for many
-// tasks by an UpstreamHost) on
-// kloop's own weights (loaded by state_dict name) and inputs, and its
-// outputs are judged against kloop's reference by kloop's comparison under
-// the strict protocol's tolerance. Upstream code runs as the user who
+// tasks by an UpstreamHost) on kloop's own weights (loaded by state_dict
+// name) and inputs, and its outputs are judged by the judge that judges
+// candidates, in the reference's worker where kloop's outputs stay
+// (HeldReferenceCase), under the strict protocol's tolerance. Upstream code runs as the user who
 // pointed at the checkout, outside the candidate sandbox: it is the user's
 // trusted source, as a reference is.
 #pragma once
@@ -52,10 +52,6 @@ struct ParityOptions {
   std::string upstream_root;  // a KernelBench checkout (the folder holding KernelBench/level1/...)
   std::string python;         // with torch; "" = find_python_with_torch("")
   std::chrono::seconds timeout{600};
-  // Where each task's weights, inputs and both sides' outputs are written:
-  // "" = /dev/shm when writable (at upstream size one task moves tens of GB,
-  // which a disk makes the slow part), else the temp folder.
-  std::string work_root;
   // Runs the upstream files; borrowed, for many tasks. None: a host of the
   // call's own, for this task alone.
   UpstreamHost* host = nullptr;
@@ -73,9 +69,10 @@ struct ParityResult {
   double max_rel_error = 0;
   std::vector<std::string> details;     // what differs, in words
   std::vector<std::string> deviations;  // the spec's own account of how the port differs
-  // Wall seconds: kloop's reference case (weights, inputs and outputs
-  // written), upstream's task in the host (reading them, running, writing),
-  // and reading both outputs and comparing them.
+  // Wall seconds: kloop's reference case (its worker started, weights and
+  // inputs drawn and written, its outputs computed and kept), upstream's
+  // task in the host (reading them, running, writing its outputs), and
+  // judging those in the reference's worker.
   double reference_seconds = 0;
   double upstream_seconds = 0;
   double compare_seconds = 0;

@@ -107,30 +107,6 @@ class CheckWorker {
 
 }  // namespace
 
-ReferenceCase Evaluator::reference_case(const ProblemSpec& spec, const std::string& dir) {
-  const bool cpu = options_.device == "cpu";
-  BuildResult rb = build_reference(spec);
-  if (!rb.ok) throw EvaluationError("the reference of " + spec.name + " " + build_failure_text(rb));
-  const DimValues dims = spec.resolve_dims(cpu || options_.small_dims);
-  const wire::Case c = generate_case(spec, dims, 0, options_.seed, options_.seed, 1.0, 1, false);
-  CheckWorker worker(options_);
-  if (const std::string failed = worker.generate(rb, spec, {c}, /*weights_and_inputs=*/true);
-      !failed.empty()) {
-    throw EvaluationError("the reference of " + spec.name + " failed: " + failed);
-  }
-  fs::create_directories(dir);
-  ReferenceCase out;
-  out.weights_file = (fs::path(dir) / "weights.safetensors").string();
-  out.inputs_file = (fs::path(dir) / "inputs.safetensors").string();
-  out.expected_file = (fs::path(dir) / "expected.safetensors").string();
-  fs::copy_file(worker.shared() + "/case0.weights.safetensors", out.weights_file, fs::copy_options::overwrite_existing);
-  fs::copy_file(worker.shared() + "/case0.call0.inputs.safetensors", out.inputs_file, fs::copy_options::overwrite_existing);
-  fs::copy_file(worker.shared() + "/case0.call0.expected.safetensors", out.expected_file, fs::copy_options::overwrite_existing);
-  out.args = c.args;
-  out.dims = json(dims);
-  return out;
-}
-
 ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) { return check_references({spec}).front(); }
 
 

@@ -130,7 +130,7 @@ int show(const GlobalOptions& g, const std::string& name, bool json_out) {
 }
 
 // The options of a command that goes through references untimed (check,
-// build): several compile in bundles, a tenth of the cost; one alone.
+// build, parity): several compile in bundles, a tenth of the cost; one alone.
 EvalOptions reference_command_options(std::size_t problems, const std::string& device) {
   EvalOptions opts;
   opts.measure_time = false;
@@ -251,9 +251,7 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
                                 ("kloop-parity-" + std::to_string(getpid()) + ".log")).string());
   po.host = &host;
   Builder builder(BuilderConfig::from_environment());
-  EvalOptions opts;
-  opts.measure_time = false;
-  opts.device = a.device;
+  EvalOptions opts = reference_command_options(entries.size(), a.device);
   opts.small_dims = a.dims == "small";
   Evaluator evaluator(builder, opts);
   ResumableTable table(a.json_file, a.resume, "problem", "a parity table written by kloop problems parity --json");
@@ -261,9 +259,7 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
   for (const auto& e : entries) {
     if (!table.earlier(e.name)) sources.push_back(reg.load(e).reference_path);
   }
-  std::fprintf(stderr, "kloop: building %zu reference(s)...\n", sources.size());
-  build_many(builder.config(), sources, ModuleRole::kReference, a.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda,
-             0, build_progress_on_stderr("references"));
+  prebuild_references(builder.config(), sources, opts);
   std::map<std::string, int> counts;
   std::printf("%-50s %-12s %-8s %-11s %-11s %s\n", "problem", "parity", "bitwise", "max_abs", "max_rel", "details");
   std::size_t resumed = 0;

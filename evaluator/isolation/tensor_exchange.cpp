@@ -155,6 +155,13 @@ ExchangeImport::ExchangeImport(const json& d, const std::string& device, int fd)
   const std::string transport = d.at("transport");
   if (transport == "file") {
     for (auto& h : read_tensor_file(d.at("outputs").at("path"))) outputs_.push_back(to_device(host_to_tensor(h), device));
+    // Without inputs (a trusted program's outputs alone, port parity) the
+    // inputs after the call are not looked at. A candidate's description is
+    // the driver's rebuild, which always names them.
+    if (!d.contains("inputs")) {
+      inputs_published_ = false;
+      return;
+    }
     for (auto& h : read_tensor_file(d.at("inputs").at("path"))) inputs_.push_back(to_device(host_to_tensor(h), device));
     return;
   }

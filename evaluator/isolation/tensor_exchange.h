@@ -68,10 +68,14 @@ class ExchangeImport {
 
   const std::vector<at::Tensor>& outputs() const { return outputs_; }
   const std::vector<at::Tensor>& inputs() const { return inputs_; }
+  // False for a file description that names no inputs (a trusted program's
+  // outputs alone: port parity).
+  bool inputs_published() const { return inputs_published_; }
 
  private:
   VmmBuffer mapped_;
   std::vector<at::Tensor> outputs_, inputs_;
+  bool inputs_published_ = true;
 };
 
 }  // namespace kloop

@@ -214,7 +214,8 @@ void to_json(json& j, const Judge& v) {
        {"post", v.post},
        {"keep_for_next_call", v.keep_for_next_call},
        {"error_analysis", v.error_analysis},
-       {"exact_allowance", v.exact_allowance}};
+       {"exact_allowance", v.exact_allowance},
+       {"identity", v.identity}};
 }
 void from_json(const json& j, Judge& v) {
   v.exchange = j.at("exchange");
@@ -223,6 +224,7 @@ void from_json(const json& j, Judge& v) {
   get_or(j, "keep_for_next_call", v.keep_for_next_call);
   get_or(j, "error_analysis", v.error_analysis);
   get_or(j, "exact_allowance", v.exact_allowance);
+  get_or(j, "identity", v.identity);
 }
 void to_json(json& j, const JudgeReply& v) {
   j = {{"outputs", v.outputs}, {"output_count", v.output_count}, {"expected_count", v.expected_count}};
@@ -231,6 +233,7 @@ void to_json(json& j, const JudgeReply& v) {
   put_opt(j, "fp64_unavailable", v.fp64_unavailable);
   put_opt(j, "same_as_previous_call", v.same_as_previous_call);
   put_opt(j, "expected_same_as_previous_call", v.expected_same_as_previous_call);
+  put_opt(j, "identical", v.identical);
 }
 void from_json(const json& j, JudgeReply& v) {
   j.at("outputs").get_to(v.outputs);
@@ -241,6 +244,7 @@ void from_json(const json& j, JudgeReply& v) {
   get_opt(j, "fp64_unavailable", v.fp64_unavailable);
   get_opt(j, "same_as_previous_call", v.same_as_previous_call);
   get_opt(j, "expected_same_as_previous_call", v.expected_same_as_previous_call);
+  get_opt(j, "identical", v.identical);
 }
 
 void to_json(json& j, const Alias& v) { j = {{"output", v.output}, {"input", v.input}}; }

@@ -179,6 +179,7 @@ struct JudgeReply {
   std::optional<std::string> fp64_unavailable;
   std::optional<bool> same_as_previous_call;
   std::optional<bool> expected_same_as_previous_call;
+  std::optional<std::vector<bool>> identical;  // per output, bit for bit (when asked: identity)
 };
 struct Judge {
   using Reply = JudgeReply;
@@ -189,6 +190,7 @@ struct Judge {
   bool keep_for_next_call = false;  // for the stale-output check
   bool error_analysis = false;      // rows against the fp64 twin
   bool exact_allowance = false;     // strict's allowance of the reference's own error
+  bool identity = false;            // also say which outputs equal the expected bit for bit
 };
 
 // Candidate: one test call, its outputs and inputs-after published.

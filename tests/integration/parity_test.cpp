@@ -65,6 +65,7 @@ TEST_F(ParityTest, PortsThatComputeTheUpstreamTaskMatch) {
 TEST_F(ParityTest, WrongUpstreamResultsAndOtherParametersAreFound) {
   const ParityResult wrong = parity("21_Sigmoid");
   EXPECT_EQ(wrong.status, "mismatch");
+  EXPECT_FALSE(wrong.bitwise);
   EXPECT_GT(wrong.max_abs_error, 0.1);
   ASSERT_FALSE(wrong.details.empty());
   EXPECT_NE(wrong.details.front().find("outside atol"), std::string::npos) << wrong.details.front();

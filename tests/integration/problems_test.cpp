@@ -106,9 +106,10 @@ TEST_P(ReferenceTest, RunsAtCpuDims) {
 }
 
 // The reference check draws weights straight into the module's CPU
-// parameters and writes only the expected outputs; the evaluation's case
-// files come from the staged draw. Both must give the same outputs, bit for
-// bit, or the check would vouch for weights no evaluation uses.
+// parameters and writes only the expected outputs; an evaluation draws them
+// into the weights file (prepare) and keeps its expected outputs in the
+// worker (expect), as a held case does. Both must give the same outputs, bit
+// for bit, or the check would vouch for weights no evaluation uses.
 TEST(ReferenceCheckTest, InPlaceWeightsGiveTheOutputsOfTheWeightsFile) {
   ProblemRegistry reg(ProblemRegistry::default_root());
   const ProblemSpec spec = reg.load("kernelbench/level2/1_Conv2D_ReLU_BiasAdd");
@@ -122,7 +123,7 @@ TEST(ReferenceCheckTest, InPlaceWeightsGiveTheOutputsOfTheWeightsFile) {
   opts.work_root = (root / "work").string();
   opts.keep_work_dir = true;
   Evaluator ev(builder, opts);
-  const ReferenceCase staged = ev.reference_case(spec, (root / "case").string());
+  const auto held = ev.hold_reference_case(spec);
   const ReferenceReport checked = ev.check_reference(spec);
   ASSERT_TRUE(checked.ok) << checked.error;
   std::vector<std::string> in_place;
@@ -130,11 +131,11 @@ TEST(ReferenceCheckTest, InPlaceWeightsGiveTheOutputsOfTheWeightsFile) {
     if (e.path().filename() == "case0.call0.expected.safetensors") in_place.push_back(e.path().string());
   }
   ASSERT_FALSE(in_place.empty());
-  const auto expected = read_tensor_file(staged.expected_file);
-  for (const auto& path : in_place) {  // both work folders kept: each case 0 matches
-    const auto got = read_tensor_file(path);
-    ASSERT_EQ(got.size(), expected.size()) << path;
-    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(tensors_identical(got[i], expected[i])) << path;
+  for (const auto& path : in_place) {
+    const HeldJudgement j = held->judge(path, protocol_by_name("strict").tolerance);
+    ASSERT_EQ(j.output_count, j.expected_count) << path;
+    ASSERT_EQ(j.identical.size(), j.expected_count) << path;
+    for (const bool same : j.identical) EXPECT_TRUE(same) << path;
   }
   fs::remove_all(root);
 }
@@ -169,12 +170,12 @@ class ReferenceBundleTest : public ::testing::Test {
     return opts;
   }
   // Case 0's expected outputs of the one check run under `work`.
-  static std::vector<HostTensor> checked_outputs(const fs::path& work) {
+  static std::string checked_outputs(const fs::path& work) {
     for (const auto& e : fs::recursive_directory_iterator(work)) {
-      if (e.path().filename() == "case0.call0.expected.safetensors") return read_tensor_file(e.path().string());
+      if (e.path().filename() == "case0.call0.expected.safetensors") return e.path().string();
     }
     ADD_FAILURE() << "no case 0 under " << work;
-    return {};
+    return "";
   }
   fs::path root_;
 };
@@ -210,11 +211,11 @@ TEST_F(ReferenceBundleTest, EachMemberRunsItsOwnReference) {
     const BuildResult single = alone.build_reference(s, /*bundled=*/true);
     EXPECT_TRUE(single.entry.empty());
     EXPECT_NE(single.key, rb.key);
-    const ReferenceCase c = alone.reference_case(s, (root_ / "case" / name).string());
-    const auto expected = read_tensor_file(c.expected_file);
-    const auto got = checked_outputs(work);
-    ASSERT_EQ(got.size(), expected.size());
-    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(tensors_identical(got[i], expected[i]));
+    const auto held = alone.hold_reference_case(s);
+    const HeldJudgement j = held->judge(checked_outputs(work), protocol_by_name("strict").tolerance);
+    ASSERT_EQ(j.output_count, j.expected_count);
+    ASSERT_EQ(j.identical.size(), j.expected_count);
+    for (const bool same : j.identical) EXPECT_TRUE(same);
   }
   // The worker loads only what the bundle exports, and only for a reference.
   Evaluator ev(builder, options((root_ / "work" / "loads").string()));

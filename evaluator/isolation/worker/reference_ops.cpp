@@ -278,10 +278,23 @@ wire::JudgeReply Worker::judge(const wire::Judge& cmd) {
   }
   reply.output_count = actual.size();
   reply.expected_count = expected.size();
+  if (cmd.identity) {
+    reply.identical.emplace();
+    for (std::size_t i = 0; i < expected.size() && i < actual.size(); ++i) {
+      reply.identical->push_back(tensors_identical(expected[i], actual[i]));
+    }
+  }
   if (cmd.post) return reply;
-  reply.mutated_inputs.emplace();
-  for (std::size_t k = 0; k < pristine_.size() && k < got.inputs().size(); ++k) {
-    if (!tensors_identical(pristine_[k], got.inputs()[k])) reply.mutated_inputs->push_back(k);
+  if (got.inputs_published()) {
+    reply.mutated_inputs.emplace();
+    // An input missing from what was published may have been changed: a
+    // candidate that rewrote its inputs file, or described fewer tensors,
+    // is not let off the check.
+    for (std::size_t k = 0; k < pristine_.size(); ++k) {
+      if (k >= got.inputs().size() || !tensors_identical(pristine_[k], got.inputs()[k])) {
+        reply.mutated_inputs->push_back(k);
+      }
+    }
   }
   if (cmd.error_analysis) {
     if (fp64_expected_.empty()) {
