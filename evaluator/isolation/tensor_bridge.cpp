@@ -67,6 +67,31 @@ at::Tensor to_device(const at::Tensor& tensor, const std::string& device) {
   return tensor.to(at::Device(device));
 }
 
+std::vector<std::pair<std::string, at::Tensor>> read_tensors(const std::string& path, const std::string& device) {
+  const TensorFileReader file(path);
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (std::size_t i = 0; i < file.entries().size(); ++i) {
+    const TensorFileEntry& e = file.entries()[i];
+    at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(scalar_type_of(e.dtype)));
+    file.read(i, t.data_ptr());
+    out.emplace_back(e.name, to_device(t, device));
+  }
+  return out;
+}
+
+void write_tensors(const std::string& path, const std::vector<at::Tensor>& tensors,
+                   const std::vector<std::string>& names) {
+  std::vector<at::Tensor> host;  // kept alive while the file is written
+  std::vector<TensorFileSource> sources;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    host.push_back(tensors[i].detach().to(at::kCPU).contiguous());
+    const at::Tensor& t = host.back();
+    sources.push_back({i < names.size() ? names[i] : "", dtype_of(t), shape_of(t), t.data_ptr(),
+                       static_cast<uint64_t>(t.numel()) * t.element_size()});
+  }
+  write_tensor_file(path, sources);
+}
+
 bool storage_overlaps(const at::Tensor& a, const at::Tensor& b) {
   if (!a.defined() || !b.defined() || !a.has_storage() || !b.has_storage()) return false;
   if (a.device() != b.device()) return false;

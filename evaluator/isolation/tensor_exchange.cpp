@@ -86,11 +86,13 @@ json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::
                              const std::string& transport, const std::string& stem) {
   release();
   if (transport == "file") {
-    std::vector<HostTensor> out_host, in_host;
-    for (std::size_t i = 0; i < outputs.size(); ++i) out_host.push_back(tensor_to_host(outputs[i], "output" + std::to_string(i)));
-    for (std::size_t k = 0; k < inputs.size(); ++k) in_host.push_back(tensor_to_host(inputs[k], "input" + std::to_string(k)));
-    write_tensor_file(stem + ".outputs.safetensors", out_host);
-    write_tensor_file(stem + ".inputs.safetensors", in_host);
+    auto names = [](const char* prefix, std::size_t n) {
+      std::vector<std::string> out;
+      for (std::size_t i = 0; i < n; ++i) out.push_back(prefix + std::to_string(i));
+      return out;
+    };
+    write_tensors(stem + ".outputs.safetensors", outputs, names("output", outputs.size()));
+    write_tensors(stem + ".inputs.safetensors", inputs, names("input", inputs.size()));
     return {{"transport", "file"}, {"outputs", file_entry(stem + ".outputs.safetensors")},
             {"inputs", file_entry(stem + ".inputs.safetensors")}};
   }
@@ -154,7 +156,7 @@ json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::
 ExchangeImport::ExchangeImport(const json& d, const std::string& device, int fd) {
   const std::string transport = d.at("transport");
   if (transport == "file") {
-    for (auto& h : read_tensor_file(d.at("outputs").at("path"))) outputs_.push_back(to_device(host_to_tensor(h), device));
+    for (auto& [name, t] : read_tensors(d.at("outputs").at("path"), device)) outputs_.push_back(std::move(t));
     // Without inputs (a trusted program's outputs alone, port parity) the
     // inputs after the call are not looked at. A candidate's description is
     // the driver's rebuild, which always names them.
@@ -162,7 +164,7 @@ ExchangeImport::ExchangeImport(const json& d, const std::string& device, int fd)
       inputs_published_ = false;
       return;
     }
-    for (auto& h : read_tensor_file(d.at("inputs").at("path"))) inputs_.push_back(to_device(host_to_tensor(h), device));
+    for (auto& [name, t] : read_tensors(d.at("inputs").at("path"), device)) inputs_.push_back(std::move(t));
     return;
   }
   if (transport != "cuda_ipc") throw std::invalid_argument("unknown tensor transport '" + transport + "'");

@@ -175,6 +175,38 @@ TEST(HostTensorTest, FileRoundTrip) {
   EXPECT_THROW(read_tensor_file(path), std::runtime_error);
 }
 
+// The worker's way: tensors written from memory the caller keeps and read
+// into memory of its own, entry by entry; the same bytes as HostTensors
+// carry, and a file that shrinks after its check (a candidate's own,
+// truncated while the judge reads it) is an error, not a short read.
+TEST(HostTensorTest, TensorsGoToAndFromTheCallersMemory) {
+  auto path = (std::filesystem::temp_directory_path() / "kloop-sources.safetensors").string();
+  const HostTensor a = generate_tensor("a", DType::kFloat32, {64, 33}, spec("randn"), 3);
+  const HostTensor b = generate_tensor("b", DType::kInt32, {7}, spec("randint", {{"low", -5}, {"high", 5}}), 3);
+  write_tensor_file(path, std::vector<TensorFileSource>{{a.name, a.dtype, a.shape, a.bytes.data(), a.bytes.size()},
+                                                        {b.name, b.dtype, b.shape, b.bytes.data(), b.bytes.size()}});
+  const auto back = read_tensor_file(path);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_TRUE(tensors_identical(back[0], a));
+  EXPECT_TRUE(tensors_identical(back[1], b));
+  {
+    const TensorFileReader file(path);
+    ASSERT_EQ(file.entries().size(), 2u);
+    EXPECT_EQ(file.entries()[1].name, "b");
+    EXPECT_EQ(file.entries()[1].shape, b.shape);
+    std::vector<unsigned char> into(file.entries()[0].bytes);
+    file.read(0, into.data());
+    EXPECT_EQ(into, a.bytes);
+    std::filesystem::resize_file(path, file.entries()[1].offset + 4);
+    std::vector<unsigned char> rest(file.entries()[1].bytes);
+    EXPECT_THROW(file.read(1, rest.data()), std::runtime_error);
+  }
+  EXPECT_THROW(write_tensor_file(path, std::vector<TensorFileSource>{{"x", DType::kFloat32, {4}, a.bytes.data(), 8}}),
+               std::runtime_error)
+      << "4 floats are 16 bytes, not 8";
+  std::filesystem::remove(path);
+}
+
 // A file as safetensors lays it out: header length, JSON header, data.
 std::string safetensors_file(const std::string& header, const std::string& data, uint64_t length = UINT64_MAX) {
   if (length == UINT64_MAX) length = header.size();

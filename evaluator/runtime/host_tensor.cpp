@@ -21,13 +21,31 @@ namespace {
 constexpr const char* kDTypeNames[] = {"F32", "F64", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL"};
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // as safetensors itself allows
 
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-using File = std::unique_ptr<std::FILE, FileCloser>;
+// All of `n` bytes, however many calls write() takes (one moves at most
+// about 2 GB on Linux).
+void put_bytes(int fd, const void* p, uint64_t n, const std::string& path) {
+  const auto* at = static_cast<const char*>(p);
+  while (n > 0) {
+    const ssize_t w = write(fd, at, std::min<uint64_t>(n, uint64_t{1} << 30));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw std::runtime_error(path + ": write failed: " + std::strerror(w < 0 ? errno : EIO));
+    at += w;
+    n -= static_cast<uint64_t>(w);
+  }
+}
 
-void put_bytes(std::FILE* f, const void* p, std::size_t n, const std::string& path) {
-  if (n && std::fwrite(p, 1, n, f) != n) throw std::runtime_error(path + ": write failed");
+// All of `n` bytes from `offset`, or false when the file ends first.
+bool get_bytes(int fd, void* p, uint64_t n, uint64_t offset) {
+  auto* at = static_cast<char*>(p);
+  while (n > 0) {
+    const ssize_t r = pread(fd, at, std::min<uint64_t>(n, uint64_t{1} << 30), static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    at += r;
+    offset += static_cast<uint64_t>(r);
+    n -= static_cast<uint64_t>(r);
+  }
+  return true;
 }
 
 uint64_t little_endian_u64(const unsigned char* b) {
@@ -52,25 +70,27 @@ std::string shape_string(const std::vector<int64_t>& dims) {
 
 std::string HostTensor::shape_string() const { return kloop::shape_string(shape); }
 
-void write_tensor_file(const std::string& path, const std::vector<HostTensor>& tensors) {
+void write_tensor_file(const std::string& path, const std::vector<TensorFileSource>& tensors) {
   // The header: one entry per tensor in order, its data right after the
   // previous one's; names must be unique (an empty one is written "#i").
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   uint64_t offset = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const HostTensor& t = tensors[i];
+    const TensorFileSource& t = tensors[i];
     const std::string key = t.name.empty() ? "#" + std::to_string(i) : t.name;
     if (key == "__metadata__" || header.contains(key)) {
       throw std::runtime_error(path + ": tensor name '" + key + "' is reserved or used twice");
     }
-    if (t.bytes.size() != static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype)) {
-      throw std::runtime_error(path + ": tensor '" + key + "' holds " + std::to_string(t.bytes.size()) +
-                               " bytes for shape " + t.shape_string());
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    if (t.bytes != static_cast<uint64_t>(numel) * dtype_size(t.dtype) || (t.bytes && !t.data)) {
+      throw std::runtime_error(path + ": tensor '" + key + "' holds " + std::to_string(t.bytes) + " bytes for shape " +
+                               shape_string(t.shape));
     }
     header[key] = {{"dtype", kDTypeNames[static_cast<int>(t.dtype)]},
                    {"shape", t.shape},
-                   {"data_offsets", {offset, offset + t.bytes.size()}}};
-    offset += t.bytes.size();
+                   {"data_offsets", {offset, offset + t.bytes}}};
+    offset += t.bytes;
   }
   header["__metadata__"] = {{"format", "pt"}, {"writer", "kloop"}};
   std::string text = header.dump();
@@ -81,45 +101,58 @@ void write_tensor_file(const std::string& path, const std::vector<HostTensor>& t
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
     throw std::runtime_error(path + ": cannot replace: " + std::strerror(errno));
   }
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  File f(fd >= 0 ? fdopen(fd, "wb") : nullptr);
-  if (!f) {
-    if (fd >= 0) close(fd);
-    throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
-  }
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
   unsigned char length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
-  put_bytes(f.get(), length, 8, path);
-  put_bytes(f.get(), text.data(), text.size(), path);
-  for (const auto& t : tensors) put_bytes(f.get(), t.bytes.data(), t.bytes.size(), path);
-  if (std::fflush(f.get()) != 0) throw std::runtime_error(path + ": write failed");
+  put_bytes(fd, length, 8, path);
+  put_bytes(fd, text.data(), text.size(), path);
+  // Straight from the caller's memory: a tensor of several GB is not copied
+  // into a buffer first.
+  for (const auto& t : tensors) put_bytes(fd, t.data, t.bytes, path);
+}
+
+void write_tensor_file(const std::string& path, const std::vector<HostTensor>& tensors) {
+  std::vector<TensorFileSource> sources;
+  for (const auto& t : tensors) sources.push_back({t.name, t.dtype, t.shape, t.bytes.data(), t.bytes.size()});
+  write_tensor_file(path, sources);
 }
 
 // The reader is also the judge's: the file may come from a candidate, so
 // nothing in it is believed before it is checked against the file's size
 // (no allocation larger than the file, no link, no FIFO to hang on), and
 // the entries must tile the data exactly, as safetensors requires.
-std::vector<HostTensor> read_tensor_file(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+TensorFileReader::TensorFileReader(const std::string& path) : path_(path) {
+  fd_ = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  try {
+    check();
+  } catch (...) {
+    close(fd_);
+    throw;
+  }
+}
+
+TensorFileReader::~TensorFileReader() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void TensorFileReader::check() {
+  const std::string& path = path_;
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    throw std::runtime_error(path + ": not a regular file");
-  }
-  File f(fdopen(fd, "rb"));
-  if (!f) {
-    close(fd);
-    throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-  }
+  if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   auto corrupt = [&](const std::string& why) { return std::runtime_error(path + ": not a valid tensor file (" + why + ")"); };
   unsigned char length[8];
-  if (size < 8 || std::fread(length, 1, 8, f.get()) != 8) throw corrupt("shorter than its header length");
+  if (size < 8 || !get_bytes(fd_, length, 8, 0)) throw corrupt("shorter than its header length");
   const uint64_t header_bytes = little_endian_u64(length);
   if (header_bytes > size - 8 || header_bytes > kMaxHeaderBytes) throw corrupt("the header claims more bytes than the file has");
   std::string text(header_bytes, '\0');
-  if (header_bytes && std::fread(text.data(), 1, header_bytes, f.get()) != header_bytes) throw corrupt("truncated header");
+  if (header_bytes && !get_bytes(fd_, text.data(), header_bytes, 8)) throw corrupt("truncated header");
   const uint64_t data_bytes = size - 8 - header_bytes;
   nlohmann::ordered_json header;
   try {
@@ -132,14 +165,13 @@ std::vector<HostTensor> read_tensor_file(const std::string& path) {
   struct Entry {
     uint64_t begin, end;
   };
-  std::vector<HostTensor> out;
   std::vector<Entry> spans;
   for (const auto& [key, e] : header.items()) {
     if (key == "__metadata__") continue;
     if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets")) {
       throw corrupt("entry '" + key + "' lacks dtype, shape or data_offsets");
     }
-    HostTensor t;
+    TensorFileEntry t;
     t.name = key;
     const auto& d = e["dtype"];
     const auto* known = d.is_string() ? std::find(std::begin(kDTypeNames), std::end(kDTypeNames), d.get<std::string>())
@@ -166,7 +198,9 @@ std::vector<HostTensor> read_tensor_file(const std::string& path) {
       throw corrupt("entry '" + key + "' has data_offsets that do not fit its shape or the file");
     }
     spans.push_back({begin, end});
-    out.push_back(std::move(t));
+    t.offset = 8 + header_bytes + begin;
+    t.bytes = end - begin;
+    entries_.push_back(std::move(t));
   }
   // The entries tile the data: sorted by offset, each starts where the last ended.
   std::vector<std::size_t> order(spans.size());
@@ -180,14 +214,28 @@ std::vector<HostTensor> read_tensor_file(const std::string& path) {
     at = spans[i].end;
   }
   if (at != data_bytes) throw corrupt("its data is longer or shorter than its tensors");
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const uint64_t n = spans[i].end - spans[i].begin;
-    out[i].bytes.resize(n);
-    if (n == 0) continue;
-    if (std::fseek(f.get(), static_cast<long>(8 + header_bytes + spans[i].begin), SEEK_SET) != 0 ||
-        std::fread(out[i].bytes.data(), 1, n, f.get()) != n) {
-      throw corrupt("truncated data");
-    }
+}
+
+void TensorFileReader::read(std::size_t i, void* into) const {
+  const TensorFileEntry& e = entries_.at(i);
+  // The file may have shrunk since it was checked (a candidate's own).
+  if (e.bytes && !get_bytes(fd_, into, e.bytes, e.offset)) {
+    throw std::runtime_error(path_ + ": not a valid tensor file (truncated data)");
+  }
+}
+
+std::vector<HostTensor> read_tensor_file(const std::string& path) {
+  const TensorFileReader file(path);
+  std::vector<HostTensor> out;
+  for (std::size_t i = 0; i < file.entries().size(); ++i) {
+    const TensorFileEntry& e = file.entries()[i];
+    HostTensor t;
+    t.name = e.name;
+    t.dtype = e.dtype;
+    t.shape = e.shape;
+    t.bytes.resize(e.bytes);
+    file.read(i, t.bytes.data());
+    out.push_back(std::move(t));
   }
   return out;
 }

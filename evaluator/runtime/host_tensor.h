@@ -34,4 +34,48 @@ std::string shape_string(const std::vector<int64_t>& dims);
 void write_tensor_file(const std::string& path, const std::vector<HostTensor>& tensors);
 std::vector<HostTensor> read_tensor_file(const std::string& path);
 
+// A tensor to write from memory the caller keeps (a worker writes a tensor
+// of several GB from its own storage, with no copy between).
+struct TensorFileSource {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  uint64_t bytes = 0;
+};
+void write_tensor_file(const std::string& path, const std::vector<TensorFileSource>& tensors);
+
+// One tensor of a checked file: what it is and where its bytes are.
+struct TensorFileEntry {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0;  // in the file
+  uint64_t bytes = 0;
+};
+
+// A tensor file opened and checked as read_tensor_file checks it (the file
+// may be a candidate's: nothing in it is believed before it is checked
+// against the file's size), whose tensors the caller reads into memory of
+// its own: a worker reads a multi-GB tensor straight into a tensor's
+// storage. Throws std::runtime_error naming the file.
+class TensorFileReader {
+ public:
+  explicit TensorFileReader(const std::string& path);
+  ~TensorFileReader();
+  TensorFileReader(const TensorFileReader&) = delete;
+  TensorFileReader& operator=(const TensorFileReader&) = delete;
+
+  const std::vector<TensorFileEntry>& entries() const { return entries_; }
+  // Entry i's bytes (entries()[i].bytes of them) into `into`; throws when
+  // the file has shrunk since it was checked.
+  void read(std::size_t i, void* into) const;
+
+ private:
+  void check();
+  std::string path_;
+  int fd_ = -1;
+  std::vector<TensorFileEntry> entries_;
+};
+
 }  // namespace kloop

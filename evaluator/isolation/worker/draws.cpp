@@ -93,7 +93,7 @@ std::string Worker::weights_file(const std::string& dir, int case_id) const {
 
 std::map<std::string, at::Tensor> Worker::read_weights(const std::string& path) {
   std::map<std::string, at::Tensor> out;
-  for (auto& t : read_tensor_file(path)) out[t.name] = to_device(host_to_tensor(t), device_);
+  for (auto& [name, t] : read_tensors(path, device_)) out[name] = std::move(t);
   return out;
 }
 
