@@ -125,6 +125,7 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
     r.details.push_back(std::string("kloop's reference: ") + e.what());
     return r;
   }
+  r.gpu = held->device().value("name", "");
   // Upstream's files beside the reference's, in the held case's folder
   // (/dev/shm where it can be), removed with it.
   const fs::path dir = held->folder();

@@ -69,6 +69,7 @@ struct ParityResult {
   double max_rel_error = 0;
   std::vector<std::string> details;     // what differs, in words
   std::vector<std::string> deviations;  // the spec's own account of how the port differs
+  std::string gpu;                      // the GPU kloop's reference ran on, by name ("" on the CPU)
   // Wall seconds: kloop's reference case (its worker started, weights and
   // inputs drawn and written, its outputs computed and kept), upstream's
   // task in the host (reading them, running, writing its outputs), and

@@ -83,6 +83,7 @@ std::unique_ptr<HeldReferenceCase> Evaluator::hold_reference_case(const ProblemS
   held->inputs_file_ = expected->reply.inputs_exchange->at("inputs").at("path").get<std::string>();
   held->args_ = c.args;
   held->dims_ = json(dims);
+  held->device_ = loaded->reply.device;
   return held;
 }
 

@@ -45,6 +45,9 @@ class HeldReferenceCase {
   const std::string& inputs_file() const { return inputs_file_; }
   const nlohmann::json& args() const { return args_; }  // [{name, type, value}] at the case's dims
   const nlohmann::json& dims() const { return dims_; }
+  // The device as the worker reports it (name, compute capability, ...;
+  // {"device": "cpu"} on the CPU).
+  const nlohmann::json& device() const { return device_; }
   // A folder for the other program's files, removed with this object.
   std::string folder() const;
 
@@ -59,7 +62,7 @@ class HeldReferenceCase {
   std::unique_ptr<detail::WorkerSession> worker_;
   std::chrono::milliseconds run_timeout_;
   std::string weights_file_, inputs_file_;
-  nlohmann::json args_, dims_;
+  nlohmann::json args_, dims_, device_;
 };
 
 }  // namespace kloop

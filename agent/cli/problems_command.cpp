@@ -279,21 +279,21 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
     std::fprintf(stderr, "kloop: %s: reference %.1f s, upstream %.1f s, compare %.1f s\n", r.problem.c_str(),
                  r.reference_seconds, r.upstream_seconds, r.compare_seconds);
     std::fflush(stdout);
-    table.add({{"problem", r.problem},
-                     {"level", spec.level},
-                     {"upstream_file", r.upstream_file},
-                     {"status", r.status},
-                     {"bitwise", r.bitwise},
-                     {"max_abs_error", r.max_abs_error},
-                     {"max_rel_error", r.max_rel_error},
-                     {"details", r.details},
-                     {"deviations", r.deviations},
-                     {"device", a.device},
-                     {"dims", a.dims},
-                     {"seconds",
-                      {{"reference", r.reference_seconds},
-                       {"upstream", r.upstream_seconds},
-                       {"compare", r.compare_seconds}}}});
+    table.add(
+        {{"problem", r.problem},
+         {"level", spec.level},
+         {"upstream_file", r.upstream_file},
+         {"status", r.status},
+         {"bitwise", r.bitwise},
+         {"max_abs_error", r.max_abs_error},
+         {"max_rel_error", r.max_rel_error},
+         {"details", r.details},
+         {"deviations", r.deviations},
+         {"device", a.device},
+         {"gpu", r.gpu},
+         {"dims", a.dims},
+         {"seconds",
+          {{"reference", r.reference_seconds}, {"upstream", r.upstream_seconds}, {"compare", r.compare_seconds}}}});
   }
   if (!a.markdown.empty()) {
     // By level, then by the task's number.
@@ -305,8 +305,8 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
       return number(x.value("problem", "")) < number(y.value("problem", ""));
     });
     std::ostringstream md;
-    md << "| level | problem | parity | bitwise | max abs error | max rel error | what differs | deviations from upstream "
-          "(the spec's) |\n|--:|---|---|---|--:|--:|---|---|\n";
+    md << "| level | problem | parity | bitwise | max abs error | max rel error | what differs | "
+          "deviations from upstream (the spec's) | GPU |\n|--:|---|---|---|--:|--:|---|---|---|\n";
     for (const auto& row : rows) {
       std::string dev;
       for (const auto& d : row.value("deviations", nlohmann::json::array())) dev += (dev.empty() ? "" : "; ") + d.get<std::string>();
@@ -318,7 +318,7 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
       std::string what;
       for (const auto& d : row.value("details", nlohmann::json::array())) what += (what.empty() ? "" : "; ") + d.get<std::string>();
       for (auto& ch : what) ch = ch == '|' ? '/' : ch == '\n' ? ' ' : ch;
-      md << what.substr(0, 300) << " | " << dev << " |\n";
+      md << what.substr(0, 300) << " | " << dev << " | " << row.value("gpu", "") << " |\n";
     }
     RunStore::write_text(a.markdown, md.str());
   }

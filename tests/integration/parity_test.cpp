@@ -137,6 +137,7 @@ TEST_F(ParityTest, TheCommandWritesATableThatResumes) {
     EXPECT_GT(seconds.value("reference", 0.0), 0) << row.dump();
     EXPECT_GT(seconds.value("upstream", 0.0), 0) << row.dump();
     EXPECT_GT(seconds.value("compare", 0.0), 0) << row.dump();
+    EXPECT_EQ(row.value("gpu", std::string("absent")), "") << "the GPU's name, none on the CPU: " << row.dump();
   }
   EXPECT_NE(second.output.find("kloop: 23_Softmax: reference "), std::string::npos) << second.output;
   fs::remove_all(dir);
