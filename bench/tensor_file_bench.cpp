@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       if (way == 0) {
         kloop::write_tensor_file(path, {kloop::tensor_to_host(x, "output0")});
       } else {
-        kloop::write_tensors(path, {x}, {"output0"});
+        kloop::write_tensors(path, {x}, "output");
       }
       took[way][0].push_back(seconds_since(start));
       start = Clock::now();

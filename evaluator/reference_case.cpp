@@ -4,15 +4,12 @@
 // than a candidate.
 #include "evaluator/reference_case.h"
 
-#include <filesystem>
-
 #include "evaluator/detail/cases.h"
 #include "evaluator/detail/worker_session.h"
 #include "evaluator/evaluate.h"
 
 namespace kloop {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace detail;
 
@@ -79,7 +76,7 @@ std::unique_ptr<HeldReferenceCase> Evaluator::hold_reference_case(const ProblemS
     fail("to write its inputs: " + expected->reply.inputs_exchange_error.value_or("no reason given"));
   }
   auto held = std::make_unique<HeldReferenceCase>(std::move(work), std::move(worker), options_.run_timeout);
-  held->weights_file_ = (fs::path(held->work_->shared()) / ("case" + std::to_string(c.id) + ".weights.safetensors")).string();
+  held->weights_file_ = wire::weights_file(held->work_->shared(), c.id);
   held->inputs_file_ = expected->reply.inputs_exchange->at("inputs").at("path").get<std::string>();
   held->args_ = c.args;
   held->dims_ = json(dims);

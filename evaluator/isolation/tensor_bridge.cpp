@@ -79,14 +79,13 @@ std::vector<std::pair<std::string, at::Tensor>> read_tensors(const std::string& 
   return out;
 }
 
-void write_tensors(const std::string& path, const std::vector<at::Tensor>& tensors,
-                   const std::vector<std::string>& names) {
+void write_tensors(const std::string& path, const std::vector<at::Tensor>& tensors, const std::string& prefix) {
   std::vector<at::Tensor> host;  // kept alive while the file is written
   std::vector<TensorFileSource> sources;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     host.push_back(tensors[i].detach().to(at::kCPU).contiguous());
     const at::Tensor& t = host.back();
-    sources.push_back({i < names.size() ? names[i] : "", dtype_of(t), shape_of(t), t.data_ptr(),
+    sources.push_back({prefix + std::to_string(i), dtype_of(t), shape_of(t), t.data_ptr(),
                        static_cast<uint64_t>(t.numel()) * t.element_size()});
   }
   write_tensor_file(path, sources);

@@ -18,10 +18,9 @@ at::Tensor to_device(const at::Tensor& tensor, const std::string& device);
 // A tensor file's tensors by name, in its order, on `device`: each read
 // straight into a CPU tensor's storage (no HostTensor between), then moved.
 std::vector<std::pair<std::string, at::Tensor>> read_tensors(const std::string& path, const std::string& device);
-// `tensors` written as a tensor file, tensor i named names[i], from their
-// own memory (a device tensor is copied to the host first).
-void write_tensors(const std::string& path, const std::vector<at::Tensor>& tensors,
-                   const std::vector<std::string>& names);
+// `tensors` written as a tensor file, tensor i named PREFIX<i> ("output0"),
+// from their own memory (a device tensor is copied to the host first).
+void write_tensors(const std::string& path, const std::vector<at::Tensor>& tensors, const std::string& prefix);
 DType dtype_of(const at::Tensor& tensor);  // throws for types kloop cannot carry
 at::ScalarType scalar_type_of(DType dtype);
 std::vector<int64_t> shape_of(const at::Tensor& tensor);

@@ -86,13 +86,8 @@ json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::
                              const std::string& transport, const std::string& stem) {
   release();
   if (transport == "file") {
-    auto names = [](const char* prefix, std::size_t n) {
-      std::vector<std::string> out;
-      for (std::size_t i = 0; i < n; ++i) out.push_back(prefix + std::to_string(i));
-      return out;
-    };
-    write_tensors(stem + ".outputs.safetensors", outputs, names("output", outputs.size()));
-    write_tensors(stem + ".inputs.safetensors", inputs, names("input", inputs.size()));
+    write_tensors(stem + ".outputs.safetensors", outputs, "output");
+    write_tensors(stem + ".inputs.safetensors", inputs, "input");
     return {{"transport", "file"}, {"outputs", file_entry(stem + ".outputs.safetensors")},
             {"inputs", file_entry(stem + ".inputs.safetensors")}};
   }

@@ -501,4 +501,8 @@ Status read_failure(const json& j) {
   return s;
 }
 
+std::string weights_file(const std::string& dir, int case_id) {
+  return dir + "/case" + std::to_string(case_id) + ".weights.safetensors";
+}
+
 }  // namespace kloop::wire

@@ -132,7 +132,9 @@ struct Generate {
   bool weights_and_inputs = true;
 };
 
-// Reference: the case's module, its weights written for the candidate.
+// Reference: the case's module, its weights written for the candidate
+// (and `generate`'s, with weights_and_inputs) at weights_file(dir, id).
+std::string weights_file(const std::string& dir, int case_id);
 struct PrepareReply {
   std::size_t parameters = 0;
 };

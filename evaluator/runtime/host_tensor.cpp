@@ -162,10 +162,6 @@ void TensorFileReader::check() {
   }
   if (!header.is_object()) throw corrupt("its header is not a JSON object");
 
-  struct Entry {
-    uint64_t begin, end;
-  };
-  std::vector<Entry> spans;
   for (const auto& [key, e] : header.items()) {
     if (key == "__metadata__") continue;
     if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets")) {
@@ -197,23 +193,22 @@ void TensorFileReader::check() {
     if (begin > end || end > data_bytes || end - begin != numel * element) {
       throw corrupt("entry '" + key + "' has data_offsets that do not fit its shape or the file");
     }
-    spans.push_back({begin, end});
     t.offset = 8 + header_bytes + begin;
     t.bytes = end - begin;
     entries_.push_back(std::move(t));
   }
   // The entries tile the data: sorted by offset, each starts where the last ended.
-  std::vector<std::size_t> order(spans.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return spans[a].begin != spans[b].begin ? spans[a].begin < spans[b].begin : spans[a].end < spans[b].end;
+  std::vector<const TensorFileEntry*> order;
+  for (const auto& e : entries_) order.push_back(&e);
+  std::sort(order.begin(), order.end(), [](const TensorFileEntry* a, const TensorFileEntry* b) {
+    return a->offset != b->offset ? a->offset < b->offset : a->bytes < b->bytes;
   });
-  uint64_t at = 0;
-  for (std::size_t i : order) {
-    if (spans[i].begin != at) throw corrupt("its tensors overlap or leave gaps");
-    at = spans[i].end;
+  uint64_t at = 8 + header_bytes;
+  for (const TensorFileEntry* e : order) {
+    if (e->offset != at) throw corrupt("its tensors overlap or leave gaps");
+    at = e->offset + e->bytes;
   }
-  if (at != data_bytes) throw corrupt("its data is longer or shorter than its tensors");
+  if (at != size) throw corrupt("its data is longer or shorter than its tensors");
 }
 
 void TensorFileReader::read(std::size_t i, void* into) const {

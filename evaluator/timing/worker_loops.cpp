@@ -99,7 +99,7 @@ wire::TimeSetupReply Worker::time_setup(const wire::TimeSetup& cmd) {
   const wire::Case& c = cmd.c;
   timing_label_ = "case " + std::to_string(c.id);
   release_call_state();
-  auto weights = read_weights(weights_file(cmd.dir, c.id));
+  auto weights = read_weights(wire::weights_file(cmd.dir, c.id));
   timing_module_ = construct(weights, c.args, timing_label_);
   set_phase("timed calls, " + timing_label_);
   // Fresh inputs (warmup_first_call): one set, redrawn for every call;

@@ -21,7 +21,7 @@ wire::RunReply Worker::run(const wire::Run& cmd) {
   if (!module_ || module_case_ != c.id) {
     module_.reset();
     set_phase("reading weights for case " + std::to_string(c.id));
-    auto weights = read_weights(weights_file(cmd.dir, c.id));
+    auto weights = read_weights(wire::weights_file(cmd.dir, c.id));
     module_ = construct(weights, c.args, "case " + std::to_string(c.id));
     module_case_ = c.id;
   }

@@ -87,10 +87,6 @@ std::vector<InputDraw> input_draws(const wire::Case& c, int64_t call) {
 
 }  // namespace
 
-std::string Worker::weights_file(const std::string& dir, int case_id) const {
-  return dir + "/case" + std::to_string(case_id) + ".weights.safetensors";
-}
-
 std::map<std::string, at::Tensor> Worker::read_weights(const std::string& path) {
   std::map<std::string, at::Tensor> out;
   for (auto& [name, t] : read_tensors(path, device_)) out[name] = std::move(t);

@@ -29,7 +29,7 @@ wire::GenerateReply Worker::generate(const wire::Generate& cmd) {
     const std::string label = "case " + std::to_string(c.id);
     auto module = construct({}, c.args, label);
     auto weights = draw_weights(*module, c, /*keep=*/files);
-    if (files) write_tensor_file(weights_file(cmd.dir, c.id), weights);
+    if (files) write_tensor_file(wire::weights_file(cmd.dir, c.id), weights);
     wire::GeneratedCase done;
     done.id = c.id;
     for (int call = 0; call < c.calls; ++call) {
@@ -39,13 +39,9 @@ wire::GenerateReply Worker::generate(const wire::Generate& cmd) {
       set_phase("reference forward, " + call_label(c, call));
       auto out = module->forward(args);
       synchronize();
-      std::vector<std::string> names;
       std::vector<std::vector<int64_t>> shapes;
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        names.push_back("output" + std::to_string(i));
-        shapes.push_back(shape_of(out[i]));
-      }
-      write_tensors(stem + ".expected.safetensors", out, names);
+      for (const auto& o : out) shapes.push_back(shape_of(o));
+      write_tensors(stem + ".expected.safetensors", out, "output");
       done.output_shapes.push_back(std::move(shapes));
     }
     done.parameters = module->parameters().size();
@@ -56,14 +52,14 @@ wire::GenerateReply Worker::generate(const wire::Generate& cmd) {
 }
 
 // The case's module with weights drawn from kloop's generator, written for
-// the candidate (case<ID>.weights.safetensors).
+// the candidate (wire::weights_file).
 wire::PrepareReply Worker::prepare(const wire::Prepare& cmd) {
   if (role_ != "reference") throw WorkerError{"runtime_error", "prepare is for references"};
   at::AutoGradMode no_grad(false);
   const wire::Case& c = cmd.c;
   module_ = construct({}, c.args, "case " + std::to_string(c.id));
   set_phase("drawing weights for case " + std::to_string(c.id));
-  write_tensor_file(weights_file(cmd.dir, c.id), draw_weights(*module_, c));
+  write_tensor_file(wire::weights_file(cmd.dir, c.id), draw_weights(*module_, c));
   module_case_ = c.id;
   pristine_.clear();
   expected_.clear();

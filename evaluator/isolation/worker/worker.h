@@ -99,7 +99,6 @@ class Worker {
   std::vector<at::Tensor> draw_args(const wire::Case& c, int64_t call);
   void redraw(std::vector<at::Tensor>& set, const wire::Case& c, int64_t call);
   std::pair<std::vector<HostTensor>, std::vector<at::Tensor>> draw_inputs(const wire::Case& c, int64_t call);
-  std::string weights_file(const std::string& dir, int case_id) const;
 
   // The reference's commands (reference_ops.cpp).
   wire::GenerateReply generate(const wire::Generate& cmd);
