@@ -52,6 +52,14 @@ TEST_F(PythonCandidateTest, ConstructorArgumentsInOrderAndWeightsByStateDictName
   EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << v.message;
 }
 
+// KernelBench runs ModelNew as it is built, in training mode (its eval
+// never calls .eval()), and so do kloop's references: batch norm on the
+// batch's statistics. In eval mode this answer would be incorrect.
+TEST_F(PythonCandidateTest, TheModelRunsInTrainingModeAsKernelBenchRunsIt) {
+  const Verdict v = eval("33_BatchNorm", "batchnorm_correct.py");
+  EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << v.message;
+}
+
 TEST_F(PythonCandidateTest, LoadInlineExtensionsAreBuiltInTheCompileSandbox) {
   const Verdict v = eval("19_ReLU", "relu_load_inline.py");
   EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << v.message << "\n" << v.build.log;

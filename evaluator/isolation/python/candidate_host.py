@@ -141,7 +141,9 @@ def create(cls, args, weights, device):
         raise ValueError("ModelNew's state_dict entries %s have other shapes than the reference's (%s)" % (
             ", ".join(mismatched), ", ".join("%s %s" % (n, tuple(state[n].shape)) for n in mismatched)))
     model.load_state_dict(state, strict=False)
-    model.eval()
+    # Left in the mode a new module has (training), as KernelBench's eval
+    # leaves it and as kloop's references run: batch norm normalises with
+    # the batch's statistics (gradients are off: open_candidate).
     return model, unused
 
 
