@@ -164,6 +164,16 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
     }
     return r;
   }
+  // kloop's references run in full FP32; upstream's outputs made with TF32
+  // would be judged against them as if the port differed.
+  const json tf32 = reply.value("tf32", json());
+  if (!tf32.is_object() || tf32.value("cublas", true) || tf32.value("cudnn", true)) {
+    r.status = "error";
+    r.details.push_back("upstream's forward ran with TF32 allowed (" +
+                        (tf32.is_object() ? tf32.dump() : std::string("not reported")) +
+                        "); kloop's references run in full FP32, so the outputs are not comparable");
+    return r;
+  }
   // Judged where the reference's outputs are (its worker, on its device),
   // by the comparison that judges candidates.
   PhaseTimer compare_timer{r.compare_seconds};

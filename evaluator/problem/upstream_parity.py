@@ -19,6 +19,13 @@ state_dict is replaced by kloop's weights (same names and shapes, or the
 task is a key mismatch), and forward runs on kloop's inputs. The outputs go
 to O.safetensors (kloop's tensor files are safetensors); one JSON line (on
 stdout, or the socket) says what happened.
+
+Upstream runs at the precision kloop's references run at: full FP32, TF32
+off for cuBLAS and cuDNN. PyTorch's own default lets cuDNN convolutions use
+TF32 (as KernelBench's eval leaves it), which moves a convolution's outputs
+by ~1e-3 of their size against kloop's FP32 and would be reported as the
+port's difference. Each answer says what the flags were when forward ran
+(`tf32`), and kloop refuses a row whose upstream ran with TF32.
 """
 import argparse
 import gc
@@ -98,6 +105,18 @@ def say(**fields):
     print(json.dumps(fields), flush=True)
 
 
+def full_fp32():
+    """TF32 off where PyTorch could use it (matmuls, cuDNN convolutions), as
+    kloop's references run; set per task, so nothing a task file does to
+    the flags at import outlives the import."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def tf32_flags():
+    return dict(cublas=bool(torch.backends.cuda.matmul.allow_tf32), cudnn=bool(torch.backends.cudnn.allow_tf32))
+
+
 def run_task(a):
     """One task (`a` has the flags' names as attributes): what to say of it."""
     torch.manual_seed(0)
@@ -143,8 +162,10 @@ def run_task(a):
     model = model.to(a.device)
 
     inputs = [t.to(a.device) for _, t in read_tensors(a.inputs)]
+    full_fp32()
     with torch.no_grad():
         out = model(*inputs)
+    tf32 = tf32_flags()  # as forward left them
     if not isinstance(out, (tuple, list)):
         out = [out]
     outs = []
@@ -153,7 +174,7 @@ def run_task(a):
             t = torch.tensor(t)
         outs.append(("output%d" % i, t))
     write_tensors(a.out, outs)
-    return dict(ok=True, outputs=len(outs), state_dict_keys=len(state))
+    return dict(ok=True, outputs=len(outs), state_dict_keys=len(state), tf32=tf32)
 
 
 def answer(a):

@@ -78,6 +78,25 @@ TEST_F(ParityTest, WrongUpstreamResultsAndOtherParametersAreFound) {
   EXPECT_FALSE(missing.deviations.empty()) << "the spec's deviations travel with every row";
 }
 
+// kloop's references run in full FP32; upstream runs so too (PyTorch's
+// default lets cuDNN convolutions use TF32, on the CPU as on a GPU). A task
+// file that turns TF32 on in its forward is refused, not compared.
+TEST_F(ParityTest, UpstreamRunsInFullFp32OrTheRowIsRefused) {
+  const fs::path root = fs::temp_directory_path() / ("kloop-parity-tf32-" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "KernelBench" / "level1");
+  std::ofstream(root / "KernelBench" / "level1" / "19_ReLU.py") << "import torch\n"
+                                                                   "class Model(torch.nn.Module):\n"
+                                                                   "    def forward(self, x):\n"
+                                                                   "        torch.backends.cudnn.allow_tf32 = True\n"
+                                                                   "        return torch.relu(x)\n";
+  const ParityResult r = parity("19_ReLU", nullptr, root.string());
+  EXPECT_EQ(r.status, "error");
+  ASSERT_FALSE(r.details.empty());
+  EXPECT_NE(r.details.front().find("TF32"), std::string::npos) << r.details.front();
+  fs::remove_all(root);
+}
+
 // A task that ends the python3 costs that task (an error, with why) and a
 // restart, not the tasks after it. Tasks that need no tensors (a
 // constructor kloop's args cannot fill), so only the host is timed.
