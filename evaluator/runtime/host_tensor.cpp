@@ -56,11 +56,13 @@ uint64_t little_endian_u64(const unsigned char* b) {
 
 }  // namespace
 
-int64_t HostTensor::numel() const {
+int64_t shape_numel(const std::vector<int64_t>& dims) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : dims) n *= d;
   return n;
 }
+
+int64_t HostTensor::numel() const { return shape_numel(shape); }
 
 std::string shape_string(const std::vector<int64_t>& dims) {
   std::string s = "[";
@@ -81,9 +83,7 @@ void write_tensor_file(const std::string& path, const std::vector<TensorFileSour
     if (key == "__metadata__" || header.contains(key)) {
       throw std::runtime_error(path + ": tensor name '" + key + "' is reserved or used twice");
     }
-    int64_t numel = 1;
-    for (int64_t d : t.shape) numel *= d;
-    if (t.bytes != static_cast<uint64_t>(numel) * dtype_size(t.dtype) || (t.bytes && !t.data)) {
+    if (t.bytes != static_cast<uint64_t>(shape_numel(t.shape)) * dtype_size(t.dtype) || (t.bytes && !t.data)) {
       throw std::runtime_error(path + ": tensor '" + key + "' holds " + std::to_string(t.bytes) + " bytes for shape " +
                                shape_string(t.shape));
     }

@@ -24,6 +24,8 @@ struct HostTensor {
 
 // "[16, 4096]": a shape, or an index into one.
 std::string shape_string(const std::vector<int64_t>& dims);
+// The number of elements of a shape (1 for a scalar's []).
+int64_t shape_numel(const std::vector<int64_t>& dims);
 
 // Files are safetensors (https://huggingface.co/docs/safetensors): an
 // 8-byte little-endian header length, a JSON header naming each tensor's
