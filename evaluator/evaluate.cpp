@@ -315,6 +315,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       if (auto decided = steps.time_and_audit(tests, cases, calls, device_info, rb.key, overhead, fresh)) return *decided;
     }
     cand.finish();
+    // What the reference could not analyze beside the candidate, with the
+    // candidate's process gone (it cannot hold the device's memory now).
+    if (auto decided = steps.analyze_deferred()) return *decided;
     ref.finish();
     return finish(VerdictClass::kCorrect, correct_message(v.tests.size(), v.speedup));
   } catch (const CandidateFailed& f) {

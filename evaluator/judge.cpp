@@ -68,6 +68,19 @@ std::string describe_failed_output(const TensorComparison& c, const Tolerance& t
                      scaled ? ", atol capped at 1% of the expected output's RMS" : "");
 }
 
+void judge_precision(TestOutcome& out, const std::vector<wire::ErrorAnalysisRow>& rows, const Protocol& protocol) {
+  if (!out.problem.empty() || !protocol.precision_check) return;
+  for (const auto& row : rows) {
+    const std::string why = precision_failure(row.candidate_rms_error, row.reference_rms_error, row.rms_fp64);
+    if (!why.empty()) {
+      out.problem = "output " + std::to_string(row.output) + ": " + why;
+      out.problem_kind = "precision";
+      out.passed = false;
+      return;
+    }
+  }
+}
+
 CallJudgement judge_call(const CallObservation& o, const Protocol& protocol,
                          const std::vector<std::string>& input_names, const std::string& device) {
   CallJudgement j;
@@ -102,16 +115,7 @@ CallJudgement judge_call(const CallObservation& o, const Protocol& protocol,
     // error is far beyond what fp32 arithmetic gives this reference.
     const bool within_tolerance =
         std::all_of(out.outputs.begin(), out.outputs.end(), [](const TensorComparison& c) { return c.passed; });
-    if (out.problem.empty() && within_tolerance && protocol.precision_check && r.error_analysis) {
-      for (const auto& row : *r.error_analysis) {
-        const std::string why = precision_failure(row.candidate_rms_error, row.reference_rms_error, row.rms_fp64);
-        if (!why.empty()) {
-          out.problem = "output " + std::to_string(row.output) + ": " + why;
-          out.problem_kind = "precision";
-          break;
-        }
-      }
-    }
+    if (within_tolerance && r.error_analysis) judge_precision(out, *r.error_analysis, protocol);
     for (const std::size_t k : r.mutated_inputs.value_or(std::vector<std::size_t>{})) {
       j.findings.push_back({"input_mutation", "forward modified its input " + std::to_string(k) + " (" + input_name(k) +
                                                   ") on " + o.test.label + "; inputs must be left unchanged"});

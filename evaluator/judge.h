@@ -87,6 +87,13 @@ struct CallJudgement {
 CallJudgement judge_call(const CallObservation& o, const Protocol& protocol,
                          const std::vector<std::string>& input_names, const std::string& device);
 
+// Strict's precision check of a call within its tolerance, from its error
+// analysis against the fp64 twin: the first output whose error is far
+// beyond what fp32 arithmetic gives this reference fails it ("precision").
+// judge_call applies it; an analysis the reference deferred until the
+// candidate's process ended is applied to the call's outcome afterwards.
+void judge_precision(TestOutcome& out, const std::vector<wire::ErrorAnalysisRow>& rows, const Protocol& protocol);
+
 // After the test calls: the first integrity finding where the protocol
 // checks integrity, else the failed calls (incorrect), else nothing (go on
 // to timing).

@@ -110,6 +110,25 @@ TEST(JudgeTest, PrecisionFailsStrictOnlyWhereTheErrorIsFarBeyondTheReferences) {
   EXPECT_TRUE(judge_call(o, protocol_by_name("strict"), kInputs, "cpu").outcome.passed) << "no figure, no finding";
 }
 
+// A call whose analysis the reference deferred (its fp64 twin did not run
+// beside the candidate) passed its tolerance then; the rows that come after
+// the candidate's process ended fail it as they would have then.
+TEST(JudgeTest, ADeferredAnalysisFailsTheCallItWouldHaveFailed) {
+  TestOutcome call = judge_call(observed(passing("output0")), protocol_by_name("strict"), kInputs, "cpu").outcome;
+  ASSERT_TRUE(call.passed);
+  const std::vector<wire::ErrorAnalysisRow> rows{{0, 1.0, 1.0, 1e-3, 1e-3, 1e-7, 1e-7}};
+  TestOutcome unchecked = call;
+  judge_precision(unchecked, rows, protocol_by_name("verified"));
+  EXPECT_TRUE(unchecked.passed) << "only strict checks precision";
+  judge_precision(call, rows, protocol_by_name("strict"));
+  EXPECT_FALSE(call.passed);
+  EXPECT_EQ(call.problem_kind, "precision");
+  const auto verdict = judge_tests({call}, {}, protocol_by_name("strict"));
+  ASSERT_TRUE(verdict);
+  EXPECT_EQ(verdict->verdict, VerdictClass::kIncorrect);
+  EXPECT_NE(verdict->message.find("precision"), std::string::npos) << verdict->message;
+}
+
 TEST(JudgeTest, AliasingMutationAndStaleOutputsAreFindings) {
   CallObservation o = observed(passing("output0"), 1);
   o.aliases = {{0, 1}};

@@ -110,6 +110,7 @@ json Verdict::to_json() const {
   if (!timing_check.is_null()) j["timing_check"] = timing_check;
   if (!error_analysis.is_null()) j["error_analysis"] = error_analysis;
   if (!fp64_unavailable.empty()) j["fp64_unavailable"] = fp64_unavailable;
+  if (!fp64_deferred.empty()) j["fp64_deferred"] = fp64_deferred;
   if (candidate_time || reference_time) {
     json timing = {{"statistic", timing_statistic}};
     if (candidate_time) timing["candidate"] = kloop::to_json(*candidate_time);
@@ -261,6 +262,7 @@ std::string Verdict::to_text() const {
     out << line;
   }
   if (!fp64_unavailable.empty()) out << "  fp64 reference: " << fp64_unavailable << "\n";
+  if (!fp64_deferred.empty()) out << "  fp64 reference: " << fp64_deferred << "\n";
   if (!profile_digest.empty()) out << "  profile:\n" << profile_digest << (profile_digest.back() == '\n' ? "" : "\n");
   if (!reference_digest.empty()) {
     out << "  reference profile:\n" << reference_digest << (reference_digest.back() == '\n' ? "" : "\n");

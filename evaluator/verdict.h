@@ -141,6 +141,9 @@ struct Verdict {
   // errors against the fp64 reference; or why there is none.
   nlohmann::json error_analysis;
   std::string fp64_unavailable;
+  // Why the analysis of some calls waited until the candidate's process had
+  // ended (their rows say "deferred": true); "" when none did.
+  std::string fp64_deferred;
   std::string log_tail;  // the candidate process's output, for crashes
   // What the judge decided from, for judging again under a protocol with the
   // same measurements (judge.h: rejudge): {"format": 1, "timing": null, or

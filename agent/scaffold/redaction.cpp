@@ -13,10 +13,10 @@ Verdict redact_verdict(Verdict v, const Redactor& redactor) {
   if (redactor.empty()) return v;
   auto text = [&](std::string& s) { s = redactor.redact(std::move(s)); };
   auto value = [&](nlohmann::json& j) { j = redactor.redact_json(j); };
-  for (std::string* s : {&v.message, &v.problem, &v.device, &v.protocol_name, &v.candidate_path, &v.build.key,
-                         &v.build.command, &v.build.log, &v.baseline, &v.timing_statistic, &v.sol_bound,
-                         &v.profile_digest, &v.reference_digest, &v.exchange, &v.input_exchange, &v.isolation,
-                         &v.fp64_unavailable, &v.log_tail}) {
+  for (std::string* s :
+       {&v.message, &v.problem, &v.device, &v.protocol_name, &v.candidate_path, &v.build.key, &v.build.command,
+        &v.build.log, &v.baseline, &v.timing_statistic, &v.sol_bound, &v.profile_digest, &v.reference_digest,
+        &v.exchange, &v.input_exchange, &v.isolation, &v.fp64_unavailable, &v.fp64_deferred, &v.log_tail}) {
     text(*s);
   }
   value(v.protocol);

@@ -2,6 +2,8 @@
 // (candidate_steps.h).
 #include "evaluator/detail/candidate_steps.h"
 
+#include <algorithm>
+
 #include "evaluator/build/build_config.h"
 #include "evaluator/detail/activity_checks.h"
 #include "evaluator/detail/candidate_timing.h"
@@ -70,8 +72,14 @@ wire::JudgeReply CandidateSteps::judge(const json& claimed, const std::string& s
     // The candidate could not export CUDA IPC memory and published files.
     v_.exchange = "file (cuda_ipc failed: " + claimed["fallback_reason"].dump().substr(0, 300) + ")";
   }
-  wire::Judge cmd{trusted_exchange(claimed, stem),     tolerance_, post, keep, analyze,
-                  analyze && protocol_.precision_check};
+  wire::Judge cmd;
+  cmd.exchange = trusted_exchange(claimed, stem);
+  cmd.tolerance = tolerance_;
+  cmd.post = post;
+  cmd.keep_for_next_call = keep;
+  cmd.error_analysis = analyze;
+  cmd.exact_allowance = analyze && protocol_.precision_check;
+  cmd.defer_analysis = analyze;
   auto send_fds = [&] {
     std::vector<int> fds;
     if (cmd.exchange["transport"] == "cuda_ipc") {
@@ -193,6 +201,10 @@ std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& te
           }
         }
         v_.fp64_unavailable = o.judged->fp64_unavailable.value_or(v_.fp64_unavailable);
+        if (o.judged->fp64_deferred) {
+          v_.fp64_deferred = "the fp64 twin did not run beside the candidate (" +
+                             o.judged->fp64_deferred->substr(0, 300) + "); analyzed after its process ended";
+        }
       }
       CallJudgement judged = judge_call(o, protocol_, input_names, options_.device);
       v_.integrity.insert(v_.integrity.end(), judged.findings.begin(), judged.findings.end());
@@ -341,6 +353,34 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
     return finish_(decided->verdict, decided->message);
   }
   if (reference_headline && candidate_headline > 0) v_.speedup = *reference_headline / candidate_headline;
+  return std::nullopt;
+}
+
+std::optional<Verdict> CandidateSteps::analyze_deferred() {
+  if (v_.fp64_deferred.empty()) return std::nullopt;
+  const wire::AnalyzeDeferredReply r = ref_call(wire::AnalyzeDeferred{}, options_.run_timeout, v_.phases.reference);
+  for (const auto& call : r.calls) {
+    auto test = std::find_if(v_.tests.begin(), v_.tests.end(),
+                             [&](const TestOutcome& t) { return t.case_id == call.case_id && t.call == call.call; });
+    if (test == v_.tests.end()) {
+      throw EvaluationError("the reference analyzed case " + std::to_string(call.case_id) + " call " +
+                            std::to_string(call.call) + ", which no test called");
+    }
+    if (call.fp64_unavailable) v_.fp64_unavailable = *call.fp64_unavailable;
+    if (!call.error_analysis) continue;
+    if (!v_.error_analysis.is_array()) v_.error_analysis = json::array();
+    for (const auto& row : *call.error_analysis) {
+      json j = row;
+      j["case"] = test->label;
+      j["deferred"] = true;
+      v_.error_analysis.push_back(std::move(j));
+    }
+    judge_precision(*test, *call.error_analysis, protocol_);
+  }
+  if (const auto decided = judge_tests(v_.tests, v_.integrity, protocol_)) {
+    v_.speedup.reset();  // what was timed is not a correct candidate
+    return finish_(decided->verdict, decided->message);
+  }
   return std::nullopt;
 }
 

@@ -54,6 +54,12 @@ class CandidateSteps {
                                         int calls, const json& device_info, const std::string& reference_key,
                                         double overhead, bool fresh);
 
+  // The error analyses the reference could not run beside the candidate
+  // (its fp64 twin failed while the candidate's process held the device),
+  // run once that process has ended: a call they find imprecise fails as
+  // it would have failed then. The reference's last command.
+  std::optional<Verdict> analyze_deferred();
+
  private:
   // A reference call after the candidate started: a reference that dies is
   // a verdict on the candidate (ReferenceDied), an error of its own kloop's.

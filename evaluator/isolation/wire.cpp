@@ -215,7 +215,8 @@ void to_json(json& j, const Judge& v) {
        {"keep_for_next_call", v.keep_for_next_call},
        {"error_analysis", v.error_analysis},
        {"exact_allowance", v.exact_allowance},
-       {"identity", v.identity}};
+       {"identity", v.identity},
+       {"defer_analysis", v.defer_analysis}};
 }
 void from_json(const json& j, Judge& v) {
   v.exchange = j.at("exchange");
@@ -225,6 +226,7 @@ void from_json(const json& j, Judge& v) {
   get_or(j, "error_analysis", v.error_analysis);
   get_or(j, "exact_allowance", v.exact_allowance);
   get_or(j, "identity", v.identity);
+  get_or(j, "defer_analysis", v.defer_analysis);
 }
 void to_json(json& j, const JudgeReply& v) {
   j = {{"outputs", v.outputs}, {"output_count", v.output_count}, {"expected_count", v.expected_count}};
@@ -234,6 +236,7 @@ void to_json(json& j, const JudgeReply& v) {
   put_opt(j, "same_as_previous_call", v.same_as_previous_call);
   put_opt(j, "expected_same_as_previous_call", v.expected_same_as_previous_call);
   put_opt(j, "identical", v.identical);
+  put_opt(j, "fp64_deferred", v.fp64_deferred);
 }
 void from_json(const json& j, JudgeReply& v) {
   j.at("outputs").get_to(v.outputs);
@@ -245,7 +248,24 @@ void from_json(const json& j, JudgeReply& v) {
   get_opt(j, "same_as_previous_call", v.same_as_previous_call);
   get_opt(j, "expected_same_as_previous_call", v.expected_same_as_previous_call);
   get_opt(j, "identical", v.identical);
+  get_opt(j, "fp64_deferred", v.fp64_deferred);
 }
+
+void to_json(json& j, const DeferredAnalysis& v) {
+  j = {{"case", v.case_id}, {"call", v.call}};
+  put_opt(j, "error_analysis", v.error_analysis);
+  put_opt(j, "fp64_unavailable", v.fp64_unavailable);
+}
+void from_json(const json& j, DeferredAnalysis& v) {
+  j.at("case").get_to(v.case_id);
+  j.at("call").get_to(v.call);
+  get_opt(j, "error_analysis", v.error_analysis);
+  get_opt(j, "fp64_unavailable", v.fp64_unavailable);
+}
+void to_json(json& j, const AnalyzeDeferredReply& v) { j = {{"calls", v.calls}}; }
+void from_json(const json& j, AnalyzeDeferredReply& v) { j.at("calls").get_to(v.calls); }
+void to_json(json& j, const AnalyzeDeferred&) { j = json::object(); }
+void from_json(const json&, AnalyzeDeferred&) {}
 
 void to_json(json& j, const Alias& v) { j = {{"output", v.output}, {"input", v.input}}; }
 void from_json(const json& j, Alias& v) {

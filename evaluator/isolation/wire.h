@@ -182,6 +182,9 @@ struct JudgeReply {
   std::optional<bool> same_as_previous_call;
   std::optional<bool> expected_same_as_previous_call;
   std::optional<std::vector<bool>> identical;  // per output, bit for bit (when asked: identity)
+  // The fp64 twin did not run beside the candidate (why): the outputs wait
+  // in the reference's host memory for AnalyzeDeferred.
+  std::optional<std::string> fp64_deferred;
 };
 struct Judge {
   using Reply = JudgeReply;
@@ -193,6 +196,23 @@ struct Judge {
   bool error_analysis = false;      // rows against the fp64 twin
   bool exact_allowance = false;     // strict's allowance of the reference's own error
   bool identity = false;            // also say which outputs equal the expected bit for bit
+  bool defer_analysis = false;      // where the twin did not run, keep the outputs for AnalyzeDeferred
+};
+
+// Reference: the error analyses `judge` deferred, run after the candidate's
+// process ended (its last command: it frees the calls' tensors first).
+struct DeferredAnalysis {
+  int64_t case_id = 0;
+  int64_t call = 0;
+  std::optional<std::vector<ErrorAnalysisRow>> error_analysis;
+  std::optional<std::string> fp64_unavailable;  // the twin does not run even alone
+};
+struct AnalyzeDeferredReply {
+  std::vector<DeferredAnalysis> calls;
+};
+struct AnalyzeDeferred {
+  using Reply = AnalyzeDeferredReply;
+  static constexpr const char* kOp = "analyze_deferred";
 };
 
 // Candidate: one test call, its outputs and inputs-after published.
@@ -409,6 +429,9 @@ KLOOP_WIRE_TYPE(ExpectReply)
 KLOOP_WIRE_TYPE(ErrorAnalysisRow)
 KLOOP_WIRE_TYPE(Judge)
 KLOOP_WIRE_TYPE(JudgeReply)
+KLOOP_WIRE_TYPE(DeferredAnalysis)
+KLOOP_WIRE_TYPE(AnalyzeDeferredReply)
+KLOOP_WIRE_TYPE(AnalyzeDeferred)
 KLOOP_WIRE_TYPE(Alias)
 KLOOP_WIRE_TYPE(WrongDevice)
 KLOOP_WIRE_TYPE(Run)

@@ -76,6 +76,20 @@ TEST(WireTest, RepliesReadBackWithTheirOptionalParts) {
   EXPECT_TRUE(std::isnan(out.reply.error_analysis->at(0).candidate_rms_error)) << "NaN travels as null";
   EXPECT_EQ(out.reply.error_analysis->at(0).reference_rms_error, 6);
 
+  j.fp64_deferred = "out of memory";
+  EXPECT_EQ(read_reply<JudgeReply>(ok_json(json(j))).reply.fp64_deferred, j.fp64_deferred);
+
+  AnalyzeDeferredReply d;
+  d.calls.push_back({3, 1, std::vector<ErrorAnalysisRow>{{0, 1, 2, 3, 4, 5, 6}}, std::nullopt});
+  d.calls.push_back({8, 0, std::nullopt, "the reference does not run in fp64"});
+  const auto dr = read_reply<AnalyzeDeferredReply>(ok_json(json(d)));
+  ASSERT_EQ(dr.reply.calls.size(), 2u);
+  EXPECT_EQ(dr.reply.calls[0].case_id, 3);
+  EXPECT_EQ(dr.reply.calls[0].call, 1);
+  ASSERT_TRUE(dr.reply.calls[0].error_analysis.has_value());
+  EXPECT_EQ(dr.reply.calls[0].error_analysis->at(0).candidate_rms_error, 4);
+  EXPECT_EQ(dr.reply.calls[1].fp64_unavailable, d.calls[1].fp64_unavailable);
+
   AuditReply a;
   a.same = {true, false, true};
   a.conditioning = ConditioningReply{false, "no fp64", std::nullopt, std::nullopt};

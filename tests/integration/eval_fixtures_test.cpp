@@ -118,6 +118,36 @@ TEST(PrecisionCheckTest, ReducedPrecisionFailsStrictHonestFp32DoesNot) {
   }
 }
 
+// A candidate can hold the GPU's memory so that the fp64 twin cannot run
+// beside it (seen on an H100 at upstream size). Strict's precision check
+// must not be skipped then: the reference keeps the outputs and runs the
+// twin after the candidate's process ended. This problem's twin fails
+// while any candidate process exists (tests/fixtures/precision/problems).
+TEST(PrecisionCheckTest, ATwinThatCannotRunBesideTheCandidateRunsAfterIt) {
+  const std::string problems = std::string(KLOOP_TEST_FIXTURES) + "/precision/problems";
+  for (const std::string fixture : {"fp16_inputs_matmul.cpp", "naive_fp32_matmul.cpp"}) {
+    const std::string cmd = std::string(KLOOP_TEST_BINARY) + " --problems " + problems +
+                            " eval --problem twin_beside_candidate --device cpu --json --protocol strict --candidate " +
+                            KLOOP_TEST_FIXTURES + "/precision/" + fixture +
+                            " --timeout 60 --threads 2 --no-timing 2>&1";
+    int status = 0;
+    const std::string out = run(cmd, &status);
+    ASSERT_EQ(status, 0) << out;
+    const json v = json::parse(out);
+    const bool imprecise = fixture == "fp16_inputs_matmul.cpp";
+    EXPECT_EQ(v.value("verdict", ""), imprecise ? "incorrect" : "correct") << fixture << ": " << out.substr(0, 3000);
+    EXPECT_EQ(v.value("message", "").find("precision:") != std::string::npos, imprecise) << v.value("message", "");
+    EXPECT_NE(v.value("fp64_deferred", "").find("did not run beside the candidate"), std::string::npos)
+        << fixture << ": " << out.substr(0, 3000);
+    EXPECT_FALSE(v.contains("fp64_unavailable")) << v.value("fp64_unavailable", "");
+    // Case 0's first call, analyzed after the candidate's process ended.
+    const json rows = v.value("error_analysis", json::array());
+    ASSERT_EQ(rows.size(), 1u) << rows.dump();
+    EXPECT_TRUE(rows[0].value("deferred", false)) << rows.dump();
+    EXPECT_EQ(rows[0].value("case", ""), v["tests"][0].value("label", "")) << rows.dump();
+  }
+}
+
 // The reference's baseline (and the timing loop's trusted overhead) are
 // measured before the candidate's process exists, so nothing of it can load
 // the machine beside them: in the reference's phase trace, its timing loop

@@ -16,6 +16,22 @@ namespace {
 std::string call_label(const wire::Case& c, int64_t call) {
   return "case " + std::to_string(c.id) + " call " + std::to_string(call);
 }
+
+// Per output, the candidate's and the fp32 reference's errors against the
+// fp64 twin's outputs (outputs of another shape are left out).
+std::vector<wire::ErrorAnalysisRow> error_rows(const std::vector<at::Tensor>& fp64,
+                                               const std::vector<at::Tensor>& actual,
+                                               const std::vector<at::Tensor>& expected) {
+  std::vector<wire::ErrorAnalysisRow> rows;
+  for (std::size_t i = 0; i < fp64.size() && i < actual.size() && i < expected.size(); ++i) {
+    if (fp64[i].sizes() != actual[i].sizes() || fp64[i].sizes() != expected[i].sizes()) continue;
+    const ErrorVsExact cand = error_against(fp64[i], actual[i]);
+    const ErrorVsExact ref = error_against(fp64[i], expected[i]);
+    rows.push_back({static_cast<int>(i), cand.max_abs_exact, cand.rms_exact, cand.max_abs_error, cand.rms_error,
+                    ref.max_abs_error, ref.rms_error});
+  }
+  return rows;
+}
 }  // namespace
 
 // Draws weights and inputs, computes expected outputs, all to files.
@@ -98,6 +114,8 @@ wire::ExpectReply Worker::expect(const wire::Expect& cmd) {
   synchronize();
   fp64_expected_.clear();
   fp64_unavailable_.clear();
+  expect_case_ = c;
+  expect_call_ = cmd.call;
   if (cmd.fp64) fp64_reference(c, label);
   session_->set_deterministic(false);
   previous_expected_ = std::move(expected_);
@@ -267,10 +285,13 @@ wire::JudgeReply Worker::judge(const wire::Judge& cmd) {
   // fp64 twin's (compare_with_exact_allowance).
   const bool allowance = !cmd.post && cmd.exact_allowance && fp64_expected_.size() == expected.size();
   wire::JudgeReply reply;
+  bool all_passed = actual.size() == expected.size();
   for (std::size_t i = 0; i < expected.size() && i < actual.size(); ++i) {
     const at::Tensor* exact = allowance ? &fp64_expected_[i] : nullptr;
-    reply.outputs.push_back(
-        to_json(compare_with_exact_allowance(expected[i], exact, actual[i], "output" + std::to_string(i), tol)));
+    const TensorComparison cmp =
+        compare_with_exact_allowance(expected[i], exact, actual[i], "output" + std::to_string(i), tol);
+    all_passed = all_passed && cmp.passed;
+    reply.outputs.push_back(to_json(cmp));
   }
   reply.output_count = actual.size();
   reply.expected_count = expected.size();
@@ -293,18 +314,21 @@ wire::JudgeReply Worker::judge(const wire::Judge& cmd) {
     }
   }
   if (cmd.error_analysis) {
-    if (fp64_expected_.empty()) {
-      reply.fp64_unavailable = fp64_unavailable_.empty() ? "no fp64 reference was computed" : fp64_unavailable_;
+    const std::string why = fp64_unavailable_.empty() ? "no fp64 reference was computed" : fp64_unavailable_;
+    if (!fp64_expected_.empty()) {
+      reply.error_analysis = error_rows(fp64_expected_, actual, expected);
+    } else if (cmd.defer_analysis && all_passed) {
+      // The candidate's process may hold the device's memory so that the
+      // twin cannot run beside it: its outputs wait on the host, and the
+      // twin runs once the process has ended. (A call that already fails
+      // needs no analysis.)
+      set_phase("keeping the candidate's outputs for the deferred fp64 analysis");
+      DeferredCall kept{expect_case_, expect_call_, {}};
+      for (const auto& a : actual) kept.actual.push_back(a.is_cpu() ? a.clone() : a.cpu());
+      deferred_.push_back(std::move(kept));
+      reply.fp64_deferred = why;
     } else {
-      reply.error_analysis.emplace();
-      for (std::size_t i = 0; i < fp64_expected_.size() && i < actual.size() && i < expected.size(); ++i) {
-        if (fp64_expected_[i].sizes() != actual[i].sizes() || fp64_expected_[i].sizes() != expected[i].sizes())
-          continue;
-        const ErrorVsExact cand = error_against(fp64_expected_[i], actual[i]);
-        const ErrorVsExact ref = error_against(fp64_expected_[i], expected[i]);
-        reply.error_analysis->push_back({static_cast<int>(i), cand.max_abs_exact, cand.rms_exact, cand.max_abs_error,
-                                         cand.rms_error, ref.max_abs_error, ref.rms_error});
-      }
+      reply.fp64_unavailable = why;
     }
   }
   // Results cached across calls: the same output for different inputs.
@@ -320,6 +344,61 @@ wire::JudgeReply Worker::judge(const wire::Judge& cmd) {
   previous_actual_.clear();
   if (cmd.keep_for_next_call) {
     for (const auto& a : actual) previous_actual_.push_back(a.clone());  // the mapping closes on return
+  }
+  synchronize();
+  return reply;
+}
+
+// The analyses `judge` deferred: each call's expected outputs and fp64 twin
+// computed again (the same draws, deterministic), now that the candidate's
+// process has ended and the device is the reference's alone, against the
+// candidate's outputs kept on the host. The evaluation's last command: the
+// calls' tensors are freed first, for the twin's room.
+wire::AnalyzeDeferredReply Worker::analyze_deferred(const wire::AnalyzeDeferred&) {
+  if (role_ != "reference") throw WorkerError{"runtime_error", "analyze_deferred is for references"};
+  at::AutoGradMode no_grad(false);
+  std::vector<DeferredCall> calls = std::move(deferred_);
+  deferred_.clear();
+  input_export_.release();
+  for (auto* held :
+       {&pristine_, &expected_, &previous_expected_, &retained_expected_, &previous_actual_, &fp64_expected_}) {
+    held->clear();
+  }
+  module_.reset();
+  module_case_ = -1;
+  wire::AnalyzeDeferredReply reply;
+  for (auto& d : calls) {
+    const std::string label = call_label(d.c, d.call) + " (deferred analysis)";
+    session_->set_deterministic(true);
+    module_ = construct({}, d.c.args, label);
+    set_phase("drawing weights for " + label);
+    draw_weights(*module_, d.c, /*keep=*/false);
+    auto args = draw_args(d.c, d.call);
+    for (const auto& a : args) pristine_.push_back(a.clone());
+    set_phase("reference forward, " + label);
+    std::vector<at::Tensor> expected;
+    for (const auto& o : module_->forward(args)) expected.push_back(o.contiguous());
+    synchronize();
+    fp64_unavailable_.clear();
+    fp64_reference(d.c, label);
+    session_->set_deterministic(false);
+    wire::DeferredAnalysis done;
+    done.case_id = d.c.id;
+    done.call = d.call;
+    if (fp64_expected_.empty()) {
+      done.fp64_unavailable = fp64_unavailable_.empty() ? "no fp64 outputs" : fp64_unavailable_;
+    } else {
+      set_phase("comparing on " + device_ + ", " + label);
+      std::vector<at::Tensor> actual;
+      for (auto& a : d.actual) actual.push_back(a.to(at::Device(device_)));
+      d.actual.clear();
+      done.error_analysis = error_rows(fp64_expected_, actual, expected);
+    }
+    reply.calls.push_back(std::move(done));
+    args.clear();
+    pristine_.clear();
+    fp64_expected_.clear();
+    module_.reset();
   }
   synchronize();
   return reply;

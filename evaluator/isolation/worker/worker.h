@@ -15,6 +15,9 @@
 //             (tensor_exchange.h: CUDA IPC or files);
 //   judge     reference: imports what the candidate published and compares
 //             it with the expected outputs in place (tensor_compare.h);
+//             where the fp64 twin did not run beside the candidate, keeps
+//             the outputs on the host for analyze_deferred, the reference's
+//             last command, after the candidate's process ended;
 //   export    candidate: publishes the last call again with another transport.
 // Also: load, generate (reference: every case to files, for the reference
 // checks), audit (reference: the degeneracy checks, on the device, no
@@ -23,7 +26,7 @@
 // Where each lives:
 //   worker_main.cpp       the command loop, load, module construction
 //   draws.cpp             weights and inputs from kloop's generator
-//   reference_ops.cpp     generate, prepare, expect, audit, judge
+//   reference_ops.cpp     generate, prepare, expect, audit, judge, analyze_deferred
 //   candidate_ops.cpp     run, export
 //   python_candidate.cpp  load and construct a KernelBench-format (Python) candidate
 //   timing/worker_loops.cpp  the timed loops: baseline, time_*, timing_floor
@@ -108,6 +111,7 @@ class Worker {
   wire::ConditioningReply conditioning(const wire::Conditioning& cc);
   void fp64_reference(const wire::Case& c, const std::string& label);
   wire::JudgeReply judge(const wire::Judge& cmd);
+  wire::AnalyzeDeferredReply analyze_deferred(const wire::AnalyzeDeferred& cmd);
 
   // The candidate's test calls (candidate_ops.cpp).
   wire::RunReply run(const wire::Run& cmd);
@@ -152,6 +156,16 @@ class Worker {
   std::vector<at::Tensor> pristine_, expected_, previous_expected_, retained_expected_, previous_actual_;
   std::vector<at::Tensor> fp64_expected_;  // the optional fp64 twin's outputs for the current call
   std::string fp64_unavailable_;
+  wire::Case expect_case_;  // the current call's case and call number (expect)
+  int64_t expect_call_ = 0;
+  // Calls whose fp64 twin did not run beside the candidate: the candidate's
+  // outputs on the host, analyzed after its process ended (analyze_deferred).
+  struct DeferredCall {
+    wire::Case c;
+    int64_t call = 0;
+    std::vector<at::Tensor> actual;
+  };
+  std::vector<DeferredCall> deferred_;
   std::vector<at::Tensor> last_outputs_, last_inputs_;
   std::string last_stem_;
   ExchangeExport exchange_;

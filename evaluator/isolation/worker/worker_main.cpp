@@ -163,6 +163,7 @@ json Worker::dispatch(const std::string& op, const json& cmd) {
   if (op == wire::Prepare::kOp) return serve_as(cmd, &Worker::prepare);
   if (op == wire::Expect::kOp) return serve_as(cmd, &Worker::expect);
   if (op == wire::Judge::kOp) return serve_as(cmd, &Worker::judge);
+  if (op == wire::AnalyzeDeferred::kOp) return serve_as(cmd, &Worker::analyze_deferred);
   if (op == wire::Run::kOp) return serve_as(cmd, &Worker::run);
   if (op == wire::Export::kOp) return serve_as(cmd, &Worker::export_again);
   if (op == wire::Audit::kOp) return serve_as(cmd, &Worker::audit);
