@@ -44,6 +44,18 @@ std::optional<Verdict> CandidateSteps::worker_failed(const CallStatus& r) {
   return finish_(judged.decision.verdict, judged.decision.message);
 }
 
+void CandidateSteps::reference_failed(const std::string& error_class, const std::string& message,
+                                      const std::string& what) {
+  if (error_class == "out_of_memory") {
+    v_.log_tail = cand_.log_tail();
+    throw CandidateFailed{finish_(VerdictClass::kRuntimeError,
+                                  "out of memory beside the candidate: the reference could not judge it (" +
+                                      message.substr(0, 600) +
+                                      "); the candidate's process must leave the device room for the reference")};
+  }
+  throw EvaluationError(what + " failed (" + message + ")\n" + ref_.log_tail());
+}
+
 // What the candidate claims it published, rebuilt from what kloop knows:
 // file paths are kloop's own (the candidate's folder, the call's stem),
 // never a path from the reply; from a cuda_ipc description only the layout
@@ -106,8 +118,7 @@ wire::JudgeReply CandidateSteps::judge(const json& claimed, const std::string& s
     if (answer->error_class() == "exchange_error") {
       throw ProtocolViolation("its published tensors are unreadable (" + answer->message() + ")");
     }
-    throw EvaluationError("judging the candidate of " + spec_.name + " failed (" + answer->message() + ")\n" +
-                          ref_.log_tail());
+    reference_failed(answer->error_class(), answer->message(), "judging the candidate of " + spec_.name);
   }
   return answer->reply;
 }

@@ -69,12 +69,15 @@ class CandidateSteps {
     auto reply = ref_.call(cmd, timeout);
     phase_seconds += since(t0);
     if (!reply) throw ReferenceDied(ref_.failure());
-    if (!reply->ok()) {
-      throw EvaluationError("the reference of " + spec_.name + " failed (" + reply->message() + ")\n" +
-                            ref_.log_tail());
-    }
+    if (!reply->ok()) reference_failed(reply->error_class(), reply->message(), "the reference of " + spec_.name);
     return reply->reply;
   }
+  // A failure the reference replied with after the candidate started. Out
+  // of memory is a verdict on the candidate (runtime_error): its process
+  // may hold the device's memory on purpose, and either way it left the
+  // reference no room to judge it. Any other failure is kloop's.
+  [[noreturn]] void reference_failed(const std::string& error_class, const std::string& message,
+                                     const std::string& what);
   // What the candidate claims it published, rebuilt from what kloop knows.
   json trusted_exchange(const json& claimed, const std::string& stem) const;
   // The reference's judgement of what the candidate published under `stem`.

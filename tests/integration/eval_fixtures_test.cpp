@@ -124,7 +124,7 @@ TEST(PrecisionCheckTest, ReducedPrecisionFailsStrictHonestFp32DoesNot) {
 // twin after the candidate's process ended. This problem's twin fails
 // while any candidate process exists (tests/fixtures/precision/problems).
 TEST(PrecisionCheckTest, ATwinThatCannotRunBesideTheCandidateRunsAfterIt) {
-  const std::string problems = std::string(KLOOP_TEST_FIXTURES) + "/precision/problems";
+  const std::string problems = std::string(KLOOP_TEST_FIXTURES) + "/problems";
   for (const std::string fixture : {"fp16_inputs_matmul.cpp", "naive_fp32_matmul.cpp"}) {
     const std::string cmd = std::string(KLOOP_TEST_BINARY) + " --problems " + problems +
                             " eval --problem twin_beside_candidate --device cpu --json --protocol strict --candidate " +
@@ -146,6 +146,23 @@ TEST(PrecisionCheckTest, ATwinThatCannotRunBesideTheCandidateRunsAfterIt) {
     EXPECT_TRUE(rows[0].value("deferred", false)) << rows.dump();
     EXPECT_EQ(rows[0].value("case", ""), v["tests"][0].value("label", "")) << rows.dump();
   }
+}
+
+// A candidate whose process leaves the reference no memory to judge it
+// gets a verdict, not an error of kloop's (which would lose the attempt).
+// This problem's reference fails while any candidate process exists.
+TEST(MemoryPressureTest, AReferenceOutOfMemoryBesideTheCandidateIsItsVerdict) {
+  const std::string cmd = std::string(KLOOP_TEST_BINARY) + " --problems " + KLOOP_TEST_FIXTURES +
+                          "/problems eval --problem starved_beside_candidate --device cpu --json --candidate " +
+                          KLOOP_TEST_FIXTURES + "/precision/naive_fp32_matmul.cpp --timeout 60 --threads 2 " +
+                          "--max-timing-seconds 0.05 2>&1";
+  int status = 0;
+  const std::string out = run(cmd, &status);
+  ASSERT_EQ(status, 0) << out;
+  const json v = json::parse(out);
+  EXPECT_EQ(v.value("verdict", ""), "runtime_error") << out.substr(0, 3000);
+  EXPECT_NE(v.value("message", "").find("out of memory beside the candidate"), std::string::npos)
+      << v.value("message", "");
 }
 
 // The reference's baseline (and the timing loop's trusted overhead) are

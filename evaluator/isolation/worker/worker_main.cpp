@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <stdexcept>
 
 #include "evaluator/isolation/light_module.h"
@@ -78,6 +79,15 @@ class InitFromData : public ModuleInit {
   std::string device_;
 };
 
+// A failure's class from its message: the device's (or the host's) memory
+// ran out (CUDA's allocator, cuBLAS and cuDNN say it in these words), or
+// any other runtime error.
+std::string failure_class(const std::string& what) {
+  for (const char* sign : {"out of memory", "Out of memory", "ALLOC_FAILED"}) {
+    if (what.find(sign) != std::string::npos) return "out_of_memory";
+  }
+  return "runtime_error";
+}
 }  // namespace
 
 void phase(const std::string& role, const std::string& what) {
@@ -114,9 +124,12 @@ int Worker::serve() {
     } catch (const WorkerError& e) {
       answer = wire::failure_json({e.error_class, e.message});
     } catch (const c10::Error& e) {  // LibTorch errors: the message without the C++ backtrace
-      answer = wire::failure_json({"runtime_error", current_ + ": " + e.what_without_backtrace()});
+      const std::string what = e.what_without_backtrace();
+      answer = wire::failure_json({failure_class(what), current_ + ": " + what});
+    } catch (const std::bad_alloc& e) {
+      answer = wire::failure_json({"out_of_memory", current_ + ": " + e.what()});
     } catch (const std::exception& e) {
-      answer = wire::failure_json({"runtime_error", current_ + ": " + e.what()});
+      answer = wire::failure_json({failure_class(e.what()), current_ + ": " + e.what()});
     } catch (...) {
       answer = wire::failure_json({"runtime_error", current_ + ": threw a non-standard exception"});
     }
