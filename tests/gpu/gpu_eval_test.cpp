@@ -276,6 +276,22 @@ TEST_F(GpuEvalTest, PrecisionIsJudgedAgainstAnFp64ReferenceAtUpstreamSize) {
             << bf16.error_analysis.dump() << "\nfp16 inputs vs fp64: " << fp16.error_analysis.dump() << "\n";
 }
 
+// A candidate that holds the GPU's memory so that the fp64 twin cannot
+// run beside it, imprecise only on the call strict analyzes: the twin runs
+// after its process ended (fp64_deferred), and the call fails by precision.
+TEST_F(GpuEvalTest, HoldingTheGpusMemoryDoesNotSwitchThePrecisionCheckOff) {
+  options_.small_dims = false;
+  options_.run_timeout = std::chrono::seconds(180);
+  Verdict v = eval("matmul_holds_memory_bf16_first_call.cu", "1_Square_matrix_multiplication_");
+  std::cout << "fp64_deferred: " << v.fp64_deferred << "\nfp64_unavailable: " << v.fp64_unavailable
+            << "\nerror_analysis: " << v.error_analysis.dump() << "\n";
+  ASSERT_NE(v.verdict, VerdictClass::kCorrect) << v.message;
+  const bool precision = v.verdict == VerdictClass::kIncorrect && v.message.find("precision:") != std::string::npos;
+  const bool starved = v.verdict == VerdictClass::kRuntimeError &&
+                       v.message.find("out of memory beside the candidate") != std::string::npos;
+  EXPECT_TRUE(precision || starved) << v.message;
+}
+
 TEST_F(GpuEvalTest, IllegalAddressIsARuntimeErrorAndTheNextCandidateRuns) {
   Verdict bad = eval("relu_illegal_address.cu");
   EXPECT_EQ(bad.verdict, VerdictClass::kRuntimeError) << bad.message;
