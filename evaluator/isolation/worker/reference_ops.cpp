@@ -194,22 +194,7 @@ wire::ConditioningReply Worker::conditioning(const wire::Conditioning& cc) {
   half.atol /= 2;
   half.rtol /= 2;
   half.magnitude /= 2;
-  const std::string label = "case " + std::to_string(c.id) + " (conditioning)";
-  session_->set_deterministic(true);
-  module_ = construct({}, c.args, label);
-  set_phase("drawing weights for " + label);
-  draw_weights(*module_, c);
-  auto args = draw_args(c, 0);
-  pristine_.clear();
-  for (const auto& a : args) pristine_.push_back(a.clone());
-  set_phase("reference forward, " + label);
-  std::vector<at::Tensor> out;
-  for (const auto& o : module_->forward(args)) out.push_back(o.contiguous());
-  synchronize();
-  fp64_expected_.clear();
-  fp64_unavailable_.clear();
-  fp64_reference(c, label);
-  session_->set_deterministic(false);
+  const std::vector<at::Tensor> out = outputs_with_twin(c, 0, "case " + std::to_string(c.id) + " (conditioning)");
   wire::ConditioningReply reply;
   for (const auto& o : out) reply.finite = reply.finite && (!o.is_floating_point() || o.isfinite().all().item<bool>());
   if (fp64_expected_.size() != out.size()) {
@@ -230,6 +215,28 @@ wire::ConditioningReply Worker::conditioning(const wire::Conditioning& cc) {
   pristine_.clear();
   fp64_expected_.clear();
   return reply;
+}
+
+// One call of a case from scratch, deterministically: its module with the
+// case's weights (module_), the call's inputs (pristine_), the fp32 outputs
+// (returned) and the fp64 twin's (fp64_expected_, else fp64_unavailable_).
+std::vector<at::Tensor> Worker::outputs_with_twin(const wire::Case& c, int64_t call, const std::string& label) {
+  session_->set_deterministic(true);
+  module_ = construct({}, c.args, label);
+  set_phase("drawing weights for " + label);
+  draw_weights(*module_, c, /*keep=*/false);
+  auto args = draw_args(c, call);
+  pristine_.clear();
+  for (const auto& a : args) pristine_.push_back(a.clone());
+  set_phase("reference forward, " + label);
+  std::vector<at::Tensor> out;
+  for (const auto& o : module_->forward(args)) out.push_back(o.contiguous());
+  synchronize();
+  fp64_expected_.clear();
+  fp64_unavailable_.clear();
+  fp64_reference(c, label);
+  session_->set_deterministic(false);
+  return out;
 }
 
 // An fp64 twin of the reference for error analysis: a second instance
@@ -369,19 +376,7 @@ wire::AnalyzeDeferredReply Worker::analyze_deferred(const wire::AnalyzeDeferred&
   wire::AnalyzeDeferredReply reply;
   for (auto& d : calls) {
     const std::string label = call_label(d.c, d.call) + " (deferred analysis)";
-    session_->set_deterministic(true);
-    module_ = construct({}, d.c.args, label);
-    set_phase("drawing weights for " + label);
-    draw_weights(*module_, d.c, /*keep=*/false);
-    auto args = draw_args(d.c, d.call);
-    for (const auto& a : args) pristine_.push_back(a.clone());
-    set_phase("reference forward, " + label);
-    std::vector<at::Tensor> expected;
-    for (const auto& o : module_->forward(args)) expected.push_back(o.contiguous());
-    synchronize();
-    fp64_unavailable_.clear();
-    fp64_reference(d.c, label);
-    session_->set_deterministic(false);
+    const std::vector<at::Tensor> expected = outputs_with_twin(d.c, d.call, label);
     wire::DeferredAnalysis done;
     done.case_id = d.c.id;
     done.call = d.call;
@@ -395,7 +390,6 @@ wire::AnalyzeDeferredReply Worker::analyze_deferred(const wire::AnalyzeDeferred&
       done.error_analysis = error_rows(fp64_expected_, actual, expected);
     }
     reply.calls.push_back(std::move(done));
-    args.clear();
     pristine_.clear();
     fp64_expected_.clear();
     module_.reset();

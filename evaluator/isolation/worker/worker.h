@@ -110,6 +110,7 @@ class Worker {
   wire::AuditReply audit(const wire::Audit& cmd);
   wire::ConditioningReply conditioning(const wire::Conditioning& cc);
   void fp64_reference(const wire::Case& c, const std::string& label);
+  std::vector<at::Tensor> outputs_with_twin(const wire::Case& c, int64_t call, const std::string& label);
   wire::JudgeReply judge(const wire::Judge& cmd);
   wire::AnalyzeDeferredReply analyze_deferred(const wire::AnalyzeDeferred& cmd);
 
