@@ -49,10 +49,13 @@ json eval(const FixtureCase& c) {
 }
 
 // `kloop eval --json --no-timing` of one fixture (a path under the fixtures
-// folder) on one problem; an empty object, and a failure, when the output
-// is not JSON.
-json eval_untimed(const std::string& problem, const std::string& fixture, const std::string& protocol) {
-  const std::string cmd = std::string(KLOOP_TEST_BINARY) + " eval --problem " + problem +
+// folder) on one problem, from the shipped problems or from `problems` (a
+// folder under the fixtures folder); an empty object, and a failure, when
+// the output is not JSON.
+json eval_untimed(const std::string& problem, const std::string& fixture, const std::string& protocol,
+                  const std::string& problems = "") {
+  const std::string from = problems.empty() ? "" : " --problems " + std::string(KLOOP_TEST_FIXTURES) + "/" + problems;
+  const std::string cmd = std::string(KLOOP_TEST_BINARY) + from + " eval --problem " + problem +
                           " --device cpu --json --protocol " + protocol + " --candidate " + KLOOP_TEST_FIXTURES + "/" +
                           fixture + " --timeout 60 --threads 2 --no-timing 2>&1";
   int status = 0;
@@ -122,18 +125,11 @@ TEST(PrecisionCheckTest, ReducedPrecisionFailsStrictHonestFp32DoesNot) {
 // beside it (seen on an H100 at upstream size). Strict's precision check
 // must not be skipped then: the reference keeps the outputs and runs the
 // twin after the candidate's process ended. This problem's twin fails
-// while any candidate process exists (tests/fixtures/precision/problems).
+// while any candidate process exists (tests/fixtures/problems/memory).
 TEST(PrecisionCheckTest, ATwinThatCannotRunBesideTheCandidateRunsAfterIt) {
-  const std::string problems = std::string(KLOOP_TEST_FIXTURES) + "/problems";
   for (const std::string fixture : {"fp16_inputs_matmul.cpp", "naive_fp32_matmul.cpp"}) {
-    const std::string cmd = std::string(KLOOP_TEST_BINARY) + " --problems " + problems +
-                            " eval --problem twin_beside_candidate --device cpu --json --protocol strict --candidate " +
-                            KLOOP_TEST_FIXTURES + "/precision/" + fixture +
-                            " --timeout 60 --threads 2 --no-timing 2>&1";
-    int status = 0;
-    const std::string out = run(cmd, &status);
-    ASSERT_EQ(status, 0) << out;
-    const json v = json::parse(out);
+    const json v = eval_untimed("twin_beside_candidate", "precision/" + fixture, "strict", "problems");
+    const std::string out = v.dump(2);
     const bool imprecise = fixture == "fp16_inputs_matmul.cpp";
     EXPECT_EQ(v.value("verdict", ""), imprecise ? "incorrect" : "correct") << fixture << ": " << out.substr(0, 3000);
     EXPECT_EQ(v.value("message", "").find("precision:") != std::string::npos, imprecise) << v.value("message", "");
