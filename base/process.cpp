@@ -301,30 +301,67 @@ CommandResult run_process(const std::vector<std::string>& argv, std::chrono::mil
 
 namespace {
 
-// Fields 14-17 of /proc/PID/stat (utime, stime, cutime, cstime), in ticks.
-std::optional<long long> stat_ticks(pid_t pid) {
+// The fields of /proc/PID/stat from the third (state) on; empty when the
+// process is gone or the file cannot be read.
+std::vector<std::string> stat_fields(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!in || !std::getline(in, line)) return std::nullopt;
+  if (!in || !std::getline(in, line)) return {};
   // The name (field 2) is in parentheses and may hold anything: read after the last ')'.
   const auto close = line.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
+  if (close == std::string::npos) return {};
   std::istringstream rest(line.substr(close + 1));
-  std::string field;
+  std::vector<std::string> fields;
+  for (std::string field; rest >> field;) fields.push_back(field);
+  return fields;
+}
+
+// Fields 14-17 of /proc/PID/stat (utime, stime, cutime, cstime), in ticks.
+std::optional<long long> stat_ticks(pid_t pid) {
+  const std::vector<std::string> fields = stat_fields(pid);
+  if (fields.size() < 15) return std::nullopt;
   long long sum = 0;
-  for (int i = 3; i <= 17 && rest >> field; ++i) {
-    if (i < 14) continue;
+  for (std::size_t i = 11; i <= 14; ++i) {  // fields[0] is field 3
     try {
-      sum += std::stoll(field);
+      sum += std::stoll(fields[i]);
     } catch (const std::exception&) {
       return std::nullopt;
     }
-    if (i == 17) return sum;
   }
-  return std::nullopt;
+  return sum;
+}
+
+// Whether a process of group `pgid` is still alive (a zombie is not: it
+// holds no memory and waits only for its parent).
+bool group_has_live_member(pid_t pgid) {
+  DIR* dir = opendir("/proc");
+  if (!dir) return false;
+  bool live = false;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    const std::vector<std::string> fields = stat_fields(static_cast<pid_t>(std::atol(e->d_name)));
+    if (fields.size() < 3 || fields[2] != std::to_string(pgid)) continue;  // fields[2] is field 5, pgrp
+    if (fields[0] != "Z" && fields[0] != "X") {
+      live = true;
+      break;
+    }
+  }
+  closedir(dir);
+  return live;
 }
 
 }  // namespace
+
+bool kill_group_until_gone(pid_t pgid, std::chrono::milliseconds timeout) {
+  if (pgid <= 0) return true;
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (::kill(-pgid, SIGKILL) != 0 && errno == ESRCH) return true;
+    if (!group_has_live_member(pgid)) return true;
+    if (Clock::now() >= deadline) return false;
+    usleep(1000);
+  }
+}
 
 std::optional<double> process_tree_cpu_seconds(pid_t root) {
   const long hz = sysconf(_SC_CLK_TCK);

@@ -77,6 +77,12 @@ std::string resolve_executable(const std::string& name);
 // SIGKILL to `pid` and its process group.
 void kill_group(pid_t pid);
 
+// SIGKILL to process group `pgid` until no live process is left in it
+// (zombies are not: a killed process gives back its memory, the GPU's
+// included, only once it has exited, which can take a while after the
+// signal), or until `timeout` passes: false then.
+bool kill_group_until_gone(pid_t pgid, std::chrono::milliseconds timeout);
+
 // The CPU time the kernel has accounted to process `pid` and everything
 // below it: its threads' user and system time, its reaped children's, and
 // those of its live descendants (found through /proc/PID/task/TID/children,

@@ -158,7 +158,20 @@ void WorkerProcess::kill() {
   while (waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
   }
   status_ = worker_status(wstatus);
+  end_group();
   drain_pending();
+}
+
+// A strict sandbox's init ends only once every process of its PID namespace
+// has (the kernel's doing), so reaping it was enough. Elsewhere the worker's
+// group is signalled, but its members are not our children: wait until they
+// have exited, so what comes next (the deferred fp64 analysis, the next
+// evaluation's timing) has the memory, the GPU's included, they held.
+void WorkerProcess::end_group() {
+  if (isolation_ == Isolation::kStrict) return;
+  if (kill_group_until_gone(pid_, std::chrono::seconds(10))) return;
+  const char note[] = "\n[kloop: processes of the worker's group were still alive 10 s after SIGKILL]\n";
+  if (log_fd_ >= 0) (void)!write(log_fd_, note, sizeof(note) - 1);
 }
 
 ExitStatus WorkerProcess::wait(std::chrono::milliseconds timeout) {
@@ -171,6 +184,7 @@ ExitStatus WorkerProcess::wait(std::chrono::milliseconds timeout) {
     if (r == pid_) {
       status_ = worker_status(wstatus);
       kill_group(pid_);
+      end_group();
       drain_pending();
       return *status_;
     }

@@ -46,7 +46,8 @@ class WorkerProcess {
   bool timed_out() const { return channel_->timed_out(); }
   bool overflowed() const { return channel_->overflowed(); }
 
-  // Kills the whole process group and reaps the child.
+  // Kills the whole process group and reaps the child; returns once no
+  // process of the group is alive (at most 10 s later).
   void kill();
   // Waits up to `timeout` for the child to exit, then kills it.
   ExitStatus wait(std::chrono::milliseconds timeout);
@@ -59,6 +60,7 @@ class WorkerProcess {
   void drain_log(const char* data, std::size_t n);
   ExitStatus worker_status(int wstatus) const;
   void drain_pending();
+  void end_group();
 
   pid_t pid_ = -1;
   std::unique_ptr<Channel> channel_;

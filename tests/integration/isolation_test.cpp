@@ -745,6 +745,46 @@ TEST_F(UnprivilegedTest, OutputFloodIsCapped) {
   EXPECT_LT(r.out.size(), 1u << 20);
 }
 
+// A killed process gives its memory back, the GPU's included, only once it
+// has exited, and 1 GiB takes tens of milliseconds after SIGKILL. What comes
+// after a candidate (the deferred fp64 analysis, the next evaluation) needs
+// that memory, so kill() returns only once no process of the worker's group
+// is alive. (Strict leaves this to the kernel: its init ends only once its
+// PID namespace is empty.)
+TEST(WorkerProcessTest, KillReturnsOnceTheWholeGroupHasExited) {
+  for (Isolation level : {Isolation::kWeak, Isolation::kNone}) {
+    const std::string dir = scratch().base + "/leftover-" + isolation_name(level);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    SandboxSpec spec;
+    spec.level = level;
+    spec.writable = {dir};
+    WorkerProcess worker(
+        {"/bin/sh", "-c",
+         "python3 -c 'import time; x = b\"a\" * (1 << 30); open(\"ready\", \"w\").close(); time.sleep(600)' & wait"},
+        dir, dir + "/log", spec);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(dir + "/ready") && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(fs::exists(dir + "/ready")) << "the process did not get its 2 GiB";
+    pid_t holder = 0;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos || std::stol(name) == worker.pid()) continue;
+      if (getpgid(static_cast<pid_t>(std::stol(name))) == worker.pid()) holder = static_cast<pid_t>(std::stol(name));
+    }
+    ASSERT_GT(holder, 0) << "the process holding the memory is not in the worker's group";
+    worker.kill();
+    const std::string stat = read_text("/proc/" + std::to_string(holder) + "/stat");
+    const auto paren = stat.rfind(')');
+    const bool alive = paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+    EXPECT_FALSE(alive) << isolation_name(level)
+                        << ": the process holding 1 GiB was still alive when kill() returned: " << stat;
+    if (alive) kill(holder, SIGKILL);
+  }
+}
+
 // The CPU time the timing check trusts: the kernel's account of a process
 // and everything below it, a grandchild still running and one reaped by
 // its parent alike; nothing for a process that does not exist.
