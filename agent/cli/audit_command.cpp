@@ -76,6 +76,7 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
                            return !row.contains("error") && row.value("device", "") == opts.device &&
                                   row.value("dims", "") == st->dims;
                          });
+    table.only(entries);
     std::vector<std::string> sources;
     for (const auto& e : entries) {
       if (!table.earlier(e.name)) sources.push_back(reg.load(e).reference_path);

@@ -82,6 +82,7 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
     // they are, in the selection's order, and not measured again.
     ResumableTable table(st->json_out, st->resume, "task", "a baseline table written by --json",
                          [](const nlohmann::json& row) { return row.contains("fp32_ms") && !row.contains("error"); });
+    table.only(entries);
     Builder builder(BuilderConfig::from_environment());
     EvalOptions opts;
     opts.device = st->device;

@@ -255,6 +255,7 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
   opts.small_dims = a.dims == "small";
   Evaluator evaluator(builder, opts);
   ResumableTable table(a.json_file, a.resume, "problem", "a parity table written by kloop problems parity --json");
+  table.only(entries);
   std::vector<std::string> sources;
   for (const auto& e : entries) {
     if (!table.earlier(e.name)) sources.push_back(reg.load(e).reference_path);

@@ -20,14 +20,31 @@ ResumableTable::ResumableTable(std::string json_out, const std::string& resume, 
                                 "); pass such a file to --resume, or leave --resume out");
   }
   if (!old.is_array()) {
-    throw std::invalid_argument(resume + ": not " + what + " (not a JSON array); pass such a file to --resume, or leave "
+    throw std::invalid_argument(resume + ": not " + what +
+                                " (not a JSON array); pass such a file to --resume, or leave "
                                 "--resume out");
   }
   for (const auto& row : old) {
     if (row.is_object() && row.contains(key_) && row[key_].is_string() && (!keep || keep(row))) {
-      earlier_[row[key_].get<std::string>()] = row;
+      const std::string task = row[key_].get<std::string>();
+      if (!earlier_.count(task)) earlier_order_.push_back(task);
+      earlier_[task] = row;
     }
   }
+}
+
+void ResumableTable::only(const std::vector<ProblemEntry>& tasks) {
+  std::set<std::string> wanted;
+  for (const ProblemEntry& e : tasks) wanted.insert(e.name);
+  std::vector<std::string> order;
+  for (const std::string& task : earlier_order_) {
+    if (wanted.count(task)) {
+      order.push_back(task);
+    } else {
+      earlier_.erase(task);
+    }
+  }
+  earlier_order_ = std::move(order);
 }
 
 const nlohmann::json* ResumableTable::earlier(const std::string& task) const {
@@ -36,8 +53,14 @@ const nlohmann::json* ResumableTable::earlier(const std::string& task) const {
 }
 
 void ResumableTable::add(nlohmann::json row) {
+  if (row.is_object() && row.contains(key_) && row[key_].is_string()) added_.insert(row[key_].get<std::string>());
   rows_.push_back(std::move(row));
-  if (!json_out_.empty()) RunStore::write_text(json_out_, rows_.dump(2) + "\n");
+  if (json_out_.empty()) return;
+  nlohmann::json file = rows_;
+  for (const std::string& task : earlier_order_) {
+    if (!added_.count(task)) file.push_back(earlier_.at(task));
+  }
+  RunStore::write_text(json_out_, file.dump(2) + "\n");
 }
 
 }  // namespace kloop::cli
