@@ -336,11 +336,12 @@ std::optional<long long> stat_ticks(pid_t pid) {
 bool group_has_live_member(pid_t pgid) {
   DIR* dir = opendir("/proc");
   if (!dir) return false;
+  const std::string group = std::to_string(pgid);
   bool live = false;
   while (const dirent* e = readdir(dir)) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
     const std::vector<std::string> fields = stat_fields(static_cast<pid_t>(std::atol(e->d_name)));
-    if (fields.size() < 3 || fields[2] != std::to_string(pgid)) continue;  // fields[2] is field 5, pgrp
+    if (fields.size() < 3 || fields[2] != group) continue;  // fields[2] is field 5, pgrp
     if (fields[0] != "Z" && fields[0] != "X") {
       live = true;
       break;

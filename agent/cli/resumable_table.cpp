@@ -1,7 +1,9 @@
 #include "agent/cli/resumable_table.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include "agent/store/run_store.h"
@@ -27,7 +29,7 @@ ResumableTable::ResumableTable(std::string json_out, const std::string& resume, 
   for (const auto& row : old) {
     if (row.is_object() && row.contains(key_) && row[key_].is_string() && (!keep || keep(row))) {
       const std::string task = row[key_].get<std::string>();
-      if (!earlier_.count(task)) earlier_order_.push_back(task);
+      if (!earlier_.count(task)) not_reached_.push_back(task);
       earlier_[task] = row;
     }
   }
@@ -37,14 +39,14 @@ void ResumableTable::only(const std::vector<ProblemEntry>& tasks) {
   std::set<std::string> wanted;
   for (const ProblemEntry& e : tasks) wanted.insert(e.name);
   std::vector<std::string> order;
-  for (const std::string& task : earlier_order_) {
+  for (const std::string& task : not_reached_) {
     if (wanted.count(task)) {
       order.push_back(task);
     } else {
       earlier_.erase(task);
     }
   }
-  earlier_order_ = std::move(order);
+  not_reached_ = std::move(order);
 }
 
 const nlohmann::json* ResumableTable::earlier(const std::string& task) const {
@@ -53,13 +55,14 @@ const nlohmann::json* ResumableTable::earlier(const std::string& task) const {
 }
 
 void ResumableTable::add(nlohmann::json row) {
-  if (row.is_object() && row.contains(key_) && row[key_].is_string()) added_.insert(row[key_].get<std::string>());
+  if (row.is_object() && row.contains(key_) && row[key_].is_string()) {
+    not_reached_.erase(std::remove(not_reached_.begin(), not_reached_.end(), row[key_].get<std::string>()),
+                       not_reached_.end());
+  }
   rows_.push_back(std::move(row));
   if (json_out_.empty()) return;
   nlohmann::json file = rows_;
-  for (const std::string& task : earlier_order_) {
-    if (!added_.count(task)) file.push_back(earlier_.at(task));
-  }
+  for (const std::string& task : not_reached_) file.push_back(earlier_.at(task));
   RunStore::write_text(json_out_, file.dump(2) + "\n");
 }
 

@@ -10,7 +10,6 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -42,9 +41,8 @@ class ResumableTable {
   std::string json_out_;
   std::string key_;
   std::map<std::string, nlohmann::json> earlier_;
-  std::vector<std::string> earlier_order_;  // the kept rows' keys as the earlier table had them
+  std::vector<std::string> not_reached_;  // kept rows not added yet, in the earlier table's order
   nlohmann::json rows_ = nlohmann::json::array();
-  std::set<std::string> added_;
 };
 
 }  // namespace kloop::cli

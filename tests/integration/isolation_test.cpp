@@ -230,6 +230,13 @@ Scratch& scratch() {
   return s;
 }
 
+// Whether process `pid` exists and is not a zombie (a zombie is dead).
+bool alive(pid_t pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
 // Host processes named "kloopdaemonx" (the daemon fixture's name).
 std::vector<pid_t> live_daemons() {
   std::vector<pid_t> out;
@@ -238,9 +245,7 @@ std::vector<pid_t> live_daemons() {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::string comm = read_text(e.path().string() + "/comm");
     if (comm.rfind("kloopdaemonx", 0) != 0) continue;
-    const std::string stat = read_text(e.path().string() + "/stat");
-    const auto paren = stat.rfind(')');
-    if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z') continue;  // a zombie is dead
+    if (!alive(static_cast<pid_t>(std::stol(name)))) continue;
     out.push_back(static_cast<pid_t>(std::stol(name)));
   }
   return out;
@@ -763,11 +768,10 @@ TEST(WorkerProcessTest, KillReturnsOnceTheWholeGroupHasExited) {
         {"/bin/sh", "-c",
          "python3 -c 'import time; x = b\"a\" * (1 << 30); open(\"ready\", \"w\").close(); time.sleep(600)' & wait"},
         dir, dir + "/log", spec);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!fs::exists(dir + "/ready") && std::chrono::steady_clock::now() < deadline) {
+    while (!fs::exists(dir + "/ready") && alive(worker.pid())) {  // until then, or the shell ended
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    ASSERT_TRUE(fs::exists(dir + "/ready")) << "the process did not get its 2 GiB";
+    ASSERT_TRUE(fs::exists(dir + "/ready")) << "the process did not get its 1 GiB";
     pid_t holder = 0;
     for (const auto& e : fs::directory_iterator("/proc")) {
       const std::string name = e.path().filename().string();
@@ -776,12 +780,10 @@ TEST(WorkerProcessTest, KillReturnsOnceTheWholeGroupHasExited) {
     }
     ASSERT_GT(holder, 0) << "the process holding the memory is not in the worker's group";
     worker.kill();
-    const std::string stat = read_text("/proc/" + std::to_string(holder) + "/stat");
-    const auto paren = stat.rfind(')');
-    const bool alive = paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
-    EXPECT_FALSE(alive) << isolation_name(level)
-                        << ": the process holding 1 GiB was still alive when kill() returned: " << stat;
-    if (alive) kill(holder, SIGKILL);
+    const bool left = alive(holder);
+    EXPECT_FALSE(left) << isolation_name(level) << ": the process holding 1 GiB was still alive when kill() returned: "
+                       << read_text("/proc/" + std::to_string(holder) + "/stat");
+    if (left) kill(holder, SIGKILL);
   }
 }
 
