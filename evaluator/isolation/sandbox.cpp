@@ -323,6 +323,10 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
   }
   // A raw clone: with CLONE_NEWPID the child is PID 1 of its namespace, so
   // when it ends the kernel ends everything it started, setsid or not.
+  // The child then calls no glibc function that takes a lock or talks to
+  // other threads (its credentials change by raw syscalls: glibc's
+  // setresuid signals every thread the driver had, which the child lacks,
+  // and waits for them forever).
   // Without namespaces, glibc's fork: a profiler injected into kloop (ncu)
   // hooks it to follow the children.
   pid_t pid = p.strict ? static_cast<pid_t>(syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr)) : fork();
@@ -414,15 +418,15 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
         fail(fd, "making the sandbox root read-only");
       }
       if (p.as_root) {
-        if (setgroups(0, nullptr) != 0) fail(fd, "setgroups");
-        if (setresgid(p.gid, p.gid, p.gid) != 0) fail(fd, "setresgid");
-        if (setresuid(p.uid, p.uid, p.uid) != 0) fail(fd, "setresuid");
+        if (syscall(SYS_setgroups, 0, nullptr) != 0) fail(fd, "setgroups");
+        if (syscall(SYS_setresgid, p.gid, p.gid, p.gid) != 0) fail(fd, "setresgid");
+        if (syscall(SYS_setresuid, p.uid, p.uid, p.uid) != 0) fail(fd, "setresuid");
       }
     }
     if (p.weak_drop_uid) {
-      if (setgroups(0, nullptr) != 0) fail(fd, "setgroups");
-      if (setresgid(p.gid, p.gid, p.gid) != 0) fail(fd, "setresgid");
-      if (setresuid(p.uid, p.uid, p.uid) != 0) fail(fd, "setresuid");
+      if (syscall(SYS_setgroups, 0, nullptr) != 0) fail(fd, "setgroups");
+      if (syscall(SYS_setresgid, p.gid, p.gid, p.gid) != 0) fail(fd, "setresgid");
+      if (syscall(SYS_setresuid, p.uid, p.uid, p.uid) != 0) fail(fd, "setresuid");
     } else if (spec_.level == Isolation::kWeak && p.as_root) {
       // Root without namespaces keeps uid 0 (its files stay readable), but
       // loses every capability for good: no ptrace of the undumpable
@@ -447,6 +451,9 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
       if (spec_.processes) confine::set_limit(RLIMIT_NPROC, spec_.processes);
     }
     confine::set_limit(RLIMIT_CORE, 0);
+    // A change of uid clears the parent-death signal: armed again, so a
+    // driver killed with SIGKILL takes the sandbox with it.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(fd, "PR_SET_PDEATHSIG");
     if (!p.cwd.empty() && chdir(p.cwd.c_str()) != 0) fail(fd, "entering the working folder");
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(fd, "PR_SET_NO_NEW_PRIVS");
     if (p.landlock_abi > 0 && !confine::enter_landlock_domain(p.landlock_abi)) fail(fd, "entering a Landlock domain");
