@@ -78,7 +78,7 @@ struct NoReply {};
 struct LoadReply {
   int arity = 0;
   int api_version = 0;
-  json device;  // DeviceSession::info(): the device as the verdicts record it
+  json device = json::object();  // DeviceSession::info(): the device as the verdicts record it
 };
 struct Load {
   using Reply = LoadReply;
@@ -97,7 +97,7 @@ struct Load {
 
 // Reference (or a bare worker): the device's copy bandwidth and GEMM rates.
 struct CalibrateReply {
-  json device;
+  json device = json::object();
   double copy_bytes = 0;
   double copy_seconds = 0;
   double dram_bytes_per_s = 0;
@@ -368,7 +368,7 @@ struct TimeLoopReply {
 struct BaselineReply {
   std::size_t parameters = 0;
   double input_bytes = 0;
-  json device;
+  json device = json::object();
   TimeLoopReply fp32;
   std::optional<TimeLoopReply> tf32;
 };
