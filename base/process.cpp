@@ -364,13 +364,48 @@ bool kill_group_until_gone(pid_t pgid, std::chrono::milliseconds timeout) {
   }
 }
 
-std::optional<double> process_tree_cpu_seconds(pid_t root) {
+namespace {
+
+// One process's CPU time in ns from its threads' schedstat (the kernel's
+// own run time, ns resolution) plus its reaped children's (cutime and
+// cstime, clock ticks); nullopt when a file cannot be read.
+std::optional<long long> precise_ns(pid_t pid, long hz) {
+  const std::vector<std::string> fields = stat_fields(pid);
+  if (fields.size() < 15) return std::nullopt;
+  long long total = 0;
+  try {
+    total = (std::stoll(fields[13]) + std::stoll(fields[14])) * (1'000'000'000LL / hz);  // cutime, cstime
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = opendir(tasks.c_str());
+  if (!dir) return std::nullopt;
+  bool ok = true;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream schedstat(tasks + "/" + e->d_name + "/schedstat");
+    long long ns = 0;
+    if (schedstat >> ns) {
+      total += ns;
+    } else if (access((tasks + "/" + e->d_name).c_str(), F_OK) == 0) {
+      ok = false;  // there but unreadable (a kernel without schedstat)
+    }
+  }
+  closedir(dir);
+  if (!ok) return std::nullopt;
+  return total;
+}
+
+}  // namespace
+
+std::optional<double> process_tree_cpu_seconds(pid_t root, bool precise) {
   const long hz = sysconf(_SC_CLK_TCK);
   if (root <= 0 || hz <= 0) return std::nullopt;
   constexpr std::size_t kMaxProcesses = 4096;
   std::vector<pid_t> todo{root};
   std::set<pid_t> seen{root};
-  long long ticks = 0;
+  long long ticks = 0, ns = 0;
   while (!todo.empty()) {
     const pid_t pid = todo.back();
     todo.pop_back();
@@ -379,7 +414,13 @@ std::optional<double> process_tree_cpu_seconds(pid_t root) {
       if (pid == root) return std::nullopt;
       continue;  // a descendant that ended meanwhile: its time is in its parent's cutime once reaped
     }
-    ticks += *own;
+    if (precise) {
+      const auto exact = precise_ns(pid, hz);
+      if (!exact) return std::nullopt;
+      ns += *exact;
+    } else {
+      ticks += *own;
+    }
     const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
     DIR* dir = opendir(tasks.c_str());
     if (!dir) {
@@ -407,7 +448,7 @@ std::optional<double> process_tree_cpu_seconds(pid_t root) {
     closedir(dir);
     if (unreadable) return std::nullopt;
   }
-  return static_cast<double>(ticks) / static_cast<double>(hz);
+  return precise ? static_cast<double>(ns) * 1e-9 : static_cast<double>(ticks) / static_cast<double>(hz);
 }
 
 }  // namespace kloop

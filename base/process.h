@@ -88,9 +88,11 @@ bool kill_group_until_gone(pid_t pgid, std::chrono::milliseconds timeout);
 // those of its live descendants (found through /proc/PID/task/TID/children,
 // so a strict sandbox's whole namespace, whose orphans its init adopts).
 // Kept by the kernel, so nothing in the tree can forge it; clock-tick
-// resolution (10 ms at the usual 100 Hz). nullopt when /proc cannot say,
-// or cannot say all of it (a children list unreadable, more than 4096
-// processes): never a count that is too low.
-std::optional<double> process_tree_cpu_seconds(pid_t pid);
+// resolution (10 ms at the usual 100 Hz), or with `precise` the threads'
+// schedstat run times (ns; what a child reaped already spent still in
+// ticks). nullopt when /proc cannot say, or cannot say all of it (a
+// children list unreadable, more than 4096 processes): never a count that
+// is too low.
+std::optional<double> process_tree_cpu_seconds(pid_t pid, bool precise = false);
 
 }  // namespace kloop

@@ -198,7 +198,6 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   v.isolation = isolation_name(options_.isolation);
   v.environment = build_environment();
   const TimingRules rules = timing_rules(protocol, cpu, options_);
-  const bool fresh = fresh_timed_inputs(protocol, cpu, options_);
   v.timing_statistic = rules.statistic;
   v.observed = observations_before_timing();
   auto finish = [&](VerdictClass cls, std::string message) {
@@ -264,7 +263,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
                               v.phases.reference)
                          .device;
   v.environment["device"] = device_info;
-  double overhead = 0;
+  std::optional<TimerState> timer;
   // The reference's baseline: from the cache, or measured now, while no
   // process of the candidate exists (none can load the CPU or the GPU
   // beside it, or signal it, to inflate the speedup).
@@ -285,9 +284,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     v.baseline = use_tf32 ? "tf32" : "fp32";
     v.reference_time = use_tf32 ? v.reference_time_tf32 : v.reference_time_fp32;
     if (cpu) v.reference_time_fp32.reset();
-    // The trusted per-call overhead of the timing loop, for the timing
-    // cross-check: also measured with no candidate process beside it.
-    overhead = sample_overhead_seconds(ref, rules, options_.run_timeout, fresh ? &cases[0] : nullptr);
+    // The trusted timer's own spans (drawing, flushing, copying outputs):
+    // also measured with no candidate process beside it.
+    timer = calibrate_timer(ref, cases[0], rules, options_.device, options_.run_timeout);
   }
   const std::string module = stage_module(work, cb.library_path);
   WorkerSession cand = candidate_session(options_, work, module, cpu);
@@ -302,6 +301,11 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     return finish(j.decision.verdict, j.decision.message);
   };
   try {
+    // The timer's handshake with the candidate's worker, measured while no
+    // module of the candidate's is in it.
+    if (timer) {
+      if (auto bad = steps.worker_failed(attach_timer(*timer, ref, cand, options_.load_timeout))) return *bad;
+    }
     if (auto bad = steps.worker_failed(CallStatus::of(steps.cand_call(load_command(module, "candidate", spec, options_),
                                                                        options_.load_timeout)))) {
       return *bad;
@@ -312,7 +316,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     // 5. and 6. The reference's trace, the timing, the call after it and the
     // activity audit, judged.
     if (options_.measure_time) {
-      if (auto decided = steps.time_and_audit(tests, cases, calls, device_info, rb.key, overhead, fresh)) return *decided;
+      if (auto decided = steps.time_and_audit(tests, cases, calls, device_info, rb.key, *timer)) return *decided;
     }
     cand.finish();
     // What the reference could not analyze beside the candidate, with the
@@ -337,7 +341,6 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   const bool cpu = options_.device == "cpu";
   const BuildTarget target = cpu ? BuildTarget::kCpu : BuildTarget::kCuda;
   const TimingRules rules = timing_rules(protocol, cpu, options_);
-  const bool fresh = fresh_timed_inputs(protocol, cpu, options_);
   BuildResult cb = build_candidate_file(builder_, candidate_path, options_.candidate_format, target);
   BuildResult rb = build_reference(spec);
   if (!cb.ok || !rb.ok) throw EvaluationError("repeat timing: the " + std::string(cb.ok ? "reference" : "candidate") + " does not build");
@@ -345,20 +348,17 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   const wire::Case c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
                                      protocol.randomize_identity_params);
   WorkDir work(options_.work_root, options_.keep_work_dir);
-  double overhead = 0;
-  {
-    WorkerSession ref(options_.worker_path, "reference", work);
-    CallStatus status = CallStatus::of(ref.call(load_command(rb, "reference", spec, options_), options_.load_timeout));
-    if (status.ok()) {  // the weights file; inputs are drawn where they are used
-      status = CallStatus::of(ref.call(wire::Prepare{work.shared(), c}, options_.run_timeout));
-    }
-    if (!status.ok()) {
-      throw EvaluationError("repeat timing: the reference failed: " +
-                            (status.failure ? status.failure->message : ref.failure()));
-    }
-    overhead = sample_overhead_seconds(ref, rules, options_.run_timeout, fresh ? &c : nullptr);
-    ref.finish();
+  // The reference's worker is the timer of every candidate process.
+  WorkerSession ref(options_.worker_path, "reference", work);
+  CallStatus status = CallStatus::of(ref.call(load_command(rb, "reference", spec, options_), options_.load_timeout));
+  if (status.ok()) {  // the weights file; inputs are drawn where they are used
+    status = CallStatus::of(ref.call(wire::Prepare{work.shared(), c}, options_.run_timeout));
   }
+  if (!status.ok()) {
+    throw EvaluationError("repeat timing: the reference failed: " +
+                          (status.failure ? status.failure->message : ref.failure()));
+  }
+  TimerState timer = calibrate_timer(ref, c, rules, options_.device, options_.run_timeout);
   std::vector<TimingSummary> out;
   for (int i = 0; i < n; ++i) {
     const std::string module = stage_module(work, cb.library_path);
@@ -368,23 +368,33 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
         throw EvaluationError("repeat timing: the candidate failed: " + (r.failure ? r.failure->message : cand.failure()));
       }
     };
+    fail(attach_timer(timer, ref, cand, options_.load_timeout));
     fail(CallStatus::of(cand.call(load_command(module, "candidate", spec, options_), options_.load_timeout)));
-    double seconds = 0;
+    double candidate_seconds = 0, reference_seconds = 0;
     CandidateTiming timed;
     try {
-      // Each process its own nonce: no cache in a file carries over.
-      const wire::TimeSetup setup{work.shared(), timing_case_of(c, protocol.calls_per_case, Unpredictable().nonce()),
-                                  c, to_json(rules), false, std::nullopt};
-      const wire::TimePost post{work.sandbox(), "file", std::nullopt, std::nullopt};
-      timed = time_candidate(cand, setup, rules, cpu, granted_cpu_threads(options_), overhead, options_.run_timeout,
-                             fail, seconds, post, nullptr, 0, fresh);
+      // Each process its own nonces: no cache in a file carries over.
+      Unpredictable random;
+      TimedRun run;
+      run.timed_case = timing_case_of(c, 1, random.nonce());
+      run.setup = wire::TimeSetup{work.shared(), timing_case_of(c, 1, random.nonce()), c, to_json(rules), false,
+                                  random.call_id()};
+      run.post = wire::TimePost{work.sandbox(), cpu ? "file" : "cuda_ipc", std::nullopt, std::nullopt};
+      run.rules = rules;
+      run.cpu = cpu;
+      run.cpu_threads = granted_cpu_threads(options_);
+      run.dir = work.shared();
+      run.timeout = options_.run_timeout;
+      run.tolerance = to_json(protocol.tolerance);
+      run.checks = false;  // a benchmark of the timer: the evaluation checks
+      timed = time_candidate(ref, cand, timer, run, fail, candidate_seconds, reference_seconds);
     } catch (const ProtocolViolation& e) {
       throw EvaluationError(std::string("repeat timing: protocol_violation: ") + e.what());
     }
-    if (!timed.implausible.empty()) throw EvaluationError("repeat timing: implausible_timing: " + timed.implausible);
     out.push_back(timed.summary);
     cand.finish();
   }
+  ref.finish();
   return out;
 }
 

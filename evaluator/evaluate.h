@@ -75,9 +75,6 @@ struct EvalOptions {
   // against the reference (README: Protocols). Tests set 1 to make every
   // eligible batch a checked one.
   double timed_check_chance = 0.25;
-  // Protocol::fresh_timed_inputs on the CPU too (host drawing before every
-  // timed call: slow; for tests of the mechanism).
-  bool fresh_inputs_on_cpu = false;
   // check_reference and audit_reference: each reference compiles in a
   // bundle of this many references from its folder (Builder::
   // build_reference_bundle), about ten times cheaper per reference when a

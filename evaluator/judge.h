@@ -109,17 +109,16 @@ struct ActivityObservation {
   ActivityAudit audit;         // what it found, when it ran
 };
 
-// What the timing phase saw: the checked timed calls, the claims check, the
-// call after timing and, on a GPU, the device's own evidence.
+// What the timing phase saw: the trusted timer's checked calls and the
+// candidate's work it found outside the calls, the call after timing and,
+// on a GPU, the device's own evidence.
 struct TimingObservation {
   bool cpu = true;
   std::string timed_wrong;    // why a checked timed call was wrong; "" when none was
-  std::string implausible;    // why the claimed times cannot be true; "" when they can
+  std::string outside_work;   // the candidate's work outside its timed calls, when it is too much to be noise
   bool still_correct = true;  // the call after the timed repetitions
   // GPU only.
   double headline_seconds = 0;             // the candidate's time by the protocol's statistic
-  double event_median = 0;                 // the events on kloop's stream
-  double wall_median = 0;                  // the device busy, by the wall clock
   std::optional<double> floor_seconds;     // the speed-of-light floor, where the device is calibrated
   std::string floor_bound;                 // "memory", "compute"
   // The activity audit's traced forwards: the timed shape's first, then
@@ -140,8 +139,7 @@ std::vector<IntegrityFinding> judge_activity(const TimingObservation& t, const P
 
 // The timing phase's findings, appended to `integrity` in the order a
 // reader meets them, and the verdict they force, if any: under protocols
-// that check integrity any finding ends the evaluation; an implausible time
-// does under every protocol (the figure would not be a measurement).
+// that check integrity any finding ends the evaluation.
 std::optional<Decision> judge_timing(const TimingObservation& t, const Protocol& protocol,
                                      std::vector<IntegrityFinding>& integrity);
 
@@ -150,7 +148,7 @@ std::string correct_message(std::size_t test_calls, const std::optional<double>&
 
 // What a verdict keeps of its observations (Verdict::observed) before its
 // timing phase, which fills in "timing"; rejudge reads this format only.
-constexpr int kObservationsFormat = 1;
+constexpr int kObservationsFormat = 2;  // 2: the trusted timer (no claims check)
 nlohmann::json observations_before_timing();
 
 // The timing phase as the judge saw it, kept in the verdict

@@ -76,7 +76,6 @@ nlohmann::json Protocol::to_json() const {
           {"speed_of_light_floor", speed_of_light_floor},
           {"precision_check", precision_check},
           {"calls_per_case", calls_per_case},
-          {"fresh_timed_inputs", fresh_timed_inputs},
           {"cpu_timing", kloop::to_json(cpu_timing)},
           {"gpu_timing", kloop::to_json(gpu_timing)}};
 }
@@ -181,7 +180,6 @@ Protocol protocol_by_name(const std::string& name) {
     p.extra_scalings = {{"x3", 3.0}, {"x0.01", 0.01}, {"x-1", -1.0}};
     p.tf32_baseline = true;
     p.exclude_degenerate = true;
-    p.fresh_timed_inputs = true;
     p.cpu_timing = cpu_rules();
     p.gpu_timing = gpu_rules();
     if (name == "verified") {

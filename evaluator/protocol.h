@@ -60,13 +60,6 @@ struct Protocol {
   // fp32 units of the output's RMS, whichever is larger (README: Protocols).
   bool precision_check = false;
   int calls_per_case = 2;                    // forward calls per model instance
-  // Every forward of the candidate after its tests (warmup, timed calls,
-  // the check after timing, the profile) on inputs drawn for that call
-  // alone, so nothing it remembers of earlier inputs is worth anything.
-  // GPU only unless EvalOptions::fresh_inputs_on_cpu (host drawing costs
-  // more than most CPU forwards); otherwise the timed calls cycle through
-  // a few input sets of their own.
-  bool fresh_timed_inputs = false;
   TimingRules cpu_timing;
   TimingRules gpu_timing;
 

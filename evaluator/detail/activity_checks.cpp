@@ -73,7 +73,7 @@ ActivityObservation audit_candidate_activity(const ProblemSpec& spec, const DimV
   cmd.c = run_case;
   cmd.counters = options.profile;
   // Inputs it has never seen, like the timed calls (no replay of a test's).
-  if (protocol.fresh_timed_inputs) cmd.first_call = Unpredictable().call_id();
+  cmd.first_call = Unpredictable().call_id();
   auto reply = cand.call(cmd, options.run_timeout);
   ActivityObservation seen;
   if (!reply || !reply->ok()) {
@@ -132,7 +132,7 @@ std::vector<ActivityObservation> audit_shape_variants(const std::vector<TestCase
     wire::Profile cmd;
     cmd.dir = work.shared();
     cmd.c = cases[i];
-    if (protocol.fresh_timed_inputs) cmd.first_call = Unpredictable().call_id();
+    cmd.first_call = Unpredictable().call_id();
     auto reply = cand.call(cmd, options.run_timeout);
     ActivityObservation& seen = out.emplace_back();
     seen.where = where;

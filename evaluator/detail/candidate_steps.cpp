@@ -234,7 +234,7 @@ std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& te
 std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase>& tests,
                                                       const std::vector<wire::Case>& cases, int calls,
                                                       const json& device_info, const std::string& reference_key,
-                                                      double overhead, bool fresh) {
+                                                      TimerState& timer) {
   // The reference's trace, for the candidate's activity audit (its
   // baseline was taken before the candidate started). Only a correct
   // candidate needs it.
@@ -269,59 +269,55 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
     }
   }
 
-  // Timing, then one more call that must still be correct.
-  // The timed calls get inputs of their own, from a nonce: the model of
-  // case 0 (same weights), never a test input, never an earlier run's.
-  const wire::Case timing_case = timing_case_of(cases[0], calls, Unpredictable().nonce());
-  ref_call(wire::Prepare{work_.shared(), timing_case}, options_.run_timeout, v_.phases.reference);
-  std::string timed_wrong;
-  int check_number = 0;
-  auto check_timed_call = [&](int64_t call) {
-    ref_call(wire::Expect{work_.shared(), timing_case, call, false, false, ""}, options_.run_timeout,
-             v_.phases.reference);
-    const std::string name = "timing.check" + std::to_string(check_number++);
-    auto checked = cand_call(wire::TimeCheck{0, work_.sandbox(), name, transport()}, options_.run_timeout);
-    if (auto bad = worker_failed(CallStatus::of(checked))) throw CandidateFailed{*bad};
-    const wire::JudgeReply j =
-        judge(checked->reply.exchange.value_or(json()), work_.sandbox() + "/" + name, false, false);
-    if (!timed_wrong.empty()) return;
-    if (j.output_count != j.expected_count) {
-      timed_wrong =
-          "returned " + std::to_string(j.output_count) + " output(s), expected " + std::to_string(j.expected_count);
-    }
-    for (const auto& cmp : j.outputs) {
-      if (!timed_wrong.empty() || cmp.value("passed", false)) continue;
-      const TensorComparison c = comparison_from_json(cmp);
-      timed_wrong = describe_failed_output(c, protocol_.tolerance);
-    }
-  };
-  const wire::TimeSetup setup{work_.shared(), timing_case, cases[0], to_json(rules_), false, std::nullopt};
-  const wire::TimePost post{work_.sandbox(), transport(), std::nullopt, std::nullopt};
+  // Timing by the trusted timer, then one more call that must still be
+  // correct. The timer's inputs come from a nonce the candidate never sees;
+  // its warm-up and the call after timing from another (case 0's model and
+  // weights, never a test input, never an earlier run's).
+  Unpredictable random;
+  TimedRun run;
+  run.timed_case = timing_case_of(cases[0], 1, random.nonce());
+  const wire::Case warm_case = timing_case_of(cases[0], 1, random.nonce());
+  run.setup = wire::TimeSetup{work_.shared(), warm_case, cases[0], to_json(rules_), false, random.call_id()};
+  run.post = wire::TimePost{work_.sandbox(), transport(), std::nullopt, std::nullopt};
+  run.rules = rules_;
+  run.cpu = cpu_;
+  run.cpu_threads = granted_cpu_threads(options_);
+  run.dir = work_.shared();
+  run.timeout = options_.run_timeout;
+  run.tolerance = to_json(protocol_.tolerance);
+  run.check_chance = options_.timed_check_chance;
+  run.checks = options_.timed_check_chance > 0;
+  run.precision = protocol_.precision_check;
   const CandidateTiming timed = time_candidate(
-      cand_, setup, rules_, cpu_, granted_cpu_threads(options_), overhead, options_.run_timeout,
+      ref_, cand_, timer, run,
       [&](const CallStatus& r) {
         if (auto bad = worker_failed(r)) throw CandidateFailed{*bad};
       },
-      v_.phases.candidate, post, check_timed_call, options_.timed_check_chance, fresh);
+      v_.phases.candidate, v_.phases.reference);
   v_.candidate_time = timed.summary;
   v_.phases.timed_checks = timed.checking_seconds;
   v_.throttled_samples_discarded = timed.throttled_discarded;
   v_.timing_check = timed.check;
+  for (const auto& row : timed.error_analysis) {
+    if (!v_.error_analysis.is_array()) v_.error_analysis = json::array();
+    json r = row;
+    r["case"] = "timed call";
+    v_.error_analysis.push_back(std::move(r));
+  }
   TimingObservation seen;
   seen.cpu = cpu_;
-  seen.timed_wrong = timed_wrong;
-  seen.implausible = timed.implausible;
+  seen.timed_wrong = timed.timed_wrong;
+  seen.outside_work = timed.outside_work;
+  if (!timed.error_analysis.empty()) {
+    TestOutcome timed_call;
+    judge_precision(timed_call, timed.error_analysis, protocol_);
+    if (!timed_call.problem.empty() && seen.timed_wrong.empty()) seen.timed_wrong = "precision: " + timed_call.problem;
+  }
   // Judged now: the activity audit below replaces what the candidate holds.
   {
-    // Fresh inputs: the reference computes that call's outputs now.
-    if (timed.post_call) {
-      ref_call(wire::Expect{work_.shared(), timing_case, *timed.post_call, false, false, ""}, options_.run_timeout,
-               v_.phases.reference);
-    }
-    const wire::JudgeReply j =
-        timed.post_call ? judge(timed.post_exchange, work_.sandbox() + "/timing.post", false, false)
-                        : judge(timed.post_exchange, work_.sandbox() + "/case" + std::to_string(tests[0].id) + ".post",
-                                true, false);
+    ref_call(wire::Expect{work_.shared(), warm_case, *timed.post_call, false, false, ""}, options_.run_timeout,
+             v_.phases.reference);
+    const wire::JudgeReply j = judge(timed.post_exchange, work_.sandbox() + "/timing.post", false, false);
     seen.still_correct = j.output_count == j.expected_count;
     for (const auto& cmp : j.outputs) seen.still_correct = seen.still_correct && cmp.value("passed", false);
   }
@@ -337,8 +333,6 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
       seen.floor_bound = sol.bound;
     }
     v_.candidate_wall = timed.wall;
-    seen.event_median = v_.candidate_time->median;
-    seen.wall_median = v_.candidate_wall->median;
     if (options_.activity_audit) {
       const auto audit_start = Clock::now();
       seen.activity.push_back(audit_candidate_activity(spec_, tests[0].dims, cand_, work_, cases[0],

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "evaluator/detail/candidate_timing.h"
 #include "evaluator/detail/worker_session.h"
 #include "evaluator/protocol.h"
 #include "evaluator/timing/sample_stats.h"
@@ -45,14 +46,14 @@ class CandidateSteps {
   // leave the reference's process, and memory holds one call.
   std::optional<Verdict> run_tests(const std::vector<TestCase>& tests, const std::vector<wire::Case>& cases, int calls);
 
-  // The reference's trace (for the activity audit), the timing on inputs of
-  // the candidate's own, the call after it, and on a GPU the device's
-  // evidence; `reference_key` names the reference's build (its cached
-  // counters), `overhead` is the trusted per-sample cost of the loop. Only
-  // for evaluations that measure time.
+  // The reference's trace (for the activity audit), the timing by the
+  // trusted timer (`timer`, calibrated before the candidate started), the
+  // call after it, and on a GPU the device's evidence; `reference_key`
+  // names the reference's build (its cached counters). Only for
+  // evaluations that measure time.
   std::optional<Verdict> time_and_audit(const std::vector<TestCase>& tests, const std::vector<wire::Case>& cases,
                                         int calls, const json& device_info, const std::string& reference_key,
-                                        double overhead, bool fresh);
+                                        TimerState& timer);
 
   // The error analyses the reference could not run beside the candidate
   // (its fp64 twin failed while the candidate's process held the device),

@@ -10,24 +10,9 @@
 #include <thread>
 #include <vector>
 
-namespace kloop::detail {
+#include "evaluator/check/compare.h"
 
-double sample_overhead_seconds(WorkerSession& ref, const TimingRules& rules, std::chrono::milliseconds timeout,
-                               const wire::Case* fresh_case) {
-  constexpr int kSamples = 200;
-  wire::TimingFloor cmd;
-  cmd.samples = kSamples;
-  cmd.l2_flush = rules.l2_flush;
-  if (fresh_case) {
-    cmd.c = *fresh_case;
-    cmd.first_call = int64_t{1} << 40;  // values do not matter here, only the drawing's cost
-  }
-  const auto t0 = Clock::now();
-  auto r = ref.call_stepwise(cmd, timeout, [](int64_t) {});
-  const double wall = since(t0);
-  if (!r || !r->ok()) throw EvaluationError("the reference could not run the timing loop");
-  return wall / kSamples;
-}
+namespace kloop::detail {
 
 int granted_cpu_threads(const EvalOptions& o) {
   if (o.threads > 0) return o.threads;
@@ -45,191 +30,218 @@ wire::Case timing_case_of(const wire::Case& c, int sets, uint64_t nonce) {
   return t;
 }
 
-// Which timed calls are checked is decided here after each call has
-// returned (the worker stops after every sample until told to go on), each
-// call on its own with the chance EvalOptions::timed_check_chance spread
-// over its batch, so nothing the candidate can read before or during a call
-// says whether it will be checked, and a check says nothing about the calls
-// after it. Past kMaxChecks in an evaluation (each costs the reference one
-// forward on the same inputs) the chance drops fourfold, never to zero.
-constexpr int kMaxChecks = 6;
-constexpr int kMinFreshChecks = 2;
+namespace {
 
-CandidateTiming time_candidate(WorkerSession& cand, const wire::TimeSetup& setup_cmd, const TimingRules& rules,
-                               bool cpu, int cpu_threads, double overhead_per_sample,
-                               std::chrono::milliseconds timeout, const ReplyCheck& check_reply,
-                               double& candidate_seconds, wire::TimePost post_cmd, const TimedCallCheck& check_call,
-                               double check_chance, bool fresh) {
-  auto call = [&](const auto& cmd) {
+// Chosen here, told only to the timer: after kMaxChecks checks in an
+// evaluation (each costs the reference a forward) the chance drops fourfold,
+// never to zero; the timing goes on until kMinChecks calls were checked.
+constexpr int kMaxChecks = 6;
+constexpr int kMinChecks = 2;
+// The handshake's floors: the least of this many empty calls.
+constexpr int kHandoffCalls = 200;
+
+wire::TimerBatchReply reference_batch(WorkerSession& ref, const wire::TimerBatch& cmd, std::chrono::milliseconds timeout,
+                                      double& reference_seconds) {
+  const auto t0 = Clock::now();
+  auto r = ref.call(cmd, timeout + std::chrono::seconds(30));
+  reference_seconds += since(t0);
+  if (!r) throw ReferenceDied("the timer (the reference's worker) failed: " + ref.failure() + "\n" + ref.log_tail());
+  if (!r->ok()) throw EvaluationError("the timer failed: " + r->message() + "\n" + ref.log_tail());
+  return r->reply;
+}
+
+}  // namespace
+
+TimerState calibrate_timer(WorkerSession& ref, const wire::Case& c, const TimingRules& rules, const std::string& device,
+                           std::chrono::milliseconds timeout) {
+  wire::TimerCalibrate cmd;
+  cmd.c = c;
+  cmd.l2_flush = rules.l2_flush;
+  auto r = ref.call(cmd, timeout);
+  if (!r || !r->ok()) {
+    throw EvaluationError("the timer could not calibrate (" + (r ? r->message() : ref.failure()) + ")\n" +
+                          ref.log_tail());
+  }
+  if (ref.fds().size() != 1) throw EvaluationError("the timer's control block came without its descriptor");
+  TimerState t;
+  t.floors = r->reply.floors;
+  t.control = std::move(ref.fds()[0]);
+  t.control_bytes = r->reply.control_bytes;
+  t.device = device;
+  return t;
+}
+
+CallStatus attach_timer(TimerState& timer, WorkerSession& ref, WorkerSession& cand, std::chrono::milliseconds timeout) {
+  wire::TimerAttach attach;
+  attach.block = "control";
+  attach.device = timer.device;
+  attach.bytes = timer.control_bytes;
+  const CallStatus attached = CallStatus::of(cand.call(attach, timeout, {timer.control.get()}));
+  if (!attached.ok()) return attached;
+  wire::TimerServe serve;
+  serve.samples = kHandoffCalls;
+  serve.first = timer.next;
+  serve.empty = true;
+  if (!cand.send(serve)) return CallStatus::of(std::optional<wire::Outcome<wire::NoReply>>(cand.lost(timeout)));
+  wire::TimerHandoff handoff;
+  handoff.samples = kHandoffCalls;
+  handoff.first = timer.next;
+  handoff.deadline_ms = timeout.count();
+  timer.next += kHandoffCalls;
+  auto h = ref.call(handoff, timeout + std::chrono::seconds(30));
+  const CallStatus served = CallStatus::of(cand.await<wire::TimerServeReply>(timeout));
+  if (!served.ok()) return served;
+  if (!h || !h->ok()) {
+    throw EvaluationError("the timer could not measure its handshake (" + (h ? h->message() : ref.failure()) + ")\n" +
+                          ref.log_tail());
+  }
+  timer.floors = h->reply.floors;
+  return served;
+}
+
+CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerState& timer, const TimedRun& run,
+                               const ReplyCheck& check_reply, double& candidate_seconds, double& reference_seconds) {
+  const auto cand_call = [&](const auto& cmd, const std::vector<int>& fds = {}) {
     const auto t0 = Clock::now();
-    auto r = cand.call(cmd, timeout);
+    auto r = cand.call(cmd, run.timeout, fds);
     candidate_seconds += since(t0);
     check_reply(CallStatus::of(r));
     return r->reply;
   };
-  Unpredictable random;
-  wire::TimeSetup setup_cmd_sent = setup_cmd;
-  if (fresh) setup_cmd_sent.warmup_first_call = random.call_id();
-  call(setup_cmd_sent);
-  const int sets = setup_cmd.c.calls;
-  int previous_set = -1;
-  auto next_set = [&] {
-    // Never the set of the call before: no two consecutive calls share inputs.
-    int s = sets <= 1 ? 0 : previous_set < 0 ? random.below(sets) : (previous_set + 1 + random.below(sets - 1)) % sets;
-    previous_set = s;
-    return s;
-  };
-  // The rule's wall clock is `observed`: the batches' wall time as this
-  // process saw it, the checks of timed calls taken out. The checks are
-  // kloop's own work, and time they took must not cut short the evidence
-  // the claims are held against (a 0.3 s budget spent on the first batch's
-  // checks left 10 samples, too few to catch a clock slowed tenfold).
-  double claimed = 0, observed = 0;
-  StoppingRule rule(rules, [&observed] { return observed; });
-  CandidateTiming out;
-  std::set<int> checked_sets;
-  std::vector<double> wall;
-  int run = 0, batches = 0;
-  // CPU only: the kernel's account of the candidate tree's CPU time over
-  // the batches, the checked calls' taken out; unknown (nullopt) once any
-  // reading fails. It starts at minus the first reading.
-  auto cpu_now = [&]() -> std::optional<double> {
-    return cpu ? process_tree_cpu_seconds(cand.pid()) : std::nullopt;
-  };
-  std::optional<double> cpu_used = cpu_now();
-  if (cpu_used) *cpu_used = -*cpu_used;
-  int batch = std::max(1, std::min(rules.min_samples, 1000));
-  // Any output size: the size the module claims is its word, not a reason to skip checks.
-  const bool checkable = static_cast<bool>(check_call);
-  // A batch of n samples: fresh inputs (sample i on call first + i), else
-  // the sets in an order where no call repeats the one before. After each
-  // sample, with chance `per_call` (a set no check has seen yet counts
-  // double), that call's outputs are checked against the reference's. The
-  // time spent checking is this process's own and leaves the batch's wall
-  // time as the wall check sees it.
-  auto run_batch = [&](int n, double per_call, bool count) {
-    const int64_t first = fresh ? random.call_id() : 0;
-    wire::TimeBatch batch_cmd;
-    batch_cmd.samples = n;
-    batch_cmd.l2_flush = rules.l2_flush;
-    for (int i = 0; i < n && !fresh; ++i) batch_cmd.sets.push_back(static_cast<std::size_t>(next_set()));
-    if (fresh) batch_cmd.first_call = first;
-    double checking = 0;
-    int next_step = 0;
-    auto on_step = [&](int64_t step) {
-      if (step != next_step) throw ProtocolViolation("a timing batch stopped at a sample out of order");
-      const int i = next_step++;
-      if (!checkable) return;
-      const int set = fresh ? -1 : static_cast<int>(batch_cmd.sets[static_cast<std::size_t>(i)]);
-      double chance = per_call * (!fresh && !checked_sets.count(set) ? 2 : 1);
-      if (out.checked_calls >= kMaxChecks) chance /= 4;
-      if (!random.chance(std::min(1.0, chance))) return;
-      const auto t0 = Clock::now();
-      const auto cpu_before = cpu_used ? cpu_now() : std::nullopt;
-      ++out.checked_calls;
-      if (!fresh) checked_sets.insert(set);
-      check_call(fresh ? first + i : set);
-      checking += since(t0);
-      out.checking_seconds += since(t0);
-      const auto cpu_after = cpu_before ? cpu_now() : std::nullopt;
-      if (cpu_after) {
-        *cpu_used -= *cpu_after - *cpu_before;
-      } else {
-        cpu_used.reset();
-      }
-    };
+  const auto ref_call = [&](const auto& cmd) {
     const auto t0 = Clock::now();
-    auto reply = cand.call_stepwise(batch_cmd, timeout, on_step);
-    const double seconds = since(t0) - checking;
-    candidate_seconds += seconds;
-    check_reply(CallStatus::of(reply));
-    const wire::TimeBatchReply& r = reply->reply;
-    if (next_step != n) throw ProtocolViolation("a timing batch did not stop after each of its samples");
-    const auto& samples = r.samples;
-    const auto& walls = r.wall;
-    const auto& thr = r.throttled;
-    if (samples.size() != static_cast<std::size_t>(n) || walls.size() != samples.size() || thr.size() != samples.size()) {
-      throw ProtocolViolation("a timing batch did not return the " + std::to_string(n) + " samples asked for");
-    }
-    ++batches;
-    run += n;
-    observed += seconds;
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      const double t = samples[i];
-      const double w = walls[i];
-      if (!std::isfinite(t) || t < 0 || t > 1e4 || !std::isfinite(w) || w < 0 || w > 1e4) {
-        throw ProtocolViolation("a timing sample that is not a time");
+    auto r = ref.call(cmd, run.timeout);
+    reference_seconds += since(t0);
+    if (!r) throw ReferenceDied("the timer (the reference's worker) failed: " + ref.failure() + "\n" + ref.log_tail());
+    if (!r->ok()) throw EvaluationError("the timer failed: " + r->message() + "\n" + ref.log_tail());
+    return r->reply;
+  };
+  // The timing case in the reference (its module computes the checks), its
+  // shared block in both workers, the candidate's module warmed up.
+  ref_call(wire::Prepare{run.dir, run.timed_case});
+  const wire::TimerOpenReply opened = ref_call(wire::TimerOpen{run.timed_case});
+  if (ref.fds().size() != 1) throw EvaluationError("the timer's data block came without its descriptor");
+  UniqueFd data = std::move(ref.fds()[0]);
+  wire::TimerAttach attach;
+  attach.block = "data";
+  attach.device = timer.device;
+  attach.bytes = opened.layout.bytes;
+  attach.layout = opened.layout;
+  cand_call(attach, {data.get()});
+  cand_call(run.setup);
+
+  Unpredictable random;
+  CandidateTiming out;
+  double observed = 0, outside = 0, windows = 0;
+  int threads_ended = 0;
+  StoppingRule rule(run.rules, [&observed] { return observed; });
+  std::vector<double> spans;
+  auto run_batch = [&](int n, double per_call, bool count) {
+    wire::TimerBatch cmd;
+    cmd.samples = n;
+    cmd.first = timer.next;
+    cmd.l2_flush = run.rules.l2_flush;
+    cmd.tolerance = run.tolerance;
+    cmd.candidate_pid = cand.pid();
+    cmd.threads = run.cpu_threads;
+    cmd.deadline_ms = run.timeout.count();
+    for (int i = 0; i < n && run.checks; ++i) {
+      const double chance = out.checked_calls + static_cast<int>(cmd.check.size()) >= kMaxChecks ? per_call / 4 : per_call;
+      if (!random.chance(std::min(1.0, chance))) continue;
+      cmd.check.push_back(i);
+      if (run.precision && out.error_analysis.empty() && cmd.precision.empty() && random.chance(0.5)) {
+        cmd.precision.push_back(i);
       }
-      claimed += t;
+    }
+    timer.next += static_cast<uint32_t>(n);
+    wire::TimerServe serve;
+    serve.samples = n;
+    serve.first = cmd.first;
+    const auto t0 = Clock::now();
+    if (!cand.send(serve)) check_reply(CallStatus::of(std::optional<wire::Outcome<wire::NoReply>>(cand.lost(run.timeout))));
+    const wire::TimerBatchReply r = reference_batch(ref, cmd, run.timeout, reference_seconds);
+    auto served = cand.await<wire::TimerServeReply>(run.timeout);
+    const double seconds = since(t0);
+    candidate_seconds += seconds - r.check_seconds;
+    reference_seconds += r.check_seconds;
+    out.checking_seconds += r.check_seconds;
+    check_reply(CallStatus::of(served));
+    if (r.aborted) throw ProtocolViolation("the timed calls stopped (" + *r.aborted + ") though the worker said it served them");
+    if (r.samples.size() != static_cast<std::size_t>(n)) throw EvaluationError("the timer returned too few samples");
+    out.persisting_l2_limit = std::max(out.persisting_l2_limit, static_cast<long long>(served->reply.persisting_l2_limit));
+    out.persisting_l2_window_bytes =
+        std::max(out.persisting_l2_window_bytes, static_cast<long long>(served->reply.persisting_l2_window_bytes));
+    observed += seconds - r.check_seconds;
+    threads_ended += r.threads_ended;
+    for (const auto& s : r.samples) {
+      outside += s.outside;
+      windows += std::max(0.0, s.window - timer.floors.window);
       if (!count || rule.done()) continue;  // the batch overshot the stopping point
-      if (thr[i] && out.throttled_discarded < kMaxThrottledDiscards) {
+      if (s.throttled && out.throttled_discarded < kMaxThrottledDiscards) {
         ++out.throttled_discarded;
         continue;
       }
-      rule.add(t);
-      wall.push_back(w);
+      rule.add(s.seconds);
+      spans.push_back(s.window + s.tail);
     }
-    if (r.persisting_l2_limit != 0) {
-      out.persisting_l2_limit = std::max(out.persisting_l2_limit, static_cast<long long>(r.persisting_l2_limit));
+    for (const auto& c : r.checks) {
+      ++out.checked_calls;
+      if (c.error_analysis) {
+        for (const auto& row : *c.error_analysis) out.error_analysis.push_back(row);
+      }
+      if (c.passed || !out.timed_wrong.empty()) continue;
+      out.timed_wrong = c.message;
+      for (const auto& cmp : c.outputs) {
+        if (!out.timed_wrong.empty() || cmp.value("passed", false)) continue;
+        out.timed_wrong = describe_failed_output(comparison_from_json(cmp), tolerance_from_json(run.tolerance));
+      }
+      if (out.timed_wrong.empty()) out.timed_wrong = "its outputs did not match the reference's";
     }
-    if (r.persisting_l2_window_bytes != 0) {
-      out.persisting_l2_window_bytes =
-          std::max(out.persisting_l2_window_bytes, static_cast<long long>(r.persisting_l2_window_bytes));
-    }
+    return r;
   };
+  int batch = std::max(1, std::min(run.rules.min_samples, 1000));
   while (!rule.done()) {
-    run_batch(batch, check_chance / batch, true);
+    const wire::TimerBatchReply r = run_batch(batch, run.check_chance / batch, true);
     const auto& taken = rule.samples();
     const double median = taken.empty() ? 1e-3 : summarize(taken).median;
+    double per_call = median;
+    if (!r.samples.empty()) per_call = observed / std::max<std::size_t>(1, rule.samples().size());
     // About 0.1 s per batch: few round trips, and no batch the timeout could cut.
-    batch = static_cast<int>(std::clamp(0.1 / std::max(median + overhead_per_sample, 1e-7), 1.0, 1000.0));
-    batch = std::max(1, std::min(batch, rules.max_samples - static_cast<int>(taken.size())));
-    if (observed > 4 * rules.max_seconds + 30) {
-      throw ProtocolViolation("timing went on far past its budget (" + std::to_string(observed) + " s)");
+    batch = static_cast<int>(std::clamp(0.1 / std::max(per_call, 1e-7), 1.0, 1000.0));
+    batch = std::max(1, std::min(batch, run.rules.max_samples - static_cast<int>(taken.size())));
+    if (observed > 4 * run.rules.max_seconds + 30) {
+      throw EvaluationError("timing went on far past its budget (" + std::to_string(observed) + " s)");
     }
   }
-  // Every input set gets at least one checked call (fresh inputs: at least
-  // kMinFreshChecks calls are checked): more batches, like the others (each
-  // call checked by chance, after it returned), until each has.
-  auto checks_wanted = [&] {
-    return fresh ? out.checked_calls < kMinFreshChecks : static_cast<int>(checked_sets.size()) < std::min(sets, kMaxChecks);
-  };
-  for (int extra = 0; checkable && extra < 4 * std::max(sets, kMinFreshChecks) && checks_wanted(); ++extra) {
-    const int n = 1 + random.below(std::min(batch, 8));
-    run_batch(n, 0.5, false);
+  for (int extra = 0; run.checks && extra < 4 * kMinChecks && out.checked_calls < kMinChecks; ++extra) {
+    run_batch(1 + random.below(std::min(batch, 8)), 0.5, false);
   }
-  if (run == 0) throw ProtocolViolation("no timing batch could be held against the wall clock");
+  ref_call(wire::TimerClose{});
+  cand_call(wire::TimerClose{});
   out.summary = rule.summary();
-  out.wall = summarize(wall);
-  TimingClaims claims;
-  claims.cpu = cpu;
-  claims.samples = run;
-  claims.batches = batches;
-  claims.claimed_seconds = claimed;
-  claims.observed_seconds = observed;
-  claims.overhead_per_sample = overhead_per_sample;
-  claims.cpu_threads = cpu_threads;
-  claims.clock_tick = 1.0 / static_cast<double>(std::max(1L, sysconf(_SC_CLK_TCK)));
-  if (cpu_used) {
-    if (const auto end = cpu_now()) claims.cpu_seconds = *cpu_used + *end;
+  out.wall = summarize(spans);
+  // Work outside its calls is already counted in each sample; much of it
+  // is a finding too (an honest module has none).
+  if (outside > 0.25 * windows && outside > 50e-6 * static_cast<double>(rule.samples().size() + 1)) {
+    out.outside_work = std::to_string(outside * 1e3) + " ms of the candidate's work fell outside its timed calls, against " +
+                       std::to_string(windows * 1e3) + " ms inside them";
+  } else if (threads_ended > 0) {
+    out.outside_work = std::to_string(threads_ended) +
+                       " of its threads ended during its timed calls, so their work there cannot be counted";
   }
-  const TimingClaimCheck verdict = check_timing_claims(claims);
-  out.check = {{"samples_run", run},          {"batches", batches},
-               {"claimed_seconds", claimed},  {"observed_seconds", observed},
-               {"allowed_seconds", verdict.allowed_seconds}, {"overhead_per_sample", overhead_per_sample},
-               {"input_sets", sets},          {"checked_calls", out.checked_calls}};
-  if (claims.cpu_seconds) {
-    out.check["cpu_seconds"] = *claims.cpu_seconds;
-    out.check["cpu_threads"] = cpu_threads;
-  }
-  if (verdict.cpu_allowed_seconds > 0) out.check["cpu_allowed_seconds"] = verdict.cpu_allowed_seconds;
-  if (!verdict.plausible) out.implausible = verdict.why;
-  if (fresh) {
-    out.post_call = random.call_id();
-    post_cmd.call = *out.post_call;
-    post_cmd.name = "timing.post";
-  }
-  out.post_exchange = call(post_cmd).exchange.value_or(json());
+  out.check = {{"source", "trusted timer (the reference's process)"},
+               {"floors", timer.floors},
+               {"outside_seconds", outside},
+               {"threads_ended", threads_ended},
+               {"inside_seconds", windows},
+               {"checked_calls", out.checked_calls},
+               {"observed_seconds", observed}};
+  const auto post_call = random.call_id();
+  wire::TimePost post = run.post;
+  post.call = post_call;
+  post.name = "timing.post";
+  out.post_call = post_call;
+  out.post_exchange = cand_call(post).exchange.value_or(json());
   return out;
 }
 

@@ -1,8 +1,9 @@
 // The candidate's timing as the driver runs it, and the reference's
-// baseline: batches of timed calls on inputs the candidate cannot predict,
-// a random, unannounced subset checked against the reference, the claimed
-// times held against the driver's own clocks (check_timing_claims). For
-// evaluate.cpp; not part of the evaluator's API.
+// baseline. The timed calls are the trusted timer's (the reference's
+// worker, worker/trusted_timer.cpp): it draws each call's inputs, measures
+// the call from its own process and captures and checks the outputs of
+// the calls chosen here, unannounced. Nothing the candidate's process says
+// enters the timing. For evaluate.cpp; not part of the evaluator's API.
 #pragma once
 
 #include <cstdint>
@@ -17,42 +18,47 @@
 
 namespace kloop::detail {
 
-// What a sample costs beyond the call itself (the L2 flush, the events, the
-// syncs, the loop): the same sampling loop around no call, run by the
-// reference and timed here. Trusted, and the allowance the check of the
-// candidate's claimed times starts from.
-// With `fresh_case`, each sample first draws a call's inputs of that case,
-// as the candidate's timed calls on fresh inputs do.
-double sample_overhead_seconds(WorkerSession& ref, const TimingRules& rules, std::chrono::milliseconds timeout,
-                               const wire::Case* fresh_case = nullptr);
+// The trusted timer's state across one evaluation: what its spans cost
+// alone and with a candidate's worker that runs no module (the floors), the
+// control block it shares with that worker, the next call's number.
+struct TimerState {
+  wire::TimerFloors floors;
+  UniqueFd control;
+  uint64_t control_bytes = 0;
+  uint32_t next = 1;
+  std::string device;
+};
+
+// Before the candidate's process exists, with the device to the timer
+// alone: its control block and its own spans at case `c`'s sizes.
+TimerState calibrate_timer(WorkerSession& ref, const wire::Case& c, const TimingRules& rules,
+                           const std::string& device, std::chrono::milliseconds timeout);
+
+// The candidate's worker started, its module not loaded yet: the control
+// block mapped there and the handshake's own cost measured. What the
+// candidate's worker did, as a CallStatus (not ok: its verdict).
+CallStatus attach_timer(TimerState& timer, WorkerSession& ref, WorkerSession& cand, std::chrono::milliseconds timeout);
 
 // The threads a CPU candidate is given: --threads, else LibTorch's default
 // (one per CPU this process may run on).
 int granted_cpu_threads(const EvalOptions& o);
 
-// The candidate's timing, driven from here: the worker runs batches of
-// exactly the samples asked for, the stopping rule runs in this process, and
-// the claimed times are held against the wall time each batch took as seen
-// from here (check_timing_claims, sample_stats.h).
+// What the timing phase measured.
 struct CandidateTiming {
   TimingSummary summary;
-  TimingSummary wall;
+  TimingSummary wall;  // each call's span on the device, start to the end of its outputs' copy
   int throttled_discarded = 0;
-  long long persisting_l2_limit = 0;         // largest seen before or after a timed sample
-  long long persisting_l2_window_bytes = 0;  // largest access-policy window seen on kloop's stream
+  long long persisting_l2_limit = 0;         // the candidate worker's word (it clears them)
+  long long persisting_l2_window_bytes = 0;
   json post_exchange;  // what time_post published
-  json check;          // the figures of the plausibility check
-  int checked_calls = 0;  // timed calls whose output was checked against the reference
-  std::string implausible;  // why the claims cannot be true; "" when they can
-  std::optional<int64_t> post_call;  // fresh inputs: the call of the timing case the check after timing ran
-  double checking_seconds = 0;       // spent checking timed calls (reference and candidate)
+  json check;          // the timer's figures (floors, outside work, checks)
+  int checked_calls = 0;       // timed calls whose outputs the timer captured and checked
+  std::string timed_wrong;     // why a checked call was wrong; "" when none was
+  std::string outside_work;    // work of the candidate's outside its calls, when it is too much to be noise
+  std::vector<wire::ErrorAnalysisRow> error_analysis;  // the precision-checked timed calls' rows
+  std::optional<int64_t> post_call;  // the call of the warm-up case the check after timing ran
+  double checking_seconds = 0;       // the timer's checks
 };
-
-// Checks the outputs of the timed call the batch stopped after (its
-// time_check) against the reference's; throws CandidateFailed or
-// ProtocolViolation, or records a finding. Its argument: the call of the
-// timing case whose inputs that call had.
-using TimedCallCheck = std::function<void(int64_t call)>;
 
 int64_t fresh_call_id(uint64_t random);
 
@@ -78,16 +84,30 @@ class Unpredictable {
 // an earlier evaluation or process.
 wire::Case timing_case_of(const wire::Case& c, int sets, uint64_t nonce);
 
-// Times the candidate loaded in `cand` after `setup_cmd` (time_setup): the
-// stopping rule of `rules` over batches run here, each sample's call
-// checked by `check_call` with chance `check_chance` (decided after the call
-// returned), the claims held against this process's clocks, then `post_cmd`
-// (time_post). Worker failures go through `check_reply`, which throws.
-CandidateTiming time_candidate(WorkerSession& cand, const wire::TimeSetup& setup_cmd, const TimingRules& rules,
-                               bool cpu, int cpu_threads, double overhead_per_sample,
-                               std::chrono::milliseconds timeout, const ReplyCheck& check_reply,
-                               double& candidate_seconds, wire::TimePost post_cmd, const TimedCallCheck& check_call,
-                               double check_chance, bool fresh);
+// One timing of the candidate loaded in `cand`.
+struct TimedRun {
+  wire::Case timed_case;   // the timer's: inputs from a nonce the candidate never sees
+  wire::TimeSetup setup;   // the candidate's module and warm-up (on inputs of its own)
+  wire::TimePost post;     // the call after timing
+  TimingRules rules;
+  bool cpu = true;
+  int cpu_threads = 1;
+  std::string dir;         // the evaluation's shared folder
+  std::chrono::milliseconds timeout{120000};
+  json tolerance;
+  bool checks = true;        // checked calls at all (not for the repeated timing of benchmarks)
+  double check_chance = 0.25;
+  bool precision = false;    // one checked call also against the fp64 twin (strict)
+};
+
+// Times the candidate: the timing case prepared in the reference, the
+// shared data block mapped in both workers, batches until the stopping rule
+// of `rules` is met (each call checked with chance `check_chance` spread
+// over its batch, unannounced, and more batches until two calls were), then
+// `post` (time_post). The candidate's failures go through `check_reply`
+// (which throws); the reference's throw EvaluationError.
+CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerState& timer, const TimedRun& run,
+                               const ReplyCheck& check_reply, double& candidate_seconds, double& reference_seconds);
 
 // The reference's baseline on case `c`, with a loaded reference worker: from
 // the cache (GPU) when an entry under `key` exists, else timed by the

@@ -103,12 +103,6 @@ wire::Load load_command(const BuildResult& reference, const std::string& role, c
   return cmd;
 }
 
-// Whether the candidate's forwards after its tests get inputs of their own
-// (Protocol::fresh_timed_inputs).
-bool fresh_timed_inputs(const Protocol& protocol, bool cpu, const EvalOptions& options) {
-  return protocol.fresh_timed_inputs && (!cpu || options.fresh_inputs_on_cpu);
-}
-
 std::string build_failure_text(const BuildResult& rb) {
   return "does not build:\n" + summarize_diagnostics(rb.diagnostics, 10) + (rb.diagnostics.empty() ? rb.log : "");
 }

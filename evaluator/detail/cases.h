@@ -35,9 +35,6 @@ wire::Load load_command(const BuildResult& reference, const std::string& role, c
 // The protocol's timing rules for the device, capped by --max-timing.
 TimingRules timing_rules(const Protocol& protocol, bool cpu, const EvalOptions& options);
 
-// Whether the candidate's forwards after its tests get inputs of their own
-// (Protocol::fresh_timed_inputs).
-bool fresh_timed_inputs(const Protocol& protocol, bool cpu, const EvalOptions& options);
 
 std::string build_failure_text(const BuildResult& rb);
 

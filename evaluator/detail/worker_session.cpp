@@ -50,6 +50,8 @@ std::string last_phase(const std::string& log) {
   return log.substr(pos + tag.size(), end == std::string::npos ? std::string::npos : end - pos - tag.size());
 }
 
+void passive_thread_pools() { setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0); }
+
 std::string last_lines(const std::string& text, int n) {
   int count = 0;
   std::size_t pos = text.size();

@@ -56,6 +56,13 @@ std::string last_phase(const std::string& log);
 
 std::string last_lines(const std::string& text, int n);
 
+// Workers' OpenMP threads sleep as soon as a parallel region ends
+// (OMP_WAIT_POLICY=PASSIVE, unless the environment says otherwise): a pool
+// that spins after each region would burn CPU time between the timed calls,
+// which the trusted timer counts as the candidate's work outside them. The
+// reference's worker gets the same, for its baseline.
+void passive_thread_pools();
+
 // A worker and what went wrong with it, if anything. Replies are untrusted
 // input: a line that is not a JSON object, or an over-long one, is a
 // protocol violation, not an exception.
@@ -63,7 +70,7 @@ class WorkerSession {
  public:
   WorkerSession(const std::string& worker, const std::string& role, const WorkDir& dir, const std::string& cwd,
                 const SandboxSpec& sandbox)
-      : log_path_(dir.path() + "/" + role + ".log"), process_({worker}, cwd, log_path_, sandbox) {}
+      : log_path_(dir.path() + "/" + role + ".log"), process_((passive_thread_pools(), std::vector<std::string>{worker}), cwd, log_path_, sandbox) {}
   // A trusted worker (reference, calibration): no sandbox.
   WorkerSession(const std::string& worker, const std::string& role, const WorkDir& dir)
       : WorkerSession(worker, role, dir, dir.shared(), SandboxSpec{}) {}
@@ -75,36 +82,23 @@ class WorkerSession {
   template <class Command>
   std::optional<wire::Outcome<typename Command::Reply>> call(const Command& cmd, std::chrono::milliseconds timeout,
                                                             const std::vector<int>& send_fds = {}) {
-    fds_.clear();
-    if (!process_.send(wire::command_json(cmd).dump(), send_fds)) return died(timeout);
-    std::optional<json> r = reply(timeout);
-    if (r && r->contains("sample_done")) return violated("the worker stopped as in a timing batch where none was asked for");
-    return read<typename Command::Reply>(r);
+    if (!send(cmd, send_fds)) return died(timeout);
+    return await<typename Command::Reply>(timeout);
   }
 
-  // `cmd` for a command that stops after each step (wire::SampleDone) until
-  // told wire::Next: `on_step` runs at each stop with the step's index and
-  // may make calls of its own (the worker serves them there). The final
-  // reply as call()'s.
+  // call() in two halves, for a command that runs while another worker
+  // does (the timed calls: the candidate serves while the timer measures).
+  // send() is false when the worker is gone; await()'s nullopt as call()'s.
   template <class Command>
-  std::optional<wire::Outcome<typename Command::Reply>> call_stepwise(
-      const Command& cmd, std::chrono::milliseconds timeout, const std::function<void(int64_t step)>& on_step) {
+  bool send(const Command& cmd, const std::vector<int>& send_fds = {}) {
     fds_.clear();
-    if (!process_.send(wire::command_json(cmd).dump())) return died(timeout);
-    for (;;) {
-      std::optional<json> r = reply(timeout);
-      if (!r || !r->contains("sample_done")) return read<typename Command::Reply>(r);
-      wire::SampleDone step;
-      try {
-        step = r->get<wire::SampleDone>();
-      } catch (const std::exception& e) {
-        return violated(std::string("a step that kloop cannot read: ") + e.what());
-      }
-      on_step(step.index);
-      fds_.clear();
-      if (!process_.send(wire::command_json(wire::Next{}).dump())) return died(timeout);
-    }
+    return process_.send(wire::command_json(cmd).dump(), send_fds);
   }
+  template <class Reply>
+  std::optional<wire::Outcome<Reply>> await(std::chrono::milliseconds timeout) {
+    return read<Reply>(reply(timeout));
+  }
+  std::nullopt_t lost(std::chrono::milliseconds timeout) { return died(timeout); }
 
   void finish() {
     process_.send(wire::command_json(wire::Exit{}).dump());

@@ -228,6 +228,31 @@ double DeviceSession::end_sample() {
   return last_wall_;
 }
 
+void DeviceSession::flush_l2_async() {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) {
+    KLOOP_CUDA_CHECK(cudaMemsetAsync(gpu_->flush, ++gpu_->fill, gpu_->l2_bytes, gpu_->stream),
+                     "CUDA error during the L2 flush");
+  }
+#endif
+}
+
+void DeviceSession::guard_persisting_l2() {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_ && gpu_->props.persistingL2CacheMaxSize > 0) {
+    reset_persisting_l2();
+    KLOOP_CUDA_CHECK(cudaCtxResetPersistingL2Cache(), "CUDA error during demoting persisting L2 lines");
+  }
+#endif
+}
+
+bool DeviceSession::throttled_now() const {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) return gpu_->clocks->throttled();
+#endif
+  return false;
+}
+
 long long DeviceSession::persisting_l2_limit() const {
   long long now = 0;
 #ifdef KLOOP_WITH_CUDA

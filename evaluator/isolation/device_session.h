@@ -67,6 +67,16 @@ class DeviceSession {
   // "nvml" when clock slowdowns are watched, else why not.
   std::string clock_monitor() const;
 
+  // For the trusted timer (worker/trusted_timer.cpp): one L2 flush enqueued
+  // on the session's stream, and whether NVML reports a power or thermal
+  // slowdown now.
+  void flush_l2_async();
+  bool throttled_now() const;
+  // The candidate's side, before each timed call: the persisting-L2 limit
+  // and window cleared (what was set is kept, as around a sample) and every
+  // persisting line demoted.
+  void guard_persisting_l2();
+
   // The persisting-L2 carve-out, which kloop keeps at 0 so nothing survives
   // a flush. Every sample reads the device's limit and the access-policy
   // window of kloop's stream before its flush and after its call, and the

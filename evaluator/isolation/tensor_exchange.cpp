@@ -26,52 +26,11 @@ using json = nlohmann::json;
 // coalesced access.
 constexpr uint64_t kAlign = 256;
 
-#ifdef KLOOP_WITH_CUDA
-uint64_t round_up(uint64_t n, uint64_t g) { return (std::max<uint64_t>(n, 1) + g - 1) / g * g; }
-
-CUmemAllocationProp exportable(int device) {
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = device;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  return prop;
-}
-
-// Maps `handle` read-write on `device` at a fresh address range of `size`.
-void map_buffer(VmmBuffer& b, CUmemGenericAllocationHandle handle, uint64_t size, uint64_t granularity, int device,
-                const char* what) {
-  b.handle = handle;
-  b.size = size;
-  KLOOP_CUDA_CHECK(cuMemAddressReserve(&b.address, size, granularity, 0, 0),
-                   std::string("CUDA IPC: reserving addresses for ") + what);
-  KLOOP_CUDA_CHECK(cuMemMap(b.address, size, 0, handle, 0), std::string("CUDA IPC: mapping ") + what);
-  b.mapped = true;
-  CUmemAccessDesc access = {};
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = device;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  KLOOP_CUDA_CHECK(cuMemSetAccess(b.address, size, &access, 1), std::string("CUDA IPC: granting access to ") + what);
-}
-#endif
-
 json file_entry(const std::string& path) { return {{"path", path}}; }
 
 }  // namespace
 
 ExchangeExport::~ExchangeExport() { release(); }
-
-void VmmBuffer::release() {
-#ifdef KLOOP_WITH_CUDA
-  if (mapped) cuMemUnmap(address, size);
-  if (address) cuMemAddressFree(address, size);
-  if (handle) cuMemRelease(handle);
-#endif
-  address = 0;
-  size = 0;
-  handle = 0;
-  mapped = false;
-}
 
 void ExchangeExport::release() {
 #ifdef KLOOP_WITH_CUDA
@@ -110,24 +69,7 @@ json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::
   for (std::size_t k = 0; k < inputs.size(); ++k) plan(inputs[k], "input", k);
   const at::Device device = outputs.empty() ? (inputs.empty() ? at::Device("cuda:0") : inputs[0].device()) : outputs[0].device();
   const int ordinal = device.has_index() ? device.index() : 0;
-  KLOOP_CUDA_CHECK(cudaSetDevice(ordinal), "CUDA IPC: selecting the device");
-  // VMM memory exported as a POSIX descriptor: it crosses PID namespaces
-  // (over the channel, as SCM_RIGHTS), where legacy cudaIpc handles do not.
-  CUmemAllocationProp prop = exportable(ordinal);
-  size_t granularity = 0;
-  KLOOP_CUDA_CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-                   "CUDA IPC: granularity");
-  const uint64_t size = round_up(total, granularity);
-  CUmemGenericAllocationHandle handle = 0;
-  KLOOP_CUDA_CHECK(cuMemCreate(&handle, size, &prop, 0),
-                   std::string("CUDA IPC: allocating ") + std::to_string(size) + " bytes");
-  try {
-    map_buffer(buffer_, handle, size, granularity, ordinal, "the exchange buffer");
-  } catch (...) {
-    if (!buffer_.handle) cuMemRelease(handle);
-    release();
-    throw;
-  }
+  buffer_ = vmm_create(ordinal, total, "the exchange buffer");
   char* base = reinterpret_cast<char*>(buffer_.address);
   std::size_t n = 0;
   for (const auto* list : {&outputs, &inputs}) {
@@ -139,8 +81,7 @@ json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::
     }
   }
   KLOOP_CUDA_CHECK(cudaDeviceSynchronize(), "CUDA IPC: copying into the exchange buffer");
-  KLOOP_CUDA_CHECK(cuMemExportToShareableHandle(&fd_, buffer_.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-                   "CUDA IPC: exporting the exchange buffer");
+  fd_ = vmm_export(buffer_, "the exchange buffer");
   return {{"transport", "cuda_ipc"}, {"bytes", total}, {"tensors", tensors}};
 #else
   (void)stem;
@@ -164,31 +105,10 @@ ExchangeImport::ExchangeImport(const json& d, const std::string& device, int fd)
   }
   if (transport != "cuda_ipc") throw std::invalid_argument("unknown tensor transport '" + transport + "'");
 #ifdef KLOOP_WITH_CUDA
-  if (fd < 0) throw std::runtime_error("CUDA IPC: no descriptor came with the description");
   const at::Device dev(device);
   const int ordinal = dev.has_index() ? dev.index() : 0;
-  KLOOP_CUDA_CHECK(cudaSetDevice(ordinal), "CUDA IPC: selecting the device");
   const uint64_t total = d.at("bytes");
-  if (total > (uint64_t{1} << 46)) throw std::runtime_error("CUDA IPC: a published buffer of " + std::to_string(total) + " bytes");
-  CUmemGenericAllocationHandle handle = 0;
-  KLOOP_CUDA_CHECK(cuMemImportFromShareableHandle(&handle, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
-                                                  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-                   "CUDA IPC: importing the published buffer");
-  CUmemAllocationProp prop = {};
-  size_t granularity = 0;
-  try {
-    KLOOP_CUDA_CHECK(cuMemGetAllocationPropertiesFromHandle(&prop, handle),
-                     "CUDA IPC: reading the published buffer's properties");
-    KLOOP_CUDA_CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-                     "CUDA IPC: granularity");
-    // Mapping fails when the allocation is smaller than it claims, so no
-    // tensor below can reach past it.
-    map_buffer(mapped_, handle, round_up(total, granularity), granularity, ordinal, "the published buffer");
-  } catch (...) {
-    if (!mapped_.handle) cuMemRelease(handle);
-    mapped_.release();
-    throw;
-  }
+  mapped_ = vmm_import(fd, total, ordinal, "the published buffer");
   char* base = reinterpret_cast<char*>(mapped_.address);
   for (const auto& e : d.at("tensors")) {
     const uint64_t offset = e.at("offset"), bytes = e.at("bytes");

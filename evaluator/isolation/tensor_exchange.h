@@ -23,16 +23,9 @@
 #include <string>
 #include <vector>
 
-namespace kloop {
+#include "evaluator/isolation/vmm.h"
 
-// A CUDA VMM allocation mapped into this process (empty without CUDA).
-struct VmmBuffer {
-  unsigned long long address = 0;  // CUdeviceptr
-  uint64_t size = 0;
-  unsigned long long handle = 0;  // CUmemGenericAllocationHandle
-  bool mapped = false;
-  void release();
-};
+namespace kloop {
 
 // The candidate's side: publishes tensors and keeps them available until
 // the next publish (or destruction).

@@ -165,14 +165,7 @@ KLOOP_WIRE(AuditReply, OPT(parameters), OPT(zeros_pass), OPT(constant), OPT(max_
 
 KLOOP_WIRE(TimeSetup, REQ(dir), REQ_AS(c, "case"), REQ(rules), OPT(tf32), OPT(post_case), OPT(warmup_first_call))
 KLOOP_WIRE(TimeSetupReply, OPT(sets), OPT(output_bytes))
-KLOOP_WIRE(TimeBatch, REQ(samples), OPT(l2_flush), OPT(sets), OPT(first_call))
-KLOOP_WIRE(TimeBatchReply, REQ(samples), REQ(wall), REQ(throttled), OPT(persisting_l2_limit),
-           OPT(persisting_l2_window_bytes), OPT(clock_monitor))
-KLOOP_WIRE_EMPTY(Next)
-KLOOP_WIRE(TimeCheck, REQ(kept), OPT(out_dir), REQ(name), OPT(transport))
 KLOOP_WIRE(TimePost, OPT(out_dir), OPT(transport), OPT(name), OPT(call))
-KLOOP_WIRE(TimingFloor, REQ(samples), OPT(l2_flush), OPT_AS(c, "case"), OPT(first_call))
-KLOOP_WIRE(TimingFloorReply, OPT(samples))
 KLOOP_WIRE(TimeLoopReply, REQ(timing), OPT(wall), OPT(throttled_discarded), OPT(clock_monitor),
            OPT(persisting_l2_limit), OPT(persisting_l2_window_bytes))
 KLOOP_WIRE(Baseline, REQ_AS(c, "case"), REQ(rules))
@@ -183,21 +176,31 @@ KLOOP_WIRE(ProfileReply, OPT(flush_bytes), OPT(own_objects), OPT(trace), OPT(str
            OPT(metrics))
 KLOOP_WIRE_EMPTY(Exit)
 
+KLOOP_WIRE(TensorSlot, REQ(dtype), REQ(shape), REQ(offset), REQ(bytes))
+KLOOP_WIRE(TimerLayout, REQ(inputs), REQ(outputs), REQ(bytes))
+KLOOP_WIRE(TimerFloors, OPT(prep), OPT(copy), OPT(window), OPT(tail))
+KLOOP_WIRE(TimerCalibrate, REQ_AS(c, "case"), OPT(l2_flush), OPT(samples))
+KLOOP_WIRE(TimerCalibrateReply, REQ(floors), REQ(control_bytes))
+KLOOP_WIRE(TimerHandoff, REQ(samples), REQ(first), OPT(deadline_ms))
+KLOOP_WIRE(TimerHandoffReply, REQ(floors), OPT(window), OPT(tail))
+KLOOP_WIRE(TimerOpen, REQ_AS(c, "case"))
+KLOOP_WIRE(TimerOpenReply, REQ(layout))
+KLOOP_WIRE(TimedSample, REQ(seconds), OPT(window), OPT(tail), OPT(prep), OPT(outside), OPT(capture), OPT(throttled))
+KLOOP_WIRE(TimedCheck, REQ(sample), REQ(passed), OPT(message), OPT(outputs), OPT(error_analysis), OPT(fp64_unavailable))
+KLOOP_WIRE(TimerBatch, REQ(samples), REQ(first), OPT(l2_flush), OPT(check), OPT(precision), OPT(tolerance),
+           OPT(candidate_pid), OPT(threads), OPT(deadline_ms))
+KLOOP_WIRE(TimerBatchReply, REQ(samples), OPT(checks), OPT(aborted), OPT(clock_monitor), OPT(check_seconds), OPT(threads_ended))
+KLOOP_WIRE_EMPTY(TimerClose)
+KLOOP_WIRE(TimerAttach, REQ(block), OPT(device), REQ(bytes), OPT(layout))
+KLOOP_WIRE(TimerServe, REQ(samples), REQ(first), OPT(empty))
+KLOOP_WIRE(TimerServeReply, REQ(served), OPT(note), OPT(persisting_l2_limit), OPT(persisting_l2_window_bytes))
+
 #undef KLOOP_WIRE_EMPTY
 #undef KLOOP_WIRE
 #undef OPT_AS
 #undef REQ_AS
 #undef OPT
 #undef REQ
-
-// The one reply that is not a struct's fields: a stop in a timing batch,
-// whose index must be a whole number (json would truncate 1.5 to 1).
-void to_json(json& j, const SampleDone& v) { j = {{"sample_done", v.index}}; }
-void from_json(const json& j, SampleDone& v) {
-  const json& i = j.at("sample_done");
-  if (!i.is_number_integer()) throw MalformedReply("a sample stop whose index is not an integer");
-  i.get_to(v.index);
-}
 
 json ok_json(const json& payload) {
   json j = payload.is_object() ? payload : json::object();

@@ -280,7 +280,8 @@ struct Audit {
   std::optional<Conditioning> conditioning;
 };
 
-// Candidate: the timing case's module and input sets, then the warm-up.
+// Candidate: the timing case's module, warmed up on inputs drawn from the
+// case from `warmup_first_call` on (the timed calls get the timer's).
 struct TimeSetupReply {
   std::size_t sets = 0;
   double output_bytes = 0;
@@ -296,43 +297,6 @@ struct TimeSetup {
   std::optional<int64_t> warmup_first_call;  // fresh inputs from this call on
 };
 
-// Candidate: exactly `samples` timed calls; after each it stops with a
-// SampleDone and serves TimeCheck until told Next.
-struct TimeBatchReply {
-  std::vector<double> samples;  // claimed seconds per sample: the driver checks each
-  std::vector<double> wall;
-  std::vector<bool> throttled;
-  int64_t persisting_l2_limit = 0;
-  int64_t persisting_l2_window_bytes = 0;
-  json clock_monitor;  // DeviceSession's record, kept as it came
-};
-struct TimeBatch {
-  using Reply = TimeBatchReply;
-  static constexpr const char* kOp = "time_batch";
-  int samples = 0;
-  bool l2_flush = true;
-  std::vector<std::size_t> sets;      // one per sample, or empty: rotate
-  std::optional<int64_t> first_call;  // fresh inputs: sample i on call first_call + i
-};
-// The stop after timed sample i of a batch (or of the timing floor).
-struct SampleDone {
-  int64_t index = 0;  // the worker's word: the driver checks the order
-};
-struct Next {
-  using Reply = NoReply;
-  static constexpr const char* kOp = "next";
-};
-
-// Candidate: the outputs of the timed call the batch stopped after.
-struct TimeCheck {
-  using Reply = ExchangeReply;
-  static constexpr const char* kOp = "time_check";
-  std::size_t kept = 0;
-  std::string out_dir;
-  std::string name;
-  std::string transport = "file";
-};
-
 // Candidate: one more call on fresh inputs, published for the judge.
 struct TimePost {
   using Reply = ExchangeReply;
@@ -341,19 +305,6 @@ struct TimePost {
   std::string transport = "file";
   std::optional<std::string> name;
   std::optional<int64_t> call;  // a call of the timing case nobody has seen
-};
-
-// Reference: the sampling loop around no call (the trusted overhead).
-struct TimingFloorReply {
-  std::vector<double> samples;
-};
-struct TimingFloor {
-  using Reply = TimingFloorReply;
-  static constexpr const char* kOp = "timing_floor";
-  int samples = 0;
-  bool l2_flush = true;
-  std::optional<Case> c;  // each sample first draws a call of it
-  std::optional<int64_t> first_call;
 };
 
 // Reference: the baseline, timed with TF32 off and (CUDA) on.
@@ -400,6 +351,155 @@ struct Profile {
   std::optional<int64_t> first_call;  // fresh inputs for every profiled call
 };
 
+// ---- the trusted timer (the reference's worker) and the candidate's side ----
+// (timer_link.h: the shared blocks and the handshake; README: Timing)
+
+// One tensor in the data block.
+struct TensorSlot {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+// The data block: the timed call's inputs, then its outputs.
+struct TimerLayout {
+  std::vector<TensorSlot> inputs;
+  std::vector<TensorSlot> outputs;
+  uint64_t bytes = 0;
+};
+
+// What the timer subtracts or allows, each the least of its runs: drawing a
+// call's inputs and flushing L2 (prep), a copy of its outputs in device (or
+// host) memory (copy), and the handshake around a call that does nothing,
+// from go to called (window) and from called to copied (tail).
+struct TimerFloors {
+  double prep = 0;
+  double copy = 0;
+  double window = 0;
+  double tail = 0;
+};
+
+// Reference, before the candidate's process exists: the control block
+// (its descriptor comes with the reply) and the floors it can measure alone
+// for the case's sizes.
+struct TimerCalibrateReply {
+  TimerFloors floors;
+  uint64_t control_bytes = 0;
+};
+struct TimerCalibrate {
+  using Reply = TimerCalibrateReply;
+  static constexpr const char* kOp = "timer_calibrate";
+  Case c;
+  bool l2_flush = true;
+  int samples = 20;
+};
+
+// Reference: the timer's half of `samples` calls that do nothing, beside the
+// candidate's worker serving them before its module is loaded (TimerServe
+// with `empty`): the handshake's own cost (the floors' window and tail).
+struct TimerHandoffReply {
+  TimerFloors floors;
+  std::vector<double> window;
+  std::vector<double> tail;
+};
+struct TimerHandoff {
+  using Reply = TimerHandoffReply;
+  static constexpr const char* kOp = "timer_handoff";
+  int samples = 0;
+  uint32_t first = 1;       // the first call's sequence number
+  int64_t deadline_ms = 0;  // per call
+};
+
+// Reference: the data block for the timing case (prepared: its module
+// computes the checked calls); its descriptor comes with the reply.
+struct TimerOpenReply {
+  TimerLayout layout;
+};
+struct TimerOpen {
+  using Reply = TimerOpenReply;
+  static constexpr const char* kOp = "timer_open";
+  Case c;
+};
+
+// Reference: one batch of timed calls, each on inputs drawn for it alone
+// (call `first` + i of the timing case). Calls in `check` are captured once
+// the candidate says its outputs are copied and compared with the
+// reference's; calls in `precision` also against the fp64 twin.
+struct TimedSample {
+  double seconds = 0;  // the call's time as the timer counts it (below)
+  double window = 0;   // go to called, as measured
+  double tail = 0;     // called to copied (GPU: as measured; CPU: the candidate's CPU time meanwhile)
+  double prep = 0;     // drawing and flushing before go (GPU: as measured; CPU: the candidate's CPU time meanwhile)
+  double outside = 0;  // what of the candidate's work fell outside its window, added to `seconds`
+  std::optional<double> capture;  // a checked call: the copy of its outputs (GPU) or the candidate's CPU time during it
+  bool throttled = false;
+};
+struct TimedCheck {
+  int sample = 0;
+  bool passed = false;
+  std::string message;
+  std::vector<json> outputs;  // tensor_compare's comparisons
+  std::optional<std::vector<ErrorAnalysisRow>> error_analysis;
+  std::optional<std::string> fp64_unavailable;
+};
+struct TimerBatchReply {
+  std::vector<TimedSample> samples;
+  std::vector<TimedCheck> checks;
+  std::optional<std::string> aborted;  // why the batch stopped early (the candidate's side)
+  json clock_monitor;
+  double check_seconds = 0;  // the checks' own time (the reference's forwards and comparisons)
+  int threads_ended = 0;     // CPU: threads of the candidate's that ended during its calls (work the timer cannot see)
+};
+struct TimerBatch {
+  using Reply = TimerBatchReply;
+  static constexpr const char* kOp = "timer_batch";
+  int samples = 0;
+  uint32_t first = 1;
+  bool l2_flush = true;
+  std::vector<int> check;
+  std::vector<int> precision;
+  json tolerance;
+  int64_t candidate_pid = 0;  // CPU: whose CPU time counts (its process tree)
+  int threads = 1;            // CPU: the threads the candidate may run on
+  int64_t deadline_ms = 0;    // per call
+};
+
+// Either role: the data block goes.
+struct TimerClose {
+  using Reply = NoReply;
+  static constexpr const char* kOp = "timer_close";
+};
+
+// Candidate: maps a block the reference made (its descriptor comes with the
+// command); "control" may come before `load`.
+struct TimerAttach {
+  using Reply = NoReply;
+  static constexpr const char* kOp = "timer_attach";
+  std::string block;  // control or data
+  std::string device = "cpu";
+  uint64_t bytes = 0;
+  std::optional<TimerLayout> layout;  // data
+};
+
+// Candidate: serves `samples` timed calls (timer_link.h's handshake) with
+// the module of time_setup on the data block's inputs; `empty` calls do
+// nothing (the handoff's floors, before the module is loaded).
+struct TimerServeReply {
+  int served = 0;
+  std::optional<std::string> note;  // what it could not copy (its word; the checks judge)
+  // The persisting-L2 carve-out its process saw set around the calls (its
+  // word too: the worker clears it before each call).
+  int64_t persisting_l2_limit = 0;
+  int64_t persisting_l2_window_bytes = 0;
+};
+struct TimerServe {
+  using Reply = TimerServeReply;
+  static constexpr const char* kOp = "timer_serve";
+  int samples = 0;
+  uint32_t first = 1;
+  bool empty = false;
+};
+
 struct Exit {
   using Reply = NoReply;
   static constexpr const char* kOp = "exit";
@@ -444,19 +544,29 @@ KLOOP_WIRE_TYPE(Audit)
 KLOOP_WIRE_TYPE(AuditReply)
 KLOOP_WIRE_TYPE(TimeSetup)
 KLOOP_WIRE_TYPE(TimeSetupReply)
-KLOOP_WIRE_TYPE(TimeBatch)
-KLOOP_WIRE_TYPE(TimeBatchReply)
-KLOOP_WIRE_TYPE(SampleDone)
-KLOOP_WIRE_TYPE(Next)
-KLOOP_WIRE_TYPE(TimeCheck)
 KLOOP_WIRE_TYPE(TimePost)
-KLOOP_WIRE_TYPE(TimingFloor)
-KLOOP_WIRE_TYPE(TimingFloorReply)
 KLOOP_WIRE_TYPE(TimeLoopReply)
 KLOOP_WIRE_TYPE(Baseline)
 KLOOP_WIRE_TYPE(BaselineReply)
 KLOOP_WIRE_TYPE(Profile)
 KLOOP_WIRE_TYPE(ProfileReply)
+KLOOP_WIRE_TYPE(TensorSlot)
+KLOOP_WIRE_TYPE(TimerLayout)
+KLOOP_WIRE_TYPE(TimerFloors)
+KLOOP_WIRE_TYPE(TimerCalibrate)
+KLOOP_WIRE_TYPE(TimerCalibrateReply)
+KLOOP_WIRE_TYPE(TimerHandoff)
+KLOOP_WIRE_TYPE(TimerHandoffReply)
+KLOOP_WIRE_TYPE(TimerOpen)
+KLOOP_WIRE_TYPE(TimerOpenReply)
+KLOOP_WIRE_TYPE(TimedSample)
+KLOOP_WIRE_TYPE(TimedCheck)
+KLOOP_WIRE_TYPE(TimerBatch)
+KLOOP_WIRE_TYPE(TimerBatchReply)
+KLOOP_WIRE_TYPE(TimerClose)
+KLOOP_WIRE_TYPE(TimerAttach)
+KLOOP_WIRE_TYPE(TimerServe)
+KLOOP_WIRE_TYPE(TimerServeReply)
 KLOOP_WIRE_TYPE(Exit)
 #undef KLOOP_WIRE_TYPE
 

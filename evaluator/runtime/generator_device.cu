@@ -54,7 +54,7 @@ __global__ void draw_kernel(T* out, uint64_t n, philox::Draw d) {
 }
 
 template <typename Tag, typename T>
-void launch(void* dst, uint64_t n, const philox::Draw& d) {
+void launch(void* dst, uint64_t n, const philox::Draw& d, cudaStream_t stream) {
   constexpr int kThreads = 256;
   const uint64_t pairs = (n + 1) / 2;
   int device = 0, sms = 0;
@@ -62,13 +62,14 @@ void launch(void* dst, uint64_t n, const philox::Draw& d) {
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   const uint64_t wanted = (pairs + kThreads - 1) / kThreads;
   const auto blocks = static_cast<unsigned>(std::min<uint64_t>(wanted, static_cast<uint64_t>(std::max(sms, 1)) * 32));
-  draw_kernel<Tag, T><<<blocks, kThreads>>>(static_cast<T*>(dst), n, d);
+  draw_kernel<Tag, T><<<blocks, kThreads, 0, stream>>>(static_cast<T*>(dst), n, d);
 }
 
 }  // namespace
 
 void generate_on_device(void* dst, const std::string& name, DType dtype, int64_t numel, const DrawSpec& draw,
-                        uint64_t seed) {
+                        uint64_t seed, void* on) {
+  const auto stream = static_cast<cudaStream_t>(on);
   const philox::Draw d = resolve_draw(draw, name, dtype, seed);
   if (numel <= 0) return;
   if (reinterpret_cast<uintptr_t>(dst) % dtype_size(dtype) != 0) {
@@ -76,19 +77,19 @@ void generate_on_device(void* dst, const std::string& name, DType dtype, int64_t
   }
   const auto n = static_cast<uint64_t>(numel);
   switch (dtype) {
-    case DType::kFloat32: launch<float, float>(dst, n, d); break;
-    case DType::kFloat64: launch<double, double>(dst, n, d); break;
-    case DType::kFloat16: launch<Half, uint16_t>(dst, n, d); break;
-    case DType::kBFloat16: launch<BFloat16, uint16_t>(dst, n, d); break;
-    case DType::kInt64: launch<int64_t, int64_t>(dst, n, d); break;
-    case DType::kInt32: launch<int32_t, int32_t>(dst, n, d); break;
-    case DType::kInt16: launch<int16_t, int16_t>(dst, n, d); break;
-    case DType::kInt8: launch<int8_t, int8_t>(dst, n, d); break;
-    case DType::kUInt8: launch<uint8_t, uint8_t>(dst, n, d); break;
-    case DType::kBool: launch<Bool, uint8_t>(dst, n, d); break;
+    case DType::kFloat32: launch<float, float>(dst, n, d, stream); break;
+    case DType::kFloat64: launch<double, double>(dst, n, d, stream); break;
+    case DType::kFloat16: launch<Half, uint16_t>(dst, n, d, stream); break;
+    case DType::kBFloat16: launch<BFloat16, uint16_t>(dst, n, d, stream); break;
+    case DType::kInt64: launch<int64_t, int64_t>(dst, n, d, stream); break;
+    case DType::kInt32: launch<int32_t, int32_t>(dst, n, d, stream); break;
+    case DType::kInt16: launch<int16_t, int16_t>(dst, n, d, stream); break;
+    case DType::kInt8: launch<int8_t, int8_t>(dst, n, d, stream); break;
+    case DType::kUInt8: launch<uint8_t, uint8_t>(dst, n, d, stream); break;
+    case DType::kBool: launch<Bool, uint8_t>(dst, n, d, stream); break;
   }
   KLOOP_CUDA_CHECK(cudaGetLastError(), "drawing on the device: launching the kernel");
-  KLOOP_CUDA_CHECK(cudaStreamSynchronize(nullptr), "drawing on the device: running the kernel");
+  if (!stream) KLOOP_CUDA_CHECK(cudaStreamSynchronize(nullptr), "drawing on the device: running the kernel");
 }
 
 }  // namespace kloop

@@ -177,28 +177,4 @@ TimingSummary summary_from_json(const nlohmann::json& j) {
   return s;
 }
 
-TimingClaimCheck check_timing_claims(const TimingClaims& c) {
-  TimingClaimCheck r;
-  r.per_sample = 2 * c.overhead_per_sample + (c.cpu ? 50e-6 : 20e-6);
-  const double per_batch = c.cpu ? 20e-3 : 5e-3;
-  const double overheads = c.samples * r.per_sample + c.batches * per_batch;
-  r.allowed_seconds = kTimingClaimMargin * c.claimed_seconds + overheads;
-  if (c.observed_seconds <= r.allowed_seconds) return r;
-  const char* cpu_said = "";
-  if (c.cpu) {
-    r.cpu_allowed_seconds =
-        std::max(1, c.cpu_threads) * kTimingClaimMargin * c.claimed_seconds + overheads + 4 * c.clock_tick;
-    if (c.cpu_seconds && std::isfinite(*c.cpu_seconds) && *c.cpu_seconds <= r.cpu_allowed_seconds) return r;
-    cpu_said = c.cpu_seconds && std::isfinite(*c.cpu_seconds) ? ", working on the CPU through it"
-                                                               : ", and its CPU time is unknown";
-  }
-  const std::string buf = fmt::format(
-      "the {} timed calls claimed {:.6f} s in all but took {:.6f} s as seen by kloop (more than {:.1f}x the claim "
-      "plus {:.1f} us of overhead per call){}",
-      c.samples, c.claimed_seconds, c.observed_seconds, kTimingClaimMargin, r.per_sample * 1e6, cpu_said);
-  r.plausible = false;
-  r.why = buf;
-  return r;
-}
-
 }  // namespace kloop

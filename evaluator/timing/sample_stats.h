@@ -98,42 +98,4 @@ class StoppingRule {
   bool converged_ = false;
 };
 
-// The check of a candidate's claimed times against the wall time the
-// driver saw its timing batches take (evaluate.cpp drives the batches). A
-// claim cannot be smaller than the work it had to wait for: the wall time,
-// less a trusted per-sample overhead (measured on the reference: doubled,
-// plus 50 us on the CPU / 20 us on the GPU) and 20 ms (CPU) / 5 ms (GPU)
-// per batch, may be at most kTimingClaimMargin times the claimed total.
-// On the CPU the wall time also holds whatever else the machine ran (a
-// loaded machine preempts the worker between samples), so there an excess
-// is implausible only when the candidate was working through it too: its
-// CPU time as the kernel accounted it (`cpu_seconds`; nullopt: unknown, and
-// the wall check alone decides) is more than `cpu_threads` threads spend
-// in kTimingClaimMargin times the claim, plus the same overheads and four
-// clock ticks. A slowed clock has the work done and accounted; a preempted
-// worker does not.
-constexpr double kTimingClaimMargin = 1.5;
-
-struct TimingClaims {
-  bool cpu = false;
-  int samples = 0;
-  int batches = 0;
-  double claimed_seconds = 0;   // the samples' claimed times, summed
-  double observed_seconds = 0;  // the batches' wall time as the driver saw it, checks taken out
-  double overhead_per_sample = 0;
-  int cpu_threads = 1;                // CPU: the threads the candidate is given
-  std::optional<double> cpu_seconds;  // CPU: the worker tree's CPU time over the batches, checks taken out
-  double clock_tick = 0.01;           // CPU: the resolution of cpu_seconds
-};
-
-struct TimingClaimCheck {
-  double per_sample = 0;      // the overhead allowed per sample
-  double allowed_seconds = 0;  // the wall time the claims allow
-  double cpu_allowed_seconds = 0;  // CPU: the CPU time they allow
-  bool plausible = true;
-  std::string why;  // when not: what the claims and the clocks said
-};
-
-TimingClaimCheck check_timing_claims(const TimingClaims& c);
-
 }  // namespace kloop

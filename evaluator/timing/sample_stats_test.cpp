@@ -148,54 +148,5 @@ TEST(StoppingRuleTest, FixedCountForKernelbench) {
   EXPECT_DOUBLE_EQ(rule.summary().headline("mean"), 2.0);
 }
 
-// The claims against the wall clock, on the figures of real cases: a
-// slowed clock (a tenth of the time claimed, the work done) is implausible
-// on the GPU and the CPU alike; on the CPU a wall time stretched by waiting
-// (the CI failure: a loaded 2-core machine, a ~100 us softmax) is not, as
-// long as the worker's CPU time says it was not working meanwhile; unknown
-// CPU time decides nothing in the candidate's favour.
-TEST(TimingClaimsTest, ASlowedClockIsImplausibleAndAWorkerThatWaitedIsNot) {
-  TimingClaims forged;
-  forged.samples = 500;
-  forged.batches = 5;
-  forged.overhead_per_sample = 20e-6;
-  forged.claimed_seconds = 0.1;   // a tenth of the truth
-  forged.observed_seconds = 1.05;  // the work (1 s) and the round trips
-  const TimingClaimCheck gpu = check_timing_claims(forged);
-  EXPECT_FALSE(gpu.plausible);
-  EXPECT_NE(gpu.why.find("claimed 0.100000 s"), std::string::npos) << gpu.why;
-  forged.cpu = true;
-  forged.cpu_threads = 2;
-  forged.cpu_seconds = 1.0;  // the kernel saw the work
-  const TimingClaimCheck cpu = check_timing_claims(forged);
-  EXPECT_FALSE(cpu.plausible);
-  EXPECT_NE(cpu.why.find("working on the CPU through it"), std::string::npos) << cpu.why;
-  EXPECT_GT(cpu.cpu_allowed_seconds, 0);
-  forged.cpu_seconds.reset();
-  const TimingClaimCheck unknown = check_timing_claims(forged);
-  EXPECT_FALSE(unknown.plausible);
-  EXPECT_NE(unknown.why.find("CPU time is unknown"), std::string::npos) << unknown.why;
-
-  TimingClaims waited;
-  waited.cpu = true;
-  waited.cpu_threads = 2;
-  waited.samples = 500;
-  waited.batches = 5;
-  waited.overhead_per_sample = 120e-6;  // measured on an idle machine
-  waited.claimed_seconds = 0.05;        // 100 us per call, true
-  waited.observed_seconds = 2.0;        // woken late after every call
-  waited.cpu_seconds = 0.12;            // the calls and their round trips
-  EXPECT_TRUE(check_timing_claims(waited).plausible);
-  waited.cpu = false;  // the GPU has no such excuse
-  EXPECT_FALSE(check_timing_claims(waited).plausible);
-
-  TimingClaims honest = waited;  // within the allowance: no CPU figure needed
-  honest.observed_seconds = 0.2;
-  honest.cpu_seconds.reset();
-  const TimingClaimCheck fine = check_timing_claims(honest);
-  EXPECT_TRUE(fine.plausible);
-  EXPECT_DOUBLE_EQ(fine.allowed_seconds, 1.5 * 0.05 + 500 * (2 * 120e-6 + 20e-6) + 5 * 5e-3);
-}
-
 }  // namespace
 }  // namespace kloop

@@ -81,19 +81,11 @@ wire::TimeLoopReply Worker::time_loop(ModuleRunner& module, const std::vector<st
   return reply;
 }
 
-// The candidate's timing is driven from outside, in three commands:
-//   time_setup  the case's module and its input sets, then the warm-up;
-//   time_batch  exactly `samples` timed calls, rotating over the sets;
-//               their event (GPU) or wall (CPU) times, and what the device
-//               saw (throttling, the persisting-L2 limit); after each
-//               call it stops (SampleDone) and serves a time_check of
-//               that call's outputs until told "next";
+// The candidate's timing (the timed calls themselves are the trusted
+// timer's: trusted_timer.cpp and candidate_timer.cpp):
+//   time_setup  the timing case's module, warmed up on inputs drawn here
+//               (the timed calls get inputs only the timer draws);
 //   time_post   one more call on a fresh set, published for the judge.
-// The case is the driver's timing case (inputs from a nonce of its own,
-// never the test inputs): its `calls` input sets are drawn here once; the
-// driver says which set each timed call gets, and whether it checks a
-// call's outputs only after the call has returned (no command, phase text
-// or call pattern tells a checked call from another before it is made).
 wire::TimeSetupReply Worker::time_setup(const wire::TimeSetup& cmd) {
   at::AutoGradMode no_grad(false);
   const wire::Case& c = cmd.c;
@@ -101,16 +93,9 @@ wire::TimeSetupReply Worker::time_setup(const wire::TimeSetup& cmd) {
   release_call_state();
   auto weights = read_weights(wire::weights_file(cmd.dir, c.id));
   timing_module_ = construct(weights, c.args, timing_label_);
-  set_phase("timed calls, " + timing_label_);
-  // Fresh inputs (warmup_first_call): one set, redrawn for every call;
-  // otherwise the case's few sets, cycled.
-  const bool fresh = cmd.warmup_first_call.has_value();
+  set_phase("warm-up, " + timing_label_);
   const int64_t warm_first = cmd.warmup_first_call.value_or(0);
-  if (fresh) {
-    timing_sets_.push_back(draw_args(c, warm_first));
-  } else {
-    for (int call = 0; call < c.calls; ++call) timing_sets_.push_back(draw_args(c, call));
-  }
+  std::vector<at::Tensor> set = draw_args(c, warm_first);
   timing_case_ = c;
   post_case_ = cmd.post_case.value_or(c);
   const TimingRules rules = rules_from_json(cmd.rules);
@@ -121,96 +106,21 @@ wire::TimeSetupReply Worker::time_setup(const wire::TimeSetup& cmd) {
   for (int i = 0; i < rules.warmup_calls ||
                   std::chrono::duration<double>(Clock::now() - warm_start).count() < rules.warmup_seconds;
        ++i) {
-    if (fresh && i > 0) redraw(timing_sets_[0], c, warm_first + i);
-    auto out = timing_module_->forward(timing_sets_[timing_next_++ % timing_sets_.size()]);
+    if (i > 0) redraw(set, c, warm_first + i);
+    auto out = timing_module_->forward(set);
     synchronize();
     reply.output_bytes = 0;
     for (const auto& t : out) reply.output_bytes += t.defined() ? static_cast<double>(t.numel() * t.element_size()) : 0;
     if (i > 10000) break;
   }
-  reply.sets = timing_sets_.size();
+  reply.sets = 1;
   return reply;
-}
-
-wire::TimeBatchReply Worker::time_batch(const wire::TimeBatch& cmd) {
-  if (!timing_module_) throw WorkerError{"runtime_error", "time_batch before time_setup"};
-  at::AutoGradMode no_grad(false);
-  const int n = cmd.samples;
-  // first_call: sample i runs on call first_call + i's inputs, drawn just
-  // before it (outside its timed span).
-  const bool fresh = cmd.first_call.has_value();
-  const int64_t first = cmd.first_call.value_or(0);
-  if (!cmd.sets.empty() && cmd.sets.size() != static_cast<std::size_t>(n)) {
-    throw WorkerError{"runtime_error", "time_batch: 'sets' must give one input set per sample"};
-  }
-  kept_.clear();
-  wire::TimeBatchReply reply;
-  for (int i = 0; i < n; ++i) {
-    std::size_t set = 0;
-    if (fresh) {
-      redraw(timing_sets_[0], timing_case_, first + i);
-    } else {
-      set = cmd.sets.empty() ? timing_next_++ % timing_sets_.size() : cmd.sets[static_cast<std::size_t>(i)];
-    }
-    if (set >= timing_sets_.size())
-      throw WorkerError{"runtime_error", "time_batch: no input set " + std::to_string(set)};
-    const auto& in = timing_sets_[set];
-    session_->begin_sample(cmd.l2_flush);
-    auto out = timing_module_->forward(in);
-    reply.samples.push_back(session_->end_sample());
-    reply.wall.push_back(session_->last_wall_seconds());
-    reply.throttled.push_back(session_->last_sample_throttled());
-    kept_ = {std::move(out)};  // for a time_check the driver may now ask for
-    await_next(i);
-    kept_.clear();
-  }
-  reply.persisting_l2_limit = session_->persisting_l2_limit();
-  reply.persisting_l2_window_bytes = session_->persisting_l2_window_bytes();
-  reply.clock_monitor = session_->clock_monitor();
-  return reply;
-}
-
-// After timed sample i: says so, then serves the driver's commands (a
-// time_check of that sample's outputs) until it says "next". Whether a
-// call is checked is decided only once it has returned.
-void Worker::await_next(int i) {
-  send(wire::SampleDone{i});
-  for (;;) {
-    auto message = channel_.receive(std::nullopt);
-    if (!message) throw WorkerError{"runtime_error", "the driver went away during a timing batch"};
-    incoming_fds_ = std::move(message->fds);
-    outgoing_fds_.clear();
-    const json cmd = json::parse(message->line);
-    const std::string op = cmd.value("op", "");
-    if (op == wire::Next::kOp) return;
-    if (op != wire::TimeCheck::kOp) {
-      throw WorkerError{"runtime_error", "only time_check or next between timed samples, not '" + op + "'"};
-    }
-    send(wire::ok_json(time_check(cmd.get<wire::TimeCheck>())));
-  }
-}
-
-// Publishes the outputs of the timed call the batch stopped after, for
-// the driver's check against the reference on its inputs.
-wire::ExchangeReply Worker::time_check(const wire::TimeCheck& cmd) {
-  if (cmd.kept >= kept_.size())
-    throw WorkerError{"runtime_error", "time_check: no kept output " + std::to_string(cmd.kept)};
-  const std::vector<at::Tensor>& out = kept_[cmd.kept];
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    if (!out[i].defined() || out[i].device().str() != at::Device(device_).str()) {
-      throw WorkerError{"runtime_error",
-                        "a timed call returned output " + std::to_string(i) + " undefined or on another device"};
-    }
-  }
-  return {publish(out, {}, cmd.transport, cmd.out_dir + "/" + cmd.name)};
 }
 
 wire::ExchangeReply Worker::time_post(const wire::TimePost& cmd) {
   if (!timing_module_) throw WorkerError{"runtime_error", "time_post before time_setup"};
   at::AutoGradMode no_grad(false);
   session_->set_tf32(false);
-  timing_sets_.clear();  // memory for the fresh set
-  kept_.clear();
   // The timed calls may have left anything in the old ones. `call`: a
   // call of the timing case nobody has seen; else the first test's.
   auto fresh = cmd.call ? draw_args(timing_case_, *cmd.call) : draw_args(post_case_, 0);
@@ -225,26 +135,6 @@ wire::ExchangeReply Worker::time_post(const wire::TimePost& cmd) {
   const std::string stem = cmd.out_dir + "/" + cmd.name.value_or("case" + std::to_string(post_case_.id) + ".post");
   wire::ExchangeReply reply{publish(out, {}, cmd.transport, stem)};
   timing_module_.reset();
-  return reply;
-}
-
-// The sampling loop around no forward at all, for the driver's measure of
-// what a sample costs beyond the call itself.
-wire::TimingFloorReply Worker::timing_floor(const wire::TimingFloor& cmd) {
-  if (role_ != "reference") throw WorkerError{"runtime_error", "timing_floor is for references"};
-  // With a case: each sample first draws a call's inputs, as the timed
-  // calls on fresh inputs do.
-  std::vector<at::Tensor> set;
-  const int64_t first = cmd.first_call.value_or(0);
-  if (cmd.c) set = draw_args(*cmd.c, first);
-  wire::TimingFloorReply reply;
-  for (int i = 0; i < cmd.samples; ++i) {
-    if (cmd.c) redraw(set, *cmd.c, first + i + 1);
-    session_->begin_sample(cmd.l2_flush);
-    reply.samples.push_back(session_->end_sample());
-    await_next(i);  // the same stop after each sample as a candidate's batches
-  }
-  synchronize();
   return reply;
 }
 

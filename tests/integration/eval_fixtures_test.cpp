@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/python_support.h"
+
 #include "tests/support/shell.h"
 
 namespace {
@@ -285,7 +287,10 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"corrupt_later.cpp", "strict", "integrity_violation", "corrupt_after_repeat"},
         // Replays its first output for inputs it has seen: the tests are new,
         // the timed calls are not; a checked timed call catches it.
-        FixtureCase{"replays_seen.cpp", "strict", "integrity_violation", "timed_call_incorrect"},
+        // Every timed call gets inputs no earlier call had (on the CPU too):
+        // a module that replays what it computed for a seen input never
+        // sees one again, and has to compute.
+        FixtureCase{"replays_seen.cpp", "strict", "correct", "test calls passed"},
         FixtureCase{"no_register.cpp", "strict", "load_error", "KLOOP_REGISTER_CANDIDATE(ModelNew)"},
         FixtureCase{"kernelbench_python.cpp", "strict", "compile_error", "is a Python ModelNew"},
         FixtureCase{"wrong_arity.cpp", "strict", "load_error", "forward takes 2 tensor argument(s)"},
@@ -296,7 +301,7 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"../attacks/attack_oversized_header.cpp", "strict", "integrity_violation", "protocol_violation"},
         FixtureCase{"../attacks/attack_malformed_reply.cpp", "strict", "integrity_violation", "protocol_violation"},
         FixtureCase{"../attacks/attack_forged_aliasing.cpp", "strict", "integrity_violation", "protocol_violation"},
-        FixtureCase{"../attacks/attack_forged_step.cpp", "strict", "integrity_violation", "protocol_violation"},
+        FixtureCase{"../attacks/attack_forged_serve.cpp", "strict", "integrity_violation", "protocol_violation"},
         // The light kernel API (tests/fixtures/light): kloop tensors instead of ATen.
         FixtureCase{"../light/relu_correct.cpp", "strict", "correct", "test calls passed"},
         FixtureCase{"../light/relu_transposed_view.cpp", "strict", "correct", "test calls passed"},
@@ -313,34 +318,67 @@ INSTANTIATE_TEST_SUITE_P(
     });
 // clang-format on
 
-// The worker's timer slowed tenfold from inside its process (its GOT entry
-// for steady_clock::now rewritten) after the test calls: the outputs stay
-// right, the claimed times shrink tenfold, and the driver's own clock,
-// which the sandbox cannot reach, gives the lie away. At a size where a
-// call takes milliseconds, so per-call overhead allowances do not matter.
-TEST(EvalCliTest, TimingForgedByASlowedClockIsCaught) {
-  for (const std::string fixture : {"attacks/attack_slow_clock.cpp", "relu/correct.cpp"}) {
+// Attacks on the trusted timer from the candidate's process (CPU twins of
+// the GPU's: the mechanisms are the same), through the CLI, at a size where
+// a call takes milliseconds so the machine's scheduling noise is small
+// beside the work: a timed call that says it has returned before doing its
+// work, a thread that works between the calls, and (C++ and Python) a
+// module that computes half of a timed call, which it can tell from a test
+// call by where its input lies. Each is caught; the honest loop is not.
+TEST(EvalCliTest, TheTrustedTimerCatchesWorkOutsideTheCallsAndPartialTimedCalls) {
+  struct Case {
+    std::string fixture, protocol, verdict, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"timing/early_called.cpp", "strict", "integrity_violation", "work_outside_timed_window"},
+           {"timing/background_work.cpp", "strict", "integrity_violation", "work_outside_timed_window"},
+           {"timing/partial_when_timed.cpp", "strict", "integrity_violation", "timed_call_incorrect"},
+           {"timing/kb_partial_when_timed.py", "strict", "integrity_violation", "timed_call_incorrect"},
+           {"relu/correct.cpp", "strict", "correct", "test calls passed"}}) {
+    if (c.fixture.size() > 3 && c.fixture.substr(c.fixture.size() - 3) == ".py" &&
+        !kloop::test_support::python_candidates_unavailable().empty()) {
+      EXPECT_FALSE(kloop::test_support::python_torch_required()) << kloop::test_support::python_candidates_unavailable();
+      continue;
+    }
     int status = 0;
-    std::string out = run(std::string(KLOOP_TEST_BINARY) +
-                              " eval --problem 19_ReLU --device cpu --json --set-dim batch_size=512 --threads 1"
-                              " --max-timing-seconds 0.3 --candidate " + KLOOP_TEST_FIXTURES + "/" + fixture + " 2>&1",
-                          &status);
+    const std::string out = run(std::string(KLOOP_TEST_BINARY) + " eval --problem 19_ReLU --device cpu --json" +
+                                    " --set-dim batch_size=512 --threads 1 --max-timing-seconds 0.3 --protocol " +
+                                    c.protocol + " --candidate " + KLOOP_TEST_FIXTURES + "/" + c.fixture + " 2>&1",
+                                &status);
     json v;
     try {
       v = json::parse(out);
     } catch (const json::exception&) {
-      FAIL() << "not JSON:\n" << out;
+      ADD_FAILURE() << c.fixture << ": not JSON:\n" << out.substr(0, 3000);
+      continue;
     }
-    if (fixture.find("attack") != std::string::npos) {
-      EXPECT_EQ(v.value("verdict", ""), "integrity_violation") << out.substr(0, 3000);
-      EXPECT_NE(v.value("message", "").find("implausible_timing"), std::string::npos) << v.value("message", "");
-    } else {  // the honest loop at the same size passes the same check (on a loaded machine by its CPU time)
-      EXPECT_EQ(v.value("verdict", ""), "correct") << out.substr(0, 3000);
-      ASSERT_TRUE(v.contains("timing_check"));
-      EXPECT_GT(v["timing_check"].value("samples_run", 0), 0) << v["timing_check"].dump();
-      EXPECT_TRUE(v["timing_check"].contains("cpu_seconds")) << v["timing_check"].dump();
-    }
+    EXPECT_EQ(v.value("verdict", ""), c.verdict) << c.fixture << ": " << v.value("message", "");
+    EXPECT_NE(v.value("message", "").find(c.message), std::string::npos) << c.fixture << ": " << v.value("message", "");
+    EXPECT_EQ(v.value("timing_check", json::object()).value("source", ""), "trusted timer (the reference's process)")
+        << c.fixture;
   }
+}
+
+// The candidate's process rewrites a timing function in its own memory
+// (Python, ctypes and mprotect, as the GPU hack on cudaEventElapsedTime
+// did) or writes replies on its channel in the worker's place: the first
+// changes nothing the timer measures (the fixture fails if its patch did
+// not take), the second breaks the protocol.
+TEST(EvalCliTest, ForgeriesInsideThePythonCandidatesProcessChangeNothing) {
+  KLOOP_NEED_PYTHON_CANDIDATES();
+  int status = 0;
+  const std::string cli = std::string(KLOOP_TEST_BINARY) +
+                          " eval --problem 19_ReLU --device cpu --json --set-dim batch_size=512 --threads 1"
+                          " --max-timing-seconds 0.3 --candidate " + KLOOP_TEST_FIXTURES;
+  const json patched = json::parse(run(cli + "/timing/kb_patched_clock.py 2>/dev/null", &status));
+  const json honest = json::parse(run(cli + "/kernelbench/relu_correct.py 2>/dev/null", &status));
+  ASSERT_EQ(patched.value("verdict", ""), "correct") << patched.value("message", "");
+  ASSERT_EQ(honest.value("verdict", ""), "correct") << honest.value("message", "");
+  const double forged = patched["timing"]["candidate"]["median"], real = honest["timing"]["candidate"]["median"];
+  EXPECT_GT(forged, 0.3 * real) << "a tenth of the honest time would be the forgery: " << forged << " vs " << real;
+  const json relayed = json::parse(run(cli + "/timing/kb_forged_replies.py 2>/dev/null", &status));
+  EXPECT_EQ(relayed.value("verdict", ""), "integrity_violation") << relayed.value("message", "");
+  EXPECT_NE(relayed.value("message", "").find("protocol_violation"), std::string::npos) << relayed.value("message", "");
 }
 
 TEST(EvalCliTest, CompileErrorCarriesParsedDiagnostics) {

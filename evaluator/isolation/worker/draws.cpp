@@ -173,6 +173,26 @@ void Worker::redraw(std::vector<at::Tensor>& set, const wire::Case& c, int64_t c
   }
 }
 
+// Call `call`'s inputs drawn into `views` (the trusted timer's shared
+// block: contiguous tensors of the inputs' shapes and dtypes), on a GPU
+// enqueued on `stream` without waiting.
+void Worker::draw_into(const std::vector<at::Tensor>& views, const wire::Case& c, int64_t call, void* stream) {
+  const auto draws = input_draws(c, call);
+  if (draws.size() != views.size()) throw WorkerError{"runtime_error", "the timer's inputs do not match the case"};
+  for (std::size_t i = 0; i < draws.size(); ++i) {
+    const InputDraw& d = draws[i];
+#ifdef KLOOP_WITH_CUDA
+    if (session_->cuda()) {
+      generate_on_device(views[i].data_ptr(), d.name, d.dtype, views[i].numel(), d.draw, d.seed, stream);
+      continue;
+    }
+#else
+    (void)stream;
+#endif
+    generate_into(views[i].data_ptr(), d.name, d.dtype, views[i].numel(), d.draw, d.seed);
+  }
+}
+
 // The same inputs, also as host tensors (for the files of `generate`).
 std::pair<std::vector<HostTensor>, std::vector<at::Tensor>> Worker::draw_inputs(const wire::Case& c, int64_t call) {
   std::vector<at::Tensor> args = draw_args(c, call);

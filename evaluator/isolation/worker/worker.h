@@ -50,9 +50,11 @@
 #include "evaluator/isolation/device_session.h"
 #include "evaluator/isolation/python/python_host.h"
 #include "evaluator/isolation/tensor_exchange.h"
+#include "evaluator/isolation/timer_link.h"
 #include "evaluator/isolation/wire.h"
 #include "evaluator/runtime/generator.h"
 #include "evaluator/runtime/host_tensor.h"
+#include "evaluator/check/tensor_compare.h"
 #include "evaluator/timing/sample_stats.h"
 
 namespace kloop::worker {
@@ -70,6 +72,10 @@ struct WorkerError {
 // $KLOOP_TRACE names a file, is appended there with the wall-clock time and
 // the role, so both workers' steps interleave in one timeline.
 void phase(const std::string& role, const std::string& what);
+
+// Tensors over `block`'s slots (trusted_timer.cpp).
+std::vector<at::Tensor> block_views(const SharedBlock& block, const std::vector<wire::TensorSlot>& slots,
+                                    const std::string& device);
 
 class Worker {
  public:
@@ -102,6 +108,7 @@ class Worker {
   std::vector<at::Tensor> draw_args(const wire::Case& c, int64_t call);
   void redraw(std::vector<at::Tensor>& set, const wire::Case& c, int64_t call);
   std::pair<std::vector<HostTensor>, std::vector<at::Tensor>> draw_inputs(const wire::Case& c, int64_t call);
+  void draw_into(const std::vector<at::Tensor>& views, const wire::Case& c, int64_t call, void* stream);
 
   // The reference's commands (reference_ops.cpp).
   wire::GenerateReply generate(const wire::Generate& cmd);
@@ -125,11 +132,20 @@ class Worker {
   wire::TimeLoopReply time_loop(ModuleRunner& module, const std::vector<std::vector<at::Tensor>>& sets,
                                 const TimingRules& rules, bool tf32, const std::string& label);
   wire::TimeSetupReply time_setup(const wire::TimeSetup& cmd);
-  wire::TimeBatchReply time_batch(const wire::TimeBatch& cmd);
-  void await_next(int i);
-  wire::ExchangeReply time_check(const wire::TimeCheck& cmd);
   wire::ExchangeReply time_post(const wire::TimePost& cmd);
-  wire::TimingFloorReply timing_floor(const wire::TimingFloor& cmd);
+
+  // The timed calls: the trusted timer's side (trusted_timer.cpp) and the
+  // candidate's (candidate_timer.cpp), over timer_link.h's shared blocks.
+  wire::TimerCalibrateReply timer_calibrate(const wire::TimerCalibrate& cmd);
+  wire::TimerHandoffReply timer_handoff(const wire::TimerHandoff& cmd);
+  wire::TimerOpenReply timer_open(const wire::TimerOpen& cmd);
+  wire::TimerBatchReply timer_batch(const wire::TimerBatch& cmd);
+  wire::TimedCheck timer_check(int sample, int64_t call, bool precision, const Tolerance& tol);
+  wire::NoReply timer_close(const wire::TimerClose& cmd);
+  wire::NoReply timer_attach(const wire::TimerAttach& cmd);
+  wire::TimerServeReply timer_serve(const wire::TimerServe& cmd);
+  void serve_one(uint32_t seq, bool empty, std::string& note);
+  void export_block(const SharedBlock& block);
 
   wire::ProfileReply profile(const wire::Profile& cmd);        // profile_op.cpp
   wire::CalibrateReply calibrate(const wire::Calibrate& cmd);  // calibrate_op.cpp
@@ -148,11 +164,8 @@ class Worker {
   int module_case_ = -1;
   // The candidate's timing (time_setup .. time_post).
   std::unique_ptr<ModuleRunner> timing_module_;
-  std::vector<std::vector<at::Tensor>> timing_sets_;
-  std::size_t timing_next_ = 0;
   wire::Case timing_case_;
   wire::Case post_case_;
-  std::vector<std::vector<at::Tensor>> kept_;  // outputs of timed calls the driver will check
   std::string timing_label_;
   std::vector<at::Tensor> pristine_, expected_, previous_expected_, retained_expected_, previous_actual_;
   std::vector<at::Tensor> fp64_expected_;  // the optional fp64 twin's outputs for the current call
@@ -178,6 +191,13 @@ class Worker {
   // (ending in '/') whose binaries are the module's (a Python candidate's).
   std::vector<std::string> own_objects_;
   std::unique_ptr<python_host::Host> python_;  // a Python candidate's interpreter and ModelNew
+  // The timed calls' shared blocks, the data block's views (inputs, then
+  // outputs), and the timer's own: its floors, its case, the checked calls'
+  // captured outputs (memory the candidate cannot reach).
+  std::unique_ptr<SharedBlock> timer_control_, timer_data_;
+  std::vector<at::Tensor> timer_inputs_, timer_outputs_, timer_captured_;
+  wire::TimerFloors timer_floors_;
+  wire::Case timer_case_;
   // Makes a module of the loaded library (either kernel API version).
   std::function<std::unique_ptr<ModuleRunner>(const ModuleInit&)> create_;
   std::string role_;

@@ -170,6 +170,9 @@ json Worker::serve_as(const json& cmd, Reply (Worker::*handler)(const Command&))
 json Worker::dispatch(const std::string& op, const json& cmd) {
   if (op == wire::Load::kOp) return serve_as(cmd, &Worker::load);
   if (op == wire::Calibrate::kOp) return serve_as(cmd, &Worker::calibrate);
+  // The timer's handshake is measured before the candidate's module is loaded.
+  if (op == wire::TimerAttach::kOp) return serve_as(cmd, &Worker::timer_attach);
+  if (op == wire::TimerServe::kOp) return serve_as(cmd, &Worker::timer_serve);
   if (!create_ && !python_) throw WorkerError{"runtime_error", "kloop-worker: '" + op + "' before 'load'"};
   if (op == wire::Generate::kOp) return serve_as(cmd, &Worker::generate);
   generate_only_ = false;
@@ -181,10 +184,12 @@ json Worker::dispatch(const std::string& op, const json& cmd) {
   if (op == wire::Export::kOp) return serve_as(cmd, &Worker::export_again);
   if (op == wire::Audit::kOp) return serve_as(cmd, &Worker::audit);
   if (op == wire::TimeSetup::kOp) return serve_as(cmd, &Worker::time_setup);
-  if (op == wire::TimeBatch::kOp) return serve_as(cmd, &Worker::time_batch);
-  if (op == wire::TimeCheck::kOp) return serve_as(cmd, &Worker::time_check);
   if (op == wire::TimePost::kOp) return serve_as(cmd, &Worker::time_post);
-  if (op == wire::TimingFloor::kOp) return serve_as(cmd, &Worker::timing_floor);
+  if (op == wire::TimerCalibrate::kOp) return serve_as(cmd, &Worker::timer_calibrate);
+  if (op == wire::TimerHandoff::kOp) return serve_as(cmd, &Worker::timer_handoff);
+  if (op == wire::TimerOpen::kOp) return serve_as(cmd, &Worker::timer_open);
+  if (op == wire::TimerBatch::kOp) return serve_as(cmd, &Worker::timer_batch);
+  if (op == wire::TimerClose::kOp) return serve_as(cmd, &Worker::timer_close);
   if (op == wire::Baseline::kOp) return serve_as(cmd, &Worker::baseline);
   if (op == wire::Profile::kOp) return serve_as(cmd, &Worker::profile);
   throw WorkerError{"runtime_error", "kloop-worker: unknown op '" + op + "'"};
@@ -209,8 +214,12 @@ wire::LoadReply Worker::load(const wire::Load& cmd) {
     if (role_ == "candidate") prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     device_ = cmd.device;
     if (cmd.threads > 0) at::set_num_threads(cmd.threads);
+    // LibTorch sets the thread count again on a thread's first parallel
+    // op, which rebuilds its thread pools: done here, not in the first
+    // timed call (where the trusted timer would see threads end).
+    (void)at::get_num_threads();
     set_phase("preparing " + device_);
-    session_ = std::make_unique<DeviceSession>(device_);
+    if (!session_) session_ = std::make_unique<DeviceSession>(device_);  // timer_attach may have made it
     if (!cmd.python_host.empty()) return load_python(cmd);
     set_phase("loading " + library);
     handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -289,8 +298,6 @@ std::unique_ptr<ModuleRunner> Worker::construct(const std::map<std::string, at::
 // at upstream sizes need the memory.
 void Worker::release_call_state() {
   timing_module_.reset();
-  timing_sets_.clear();
-  kept_.clear();
   exchange_.release();
   input_export_.release();
   last_outputs_.clear();

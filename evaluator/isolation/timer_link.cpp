@@ -1,0 +1,196 @@
+// Shared blocks and the timed calls' handshake (timer_link.h).
+#include "evaluator/isolation/timer_link.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include "evaluator/isolation/vmm.h"
+
+#ifdef KLOOP_WITH_CUDA
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "base/cuda_check.h"
+#endif
+
+namespace kloop {
+
+struct SharedBlock::Vmm {
+  VmmBuffer buffer;
+};
+
+namespace {
+
+int ordinal_of(const std::string& device) {
+  if (device.rfind("cuda:", 0) == 0) return std::stoi(device.substr(5));
+  return 0;
+}
+
+std::runtime_error system_error(const std::string& what) { return std::runtime_error(what + ": " + strerror(errno)); }
+
+}  // namespace
+
+std::unique_ptr<SharedBlock> SharedBlock::create(const std::string& device, uint64_t bytes) {
+  std::unique_ptr<SharedBlock> b(new SharedBlock());
+  if (bytes == 0) bytes = 1;
+  if (device == "cpu") {
+    const int fd = static_cast<int>(syscall(SYS_memfd_create, "kloop-timed-calls", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (fd < 0) throw system_error("memfd_create");
+    b->fd_ = fd;
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) throw system_error("sizing the shared block");
+    // The candidate gets this descriptor: it must not be able to shrink the
+    // file under the timer's mapping (a SIGBUS there) or grow it.
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) throw system_error("sealing the shared block");
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) throw system_error("mapping the shared block");
+    b->data_ = static_cast<char*>(p);
+    b->size_ = bytes;
+    std::memset(b->data_, 0, bytes);
+    return b;
+  }
+  b->cuda_ = true;
+  b->ordinal_ = ordinal_of(device);
+  b->vmm_ = std::make_unique<Vmm>();
+  b->vmm_->buffer = vmm_create(b->ordinal_, bytes, "the timed calls' shared block");
+  b->data_ = reinterpret_cast<char*>(b->vmm_->buffer.address);
+  b->size_ = bytes;
+  b->fd_ = vmm_export(b->vmm_->buffer, "the timed calls' shared block");
+#ifdef KLOOP_WITH_CUDA
+  KLOOP_CUDA_CHECK(cudaMemset(b->data_, 0, bytes), "clearing the timed calls' shared block");
+#endif
+  return b;
+}
+
+std::unique_ptr<SharedBlock> SharedBlock::attach(const std::string& device, int fd, uint64_t bytes) {
+  std::unique_ptr<SharedBlock> b(new SharedBlock());
+  if (bytes == 0) bytes = 1;
+  if (device == "cpu") {
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0) throw system_error("the shared block's descriptor");
+    if (static_cast<uint64_t>(st.st_size) < bytes) {
+      throw std::runtime_error("the shared block holds " + std::to_string(st.st_size) + " bytes, not " +
+                               std::to_string(bytes));
+    }
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) throw system_error("mapping the shared block");
+    b->data_ = static_cast<char*>(p);
+    b->size_ = bytes;
+    return b;
+  }
+  b->cuda_ = true;
+  b->ordinal_ = ordinal_of(device);
+  b->vmm_ = std::make_unique<Vmm>();
+  b->vmm_->buffer = vmm_import(fd, bytes, b->ordinal_, "the timed calls' shared block");
+  b->data_ = reinterpret_cast<char*>(b->vmm_->buffer.address);
+  b->size_ = bytes;
+  return b;
+}
+
+SharedBlock::~SharedBlock() {
+  if (!cuda_ && data_) munmap(data_, size_);
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_ && vmm_) {
+    cudaDeviceSynchronize();  // nothing of ours may still use it
+    vmm_->buffer.release();
+  }
+#endif
+  if (fd_ >= 0) close(fd_);
+}
+
+namespace timer {
+namespace {
+
+uint32_t* word_address(SharedBlock& control, Word w) {
+  const uint64_t offset = static_cast<uint64_t>(w) * 128;
+  if (control.size() < offset + sizeof(uint32_t)) throw std::logic_error("the control block is too small");
+  return reinterpret_cast<uint32_t*>(control.data() + offset);
+}
+
+std::atomic<uint32_t>* host_word(SharedBlock& control, Word w) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
+  return reinterpret_cast<std::atomic<uint32_t>*>(word_address(control, w));
+}
+
+}  // namespace
+
+void host_store(SharedBlock& control, Word w, uint32_t value) {
+  std::atomic<uint32_t>* a = host_word(control, w);
+  a->store(value, std::memory_order_seq_cst);
+  // Shared (not private) futex: the waiter is another process.
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+uint32_t host_load(SharedBlock& control, Word w) { return host_word(control, w)->load(std::memory_order_seq_cst); }
+
+std::optional<uint32_t> host_wait(SharedBlock& control, Word w, uint32_t value, Deadline deadline,
+                                  std::chrono::microseconds spin) {
+  std::atomic<uint32_t>* a = host_word(control, w);
+  const auto spin_until = std::chrono::steady_clock::now() + spin;
+  while (std::chrono::steady_clock::now() < spin_until) {
+    const uint32_t seen = a->load(std::memory_order_acquire);
+    if (seen >= value) return seen;
+  }
+  for (;;) {
+    const uint32_t seen = a->load(std::memory_order_seq_cst);
+    if (seen >= value) return seen;  // kAbort is the largest value
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return std::nullopt;
+    // At most 50 ms per sleep: the deadline is checked however the word is woken.
+    const auto ns = std::min<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count(), 50'000'000);
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAIT, seen, &ts, nullptr, 0);
+  }
+}
+
+#ifdef KLOOP_WITH_CUDA
+void stream_store(void* stream, SharedBlock& control, Word w, uint32_t value) {
+  KLOOP_CUDA_CHECK(cuStreamWriteValue32(static_cast<CUstream>(stream),
+                                        reinterpret_cast<CUdeviceptr>(word_address(control, w)), value, 0),
+                   "storing a timed call's counter");
+}
+
+void stream_wait(void* stream, SharedBlock& control, Word w, uint32_t value) {
+  KLOOP_CUDA_CHECK(cuStreamWaitValue32(static_cast<CUstream>(stream),
+                                       reinterpret_cast<CUdeviceptr>(word_address(control, w)), value,
+                                       CU_STREAM_WAIT_VALUE_GEQ),
+                   "waiting for a timed call's counter");
+}
+
+void device_abort(SharedBlock& control) {
+  // A stream of its own that does not wait for the blocked ones (a legacy
+  // stream would wait for them: they are blocking streams).
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
+  for (Word w : {Word::kGo, Word::kCalled, Word::kCopied}) {
+    cuStreamWriteValue32(reinterpret_cast<CUstream>(s), reinterpret_cast<CUdeviceptr>(word_address(control, w)),
+                         kAbort, 0);
+  }
+  cudaStreamSynchronize(s);
+  cudaStreamDestroy(s);
+}
+
+uint32_t device_load(SharedBlock& control, Word w) {
+  uint32_t v = 0;
+  KLOOP_CUDA_CHECK(cuMemcpyDtoH(&v, reinterpret_cast<CUdeviceptr>(word_address(control, w)), sizeof(v)),
+                   "reading a timed call's counter");
+  return v;
+}
+#else
+void stream_store(void*, SharedBlock&, Word, uint32_t) { throw std::logic_error("no CUDA in this build"); }
+void stream_wait(void*, SharedBlock&, Word, uint32_t) { throw std::logic_error("no CUDA in this build"); }
+void device_abort(SharedBlock&) {}
+uint32_t device_load(SharedBlock&, Word) { throw std::logic_error("no CUDA in this build"); }
+#endif
+
+}  // namespace timer
+}  // namespace kloop

@@ -1,0 +1,85 @@
+// The memory and the handshake the trusted timer (the reference's worker,
+// worker/trusted_timer.cpp) shares with a candidate's worker for the timed
+// calls (README: Timing).
+//
+// Two blocks, each created by the trusted side and mapped by the
+// candidate's: the control block (three counters) and the data block (the
+// timed call's inputs, which the timer draws, and a place for its outputs,
+// which the candidate copies there). On the CPU a block is a sealed memfd
+// both processes map (the candidate cannot shrink it under the timer); on a
+// GPU one CUDA VMM allocation exported as a descriptor.
+//
+// The handshake for call s (a sequence number that only grows):
+//   timer      inputs drawn, L2 flushed, start marked;  go := s
+//   candidate  waits go >= s;  forward;  called := s;  outputs copied;  copied := s
+//   timer      waits called >= s, marks the end;  waits copied >= s;  ...
+// On a GPU the stores and waits are stream memory operations (nothing of a
+// host lies between them and the events around them); on the CPU futexes.
+// kAbort releases every wait: a side that cannot go on says so with it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace kloop {
+
+// Memory shared by the trusted timer and a candidate's worker.
+class SharedBlock {
+ public:
+  // The trusted side: a new block of `bytes` on `device` ("cpu", "cuda:N").
+  static std::unique_ptr<SharedBlock> create(const std::string& device, uint64_t bytes);
+  // The candidate's side: the block `fd` names (not taken over), which
+  // must hold at least `bytes`.
+  static std::unique_ptr<SharedBlock> attach(const std::string& device, int fd, uint64_t bytes);
+  ~SharedBlock();
+  SharedBlock(const SharedBlock&) = delete;
+  SharedBlock& operator=(const SharedBlock&) = delete;
+
+  // The block's address: a host address on the CPU, a device address on a GPU.
+  char* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  bool cuda() const { return cuda_; }
+  int ordinal() const { return ordinal_; }
+  // The creator's descriptor for the other side (-1 on the attaching side).
+  int fd() const { return fd_; }
+
+ private:
+  SharedBlock() = default;
+  char* data_ = nullptr;
+  uint64_t size_ = 0;
+  bool cuda_ = false;
+  int ordinal_ = 0;
+  int fd_ = -1;
+  struct Vmm;
+  std::unique_ptr<Vmm> vmm_;
+};
+
+namespace timer {
+
+// The control block: one counter per cache line.
+constexpr uint64_t kControlBytes = 4096;
+enum class Word { kGo = 0, kCalled = 1, kCopied = 2 };
+constexpr uint32_t kAbort = 0xffffffffu;
+using Deadline = std::chrono::steady_clock::time_point;
+
+// CPU: a store that wakes the other side's waits, and a wait until the word
+// reaches `value` (or kAbort), spinning for `spin` before it sleeps. The
+// value seen, or nullopt at the deadline.
+void host_store(SharedBlock& control, Word w, uint32_t value);
+std::optional<uint32_t> host_wait(SharedBlock& control, Word w, uint32_t value, Deadline deadline,
+                                  std::chrono::microseconds spin = std::chrono::microseconds(0));
+uint32_t host_load(SharedBlock& control, Word w);
+
+// GPU: the same as operations on `stream` (a cudaStream_t), ordered with
+// the work around them; and kAbort stored into every word at once, outside
+// any stream's order (it releases waits that will never be met).
+void stream_store(void* stream, SharedBlock& control, Word w, uint32_t value);
+void stream_wait(void* stream, SharedBlock& control, Word w, uint32_t value);
+void device_abort(SharedBlock& control);
+uint32_t device_load(SharedBlock& control, Word w);
+
+}  // namespace timer
+}  // namespace kloop

@@ -1,0 +1,71 @@
+// The trusted timer's shared blocks and handshake on the CPU, between two
+// real processes: what the candidate's side can and cannot do to them.
+#include "evaluator/isolation/timer_link.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace kloop {
+namespace {
+
+using timer::Word;
+using Clock = std::chrono::steady_clock;
+
+TEST(TimerLinkTest, TheHandshakeCrossesProcesses) {
+  auto control = SharedBlock::create("cpu", timer::kControlBytes);
+  auto data = SharedBlock::create("cpu", 4096);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The candidate's side: maps what it was given, serves three calls.
+    auto c = SharedBlock::attach("cpu", control->fd(), timer::kControlBytes);
+    auto d = SharedBlock::attach("cpu", data->fd(), 4096);
+    for (uint32_t s = 1; s <= 3; ++s) {
+      const auto go = timer::host_wait(*c, Word::kGo, s, Clock::now() + std::chrono::seconds(20));
+      if (!go || *go != s) _exit(10 + static_cast<int>(s));
+      d->data()[100] = static_cast<char>(d->data()[0] * 2);  // "forward": reads the input, writes an output
+      timer::host_store(*c, Word::kCalled, s);
+      timer::host_store(*c, Word::kCopied, s);
+    }
+    _exit(0);
+  }
+  for (uint32_t s = 1; s <= 3; ++s) {
+    data->data()[0] = static_cast<char>(s + 20);  // the timer draws the call's input
+    timer::host_store(*control, Word::kGo, s);
+    const auto called = timer::host_wait(*control, Word::kCalled, s, Clock::now() + std::chrono::seconds(20));
+    ASSERT_TRUE(called.has_value());
+    EXPECT_EQ(*called, s);
+    ASSERT_TRUE(timer::host_wait(*control, Word::kCopied, s, Clock::now() + std::chrono::seconds(20)));
+    EXPECT_EQ(data->data()[100], static_cast<char>(2 * (s + 20))) << "the output of call " << s;
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// The candidate holds the block's descriptor: a file it could shrink would
+// be a SIGBUS in the timer the next time it draws an input there.
+TEST(TimerLinkTest, TheCandidateCannotShrinkOrGrowABlock) {
+  auto data = SharedBlock::create("cpu", 1 << 20);
+  EXPECT_NE(ftruncate(data->fd(), 0), 0);
+  EXPECT_NE(ftruncate(data->fd(), 1 << 21), 0);
+  std::memset(data->data(), 7, 1 << 20);  // still all there
+  EXPECT_EQ(data->data()[(1 << 20) - 1], 7);
+  EXPECT_THROW(SharedBlock::attach("cpu", data->fd(), 1 << 21), std::runtime_error) << "bigger than the block";
+}
+
+TEST(TimerLinkTest, AWaitEndsAtItsDeadlineOrOnAbort) {
+  auto control = SharedBlock::create("cpu", timer::kControlBytes);
+  EXPECT_FALSE(timer::host_wait(*control, Word::kCalled, 1, Clock::now() + std::chrono::milliseconds(20)).has_value());
+  timer::host_store(*control, Word::kCalled, timer::kAbort);
+  const auto seen = timer::host_wait(*control, Word::kCalled, 5, Clock::now() + std::chrono::seconds(20));
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(*seen, timer::kAbort);
+}
+
+}  // namespace
+}  // namespace kloop

@@ -1,0 +1,116 @@
+// The candidate's side of the timed calls (timer_link.h's handshake): wait
+// for go, call forward on the shared inputs, say called, copy the outputs
+// into the shared block, say copied. Everything here runs in the
+// candidate's process, so none of it is believed: the timer in the
+// reference's process measures, and judges what was copied.
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include "evaluator/isolation/tensor_bridge.h"
+#include "evaluator/isolation/worker/worker.h"
+
+namespace kloop::worker {
+using timer::Word;
+
+// Maps a block the timer made. The control block may come before `load`:
+// the handshake's floors are measured while no module is in this process.
+wire::NoReply Worker::timer_attach(const wire::TimerAttach& cmd) {
+  if (role_ == "reference") throw WorkerError{"runtime_error", "timer_attach is the candidate's"};
+  if (!session_) {
+    device_ = cmd.device;
+    set_phase("preparing " + device_);
+    session_ = std::make_unique<DeviceSession>(device_);
+  }
+  auto block = SharedBlock::attach(device_, incoming_fd(), cmd.bytes);
+  if (cmd.block == "control") {
+    timer_control_ = std::move(block);
+  } else if (cmd.block == "data" && cmd.layout) {
+    timer_inputs_ = block_views(*block, cmd.layout->inputs, device_);
+    timer_outputs_ = block_views(*block, cmd.layout->outputs, device_);
+    timer_data_ = std::move(block);
+  } else {
+    throw WorkerError{"runtime_error", "timer_attach: block '" + cmd.block + "' (with a layout for data)"};
+  }
+  return {};
+}
+
+// One timed call, `seq`. Its outputs are copied as far as they fit the
+// slots the timer expects; what does not fit is noted (the checks judge).
+void Worker::serve_one(uint32_t seq, bool empty, std::string& note) {
+  SharedBlock& control = *timer_control_;
+  const bool cuda = session_->cuda();
+  void* stream = session_->stream();
+  // A carve-out would let the module's data survive the timer's flush:
+  // cleared before each call (the stream is idle here), and what was set is
+  // reported.
+  if (cuda && !empty) session_->guard_persisting_l2();
+  if (cuda) {
+    timer::stream_wait(stream, control, Word::kGo, seq);
+  } else {
+    const auto go = timer::host_wait(control, Word::kGo, seq, Clock::now() + std::chrono::hours(24));
+    if (!go || *go == timer::kAbort) throw WorkerError{"runtime_error", "the timer stopped the timed calls"};
+  }
+  std::vector<at::Tensor> out;
+  if (!empty) out = timing_module_->forward(timer_inputs_);
+  if (cuda) {
+    timer::stream_store(stream, control, Word::kCalled, seq);
+  } else {
+    timer::host_store(control, Word::kCalled, seq);
+  }
+  for (std::size_t k = 0; k < out.size() && k < timer_outputs_.size(); ++k) {
+    const at::Tensor& o = out[k];
+    at::Tensor& slot = timer_outputs_[k];
+    if (!o.defined() || o.sizes() != slot.sizes() || o.scalar_type() != slot.scalar_type() ||
+        o.device() != slot.device()) {
+      if (note.empty()) note = "output " + std::to_string(k) + " does not fit the expected shape, dtype or device";
+      continue;
+    }
+    slot.copy_(o);
+  }
+  if (!empty && out.size() != timer_outputs_.size() && note.empty()) {
+    note = "forward returned " + std::to_string(out.size()) + " output(s), expected " +
+           std::to_string(timer_outputs_.size());
+  }
+  if (cuda) {
+    timer::stream_store(stream, control, Word::kCopied, seq);
+    synchronize();  // one call at a time: the next is launched while the timer draws its inputs
+    if (timer::device_load(control, Word::kGo) == timer::kAbort) {
+      throw WorkerError{"runtime_error", "the timer stopped the timed calls"};
+    }
+  } else {
+    timer::host_store(control, Word::kCopied, seq);
+  }
+}
+
+wire::TimerServeReply Worker::timer_serve(const wire::TimerServe& cmd) {
+  if (role_ == "reference" || !timer_control_) throw WorkerError{"runtime_error", "timer_serve before timer_attach"};
+  if (!cmd.empty && (!timing_module_ || !timer_data_)) {
+    throw WorkerError{"runtime_error", "timer_serve before time_setup and the data block"};
+  }
+  at::AutoGradMode no_grad(false);
+  set_phase(cmd.empty ? "serving the timer's handshake" : "timed calls, " + timing_label_);
+  wire::TimerServeReply reply;
+  std::string note;
+  try {
+    for (int i = 0; i < cmd.samples; ++i) {
+      serve_one(cmd.first + static_cast<uint32_t>(i), cmd.empty, note);
+      ++reply.served;
+    }
+  } catch (...) {
+    // The timer must not wait for calls that will not come.
+    if (session_->cuda()) {
+      timer::device_abort(*timer_control_);
+    } else {
+      for (Word w : {Word::kCalled, Word::kCopied}) timer::host_store(*timer_control_, w, timer::kAbort);
+    }
+    throw;
+  }
+  if (!note.empty()) reply.note = note;
+  if (!cmd.empty) {
+    reply.persisting_l2_limit = session_->persisting_l2_limit();
+    reply.persisting_l2_window_bytes = session_->persisting_l2_window_bytes();
+  }
+  return reply;
+}
+
+}  // namespace kloop::worker

@@ -1,0 +1,611 @@
+// The trusted timer: the reference's worker times the candidate's calls
+// from its own process (README: Timing). Nothing the candidate's process
+// says enters a timing: the timer draws each timed call's inputs into the
+// shared data block, flushes L2, marks the start, lets the call go, and
+// marks the end when the candidate's stream (GPU) or thread (CPU) says the
+// call has returned; the outputs the candidate then copies out are captured
+// into the timer's own memory for the calls the driver chose to check, and
+// compared there with the reference's outputs on the same inputs.
+//
+// What it subtracts is what the candidate cannot shorten: the handshake's
+// own cost, measured before the candidate's module was loaded (the floors'
+// window). What it adds is candidate work outside the window: on a GPU,
+// time the timer's own spans (drawing and flushing; the candidate's copy of
+// its outputs; the capture) took beyond their floors, which only another
+// context's work on the device can cause; on the CPU, the CPU time the
+// kernel accounted to the candidate's processes outside the window.
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "base/process.h"
+#include "evaluator/isolation/tensor_bridge.h"
+#include "evaluator/isolation/worker/worker.h"
+
+#ifdef KLOOP_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "base/cuda_check.h"
+#endif
+
+namespace kloop::worker {
+namespace {
+
+using timer::Word;
+
+// Honest spans vary by a few percent; what a span takes beyond its floor,
+// less this slack, is counted as the candidate's.
+constexpr double kSlackFraction = 0.05;
+double slack_seconds(bool cuda) { return cuda ? 5e-6 : 50e-6; }
+double beyond(double seen, double floor, bool cuda) {
+  return std::max(0.0, seen - floor * (1 + kSlackFraction) - slack_seconds(cuda));
+}
+// The timer's wait for a call to return spins this long before it sleeps:
+// a sleeping timer would add its own wake-up to every short call.
+constexpr std::chrono::microseconds kSpinOnCall{200};
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+constexpr uint64_t kAlign = 256;
+uint64_t aligned(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// The data block's layout: the case's inputs, then `outputs`' shapes.
+wire::TimerLayout layout_for(const wire::Case& c, const std::vector<at::Tensor>& outputs) {
+  wire::TimerLayout l;
+  auto add = [&](std::vector<wire::TensorSlot>& slots, const std::string& dtype, const std::vector<int64_t>& shape) {
+    const auto d = parse_dtype(dtype);
+    if (!d) throw WorkerError{"runtime_error", "the timed calls: unknown dtype " + dtype};
+    wire::TensorSlot s{dtype, shape, l.bytes, 0};
+    s.bytes = static_cast<uint64_t>(shape_numel(shape)) * dtype_size(*d);
+    l.bytes += aligned(std::max<uint64_t>(s.bytes, 1));
+    slots.push_back(std::move(s));
+  };
+  for (const auto& in : c.inputs) add(l.inputs, in.dtype, in.shape);
+  for (const auto& o : outputs) add(l.outputs, dtype_name(dtype_of(o)), o.sizes().vec());
+  return l;
+}
+
+uint64_t output_bytes(const std::vector<at::Tensor>& ts) {
+  uint64_t n = 0;
+  for (const auto& t : ts) n += static_cast<uint64_t>(t.numel()) * t.element_size();
+  return n;
+}
+
+#ifdef KLOOP_WITH_CUDA
+// Events of the timer's spans, made once per batch.
+class Events {
+ public:
+  explicit Events(std::size_t n) : e_(n, nullptr) {
+    for (auto& e : e_) KLOOP_CUDA_CHECK(cudaEventCreate(&e), "the timer's events");
+  }
+  ~Events() {
+    for (auto e : e_) {
+      if (e) cudaEventDestroy(e);
+    }
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+  cudaEvent_t operator[](std::size_t i) const { return e_[i]; }
+  static double seconds(cudaEvent_t a, cudaEvent_t b) {
+    float ms = 0;
+    KLOOP_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b), "reading the timer's events");
+    return ms * 1e-3;
+  }
+
+ private:
+  std::vector<cudaEvent_t> e_;
+};
+
+// Whether the candidate's process (its sandbox's first process) is still
+// there: a timer waiting for a call of a process that died stops early.
+bool alive(int64_t pid) {
+  if (pid <= 0) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z' && line[close + 2] != 'X';
+}
+
+// Waits for `e` until the deadline; false when it did not complete (the
+// candidate's side never said its part), after which the waits are aborted.
+bool wait_event(cudaEvent_t e, timer::Deadline deadline, int64_t pid, SharedBlock& control) {
+  auto last_look = Clock::now();
+  for (;;) {
+    const cudaError_t r = cudaEventQuery(e);
+    if (r == cudaSuccess) return true;
+    if (r != cudaErrorNotReady) KLOOP_CUDA_CHECK(r, "the timer's stream");
+    const auto now = Clock::now();
+    if (now > deadline || (now - last_look > std::chrono::milliseconds(100) && !alive(pid))) {
+      timer::device_abort(control);
+      cudaEventSynchronize(e);
+      return false;
+    }
+    if (now - last_look > std::chrono::milliseconds(100)) last_look = now;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+#endif
+
+
+// The CPU time the kernel accounted to a process tree (the candidate's
+// sandbox), read fast: the tree's threads' schedstat files (ns) and its
+// processes' stat files (their reaped children's ticks) are opened once
+// per scan and read again with pread, so a read between "called" and the
+// rest of the call takes microseconds, not a walk of /proc.
+class CpuMeter {
+ public:
+  explicit CpuMeter(pid_t root) : root_(root), hz_(sysconf(_SC_CLK_TCK)) { scan(); }
+  ~CpuMeter() { close_all(); }
+  CpuMeter(const CpuMeter&) = delete;
+  CpuMeter& operator=(const CpuMeter&) = delete;
+
+  // Threads and processes found again (new threads, exited children).
+  void scan() {
+    close_all();
+    std::vector<pid_t> todo{root_};
+    std::vector<pid_t> seen{root_};
+    while (!todo.empty() && seen.size() < 4096) {
+      const pid_t pid = todo.back();
+      todo.pop_back();
+      const std::string proc = "/proc/" + std::to_string(pid);
+      const int stat = open((proc + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+      if (stat < 0) continue;
+      processes_.push_back(stat);
+      DIR* dir = opendir((proc + "/task").c_str());
+      if (!dir) continue;
+      while (const dirent* e = readdir(dir)) {
+        if (e->d_name[0] == '.') continue;
+        const std::string task = proc + "/task/" + e->d_name;
+        const int f = open((task + "/schedstat").c_str(), O_RDONLY | O_CLOEXEC);
+        if (f >= 0) {
+          threads_.push_back(f);
+          std::ifstream comm(task + "/comm");
+          std::string name;
+          std::getline(comm, name);
+          names_.push_back(name + " (" + task + ")");
+        }
+        std::ifstream children(task + "/children");
+        long long child = 0;
+        while (children >> child) {
+          if (std::find(seen.begin(), seen.end(), static_cast<pid_t>(child)) == seen.end()) {
+            seen.push_back(static_cast<pid_t>(child));
+            todo.push_back(static_cast<pid_t>(child));
+          }
+        }
+      }
+      closedir(dir);
+    }
+    if (processes_.empty() || threads_.empty()) {
+      throw WorkerError{"runtime_error", "the timer cannot read the candidate's CPU time from /proc"};
+    }
+  }
+
+  // Seconds: every thread's run time and every process's reaped children.
+  double read() {
+    char buf[1024];
+    long long ns = 0;
+    int gone = 0;
+    for (std::size_t i = 0; i < threads_.size(); ++i) {
+      const ssize_t n = pread(threads_[i], buf, sizeof buf - 1, 0);
+      if (n <= 0) {  // a thread that ended: its time is no longer in any schedstat
+        ++gone;
+        if (ended_name_.empty()) ended_name_ = names_[i];
+        continue;
+      }
+      buf[n] = 0;
+      ns += std::atoll(buf);
+    }
+    ended_ = std::max(ended_, gone);
+    long long ticks = 0;
+    for (int f : processes_) {
+      const ssize_t n = pread(f, buf, sizeof buf - 1, 0);
+      if (n <= 0) continue;
+      buf[n] = 0;
+      const char* p = std::strrchr(buf, ')');  // the name may hold spaces
+      if (!p) continue;
+      // After the name: state, then fields 4.. ; cutime and cstime are fields 16 and 17.
+      int field = 2;
+      for (const char* c = p + 1; *c; ++c) {
+        if (*c != ' ') continue;
+        ++field;
+        if (field == 16 || field == 17) ticks += std::atoll(c + 1);
+      }
+    }
+    return static_cast<double>(ns) * 1e-9 + (hz_ > 0 ? static_cast<double>(ticks) / static_cast<double>(hz_) : 0);
+  }
+
+  // Threads gone since the last scan: the CPU time they spent since then
+  // cannot be told (a thread can hide work that way).
+  int ended() const { return ended_; }
+  const std::string& ended_name() const { return ended_name_; }
+
+ private:
+  void close_all() {
+    ended_ = 0;
+    names_.clear();
+    for (int f : threads_) ::close(f);
+    for (int f : processes_) ::close(f);
+    threads_.clear();
+    processes_.clear();
+  }
+  pid_t root_;
+  long hz_;
+  int ended_ = 0;
+  std::string ended_name_;
+  std::vector<int> threads_, processes_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace
+
+// Tensors over a shared block's slots (either side; the layout is the
+// timer's, checked against the block it came with).
+std::vector<at::Tensor> block_views(const SharedBlock& block, const std::vector<wire::TensorSlot>& slots,
+                                 const std::string& device) {
+  std::vector<at::Tensor> out;
+  for (const auto& s : slots) {
+    const auto d = parse_dtype(s.dtype);
+    if (!d || s.offset > block.size() || s.bytes > block.size() - s.offset ||
+        static_cast<uint64_t>(shape_numel(s.shape)) * dtype_size(*d) != s.bytes) {
+      throw WorkerError{"runtime_error", "the timed calls' layout does not fit its block"};
+    }
+    out.push_back(at::from_blob(block.data() + s.offset, s.shape,
+                                at::TensorOptions().dtype(scalar_type_of(*d)).device(at::Device(device))));
+  }
+  return out;
+}
+
+// Before the candidate's process exists: the control block, and what the
+// timer's own spans cost at this case's sizes with the device to itself.
+wire::TimerCalibrateReply Worker::timer_calibrate(const wire::TimerCalibrate& cmd) {
+  if (role_ != "reference") throw WorkerError{"runtime_error", "the timer is the reference's"};
+  at::AutoGradMode no_grad(false);
+  release_call_state();
+  const wire::Case& c = cmd.c;
+  const std::string label = "case " + std::to_string(c.id);
+  auto module = construct({}, c.args, label);
+  set_phase("timer: drawing weights for " + label);
+  draw_weights(*module, c, /*keep=*/false);
+  auto args = draw_args(c, 0);
+  std::vector<at::Tensor> outputs;
+  for (const auto& o : module->forward(args)) outputs.push_back(o.contiguous());
+  synchronize();
+  args.clear();
+  module.reset();
+  set_phase("timer: calibrating its own spans for " + label);
+  const wire::TimerLayout layout = layout_for(c, outputs);
+  auto data = SharedBlock::create(device_, layout.bytes);
+  const auto inputs = block_views(*data, layout.inputs, device_);
+  const auto outs = block_views(*data, layout.outputs, device_);
+  std::vector<at::Tensor> captured;
+  for (const auto& o : outs) captured.push_back(at::empty_like(o));
+  wire::TimerCalibrateReply reply;
+  const int n = std::max(3, cmd.samples);
+  double prep = 1e9, copy = 1e9;
+  const bool cuda = session_->cuda();
+  for (int i = 0; i < n; ++i) {
+#ifdef KLOOP_WITH_CUDA
+    if (cuda) {
+      Events e(4);
+      auto* stream = static_cast<cudaStream_t>(session_->stream());
+      KLOOP_CUDA_CHECK(cudaEventRecord(e[0], stream), "the timer's events");
+      draw_into(inputs, c, int64_t{1} << 41 | i, stream);
+      if (cmd.l2_flush) session_->flush_l2_async();
+      KLOOP_CUDA_CHECK(cudaEventRecord(e[1], stream), "the timer's events");
+      // A copy of outputs just written (warm, as the candidate's copy is).
+      for (std::size_t k = 0; k < outs.size(); ++k) outs[k].copy_(outputs[k]);
+      KLOOP_CUDA_CHECK(cudaEventRecord(e[2], stream), "the timer's events");
+      for (std::size_t k = 0; k < outs.size(); ++k) captured[k].copy_(outs[k]);
+      KLOOP_CUDA_CHECK(cudaEventRecord(e[3], stream), "the timer's events");
+      synchronize();
+      prep = std::min(prep, Events::seconds(e[0], e[1]));
+      copy = std::min(copy, Events::seconds(e[2], e[3]));
+      continue;
+    }
+#endif
+    for (std::size_t k = 0; k < outs.size(); ++k) outs[k].copy_(outputs[k]);
+    const auto t0 = Clock::now();
+    for (std::size_t k = 0; k < outs.size(); ++k) captured[k].copy_(outs[k]);
+    copy = std::min(copy, seconds_since(t0));
+    prep = 0;  // the CPU counts the candidate's CPU time while it draws, not the drawing's
+  }
+  (void)cuda;
+  reply.floors.prep = prep;
+  reply.floors.copy = copy;
+  timer_floors_ = reply.floors;
+  timer_control_ = SharedBlock::create(device_, timer::kControlBytes);
+  reply.control_bytes = timer::kControlBytes;
+  export_block(*timer_control_);
+  return reply;
+}
+
+// The timer's half of calls that do nothing: the handshake's own cost
+// (the candidate's worker serves them before its module is loaded).
+wire::TimerHandoffReply Worker::timer_handoff(const wire::TimerHandoff& cmd) {
+  if (role_ != "reference" || !timer_control_) throw WorkerError{"runtime_error", "timer_handoff before timer_calibrate"};
+  set_phase("timer: the handshake's own cost");
+  SharedBlock& control = *timer_control_;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(cmd.deadline_ms, 1000));
+  wire::TimerHandoffReply reply;
+  const int n = std::max(1, cmd.samples);
+#ifdef KLOOP_WITH_CUDA
+  if (session_->cuda()) {
+    auto* stream = static_cast<cudaStream_t>(session_->stream());
+    Events e(3 * static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
+      KLOOP_CUDA_CHECK(cudaEventRecord(e[3 * i], stream), "the timer's events");
+      timer::stream_store(stream, control, Word::kGo, seq);
+      timer::stream_wait(stream, control, Word::kCalled, seq);
+      KLOOP_CUDA_CHECK(cudaEventRecord(e[3 * i + 1], stream), "the timer's events");
+      timer::stream_wait(stream, control, Word::kCopied, seq);
+      KLOOP_CUDA_CHECK(cudaEventRecord(e[3 * i + 2], stream), "the timer's events");
+    }
+    if (!wait_event(e[3 * (n - 1) + 2], deadline, 0, control)) {
+      throw WorkerError{"runtime_error", "the candidate's worker did not serve the handshake's calls"};
+    }
+    for (int i = 0; i < n; ++i) {
+      reply.window.push_back(Events::seconds(e[3 * i], e[3 * i + 1]));
+      reply.tail.push_back(Events::seconds(e[3 * i + 1], e[3 * i + 2]));
+    }
+  }
+#endif
+  if (!session_->cuda()) {
+    for (int i = 0; i < n; ++i) {
+      const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
+      const auto t0 = Clock::now();
+      timer::host_store(control, Word::kGo, seq);
+      const auto called = timer::host_wait(control, Word::kCalled, seq, deadline, kSpinOnCall);
+      const auto t1 = Clock::now();
+      const auto copied = called ? timer::host_wait(control, Word::kCopied, seq, deadline) : std::nullopt;
+      const auto t2 = Clock::now();
+      if (!called || !copied || *called == timer::kAbort || *copied == timer::kAbort) {
+        throw WorkerError{"runtime_error", "the candidate's worker did not serve the handshake's calls"};
+      }
+      reply.window.push_back(std::chrono::duration<double>(t1 - t0).count());
+      reply.tail.push_back(std::chrono::duration<double>(t2 - t1).count());
+    }
+  }
+  // The least of each: a candidate can only ever make the handshake slower.
+  timer_floors_.window = *std::min_element(reply.window.begin(), reply.window.end());
+  timer_floors_.tail = *std::min_element(reply.tail.begin(), reply.tail.end());
+  reply.floors = timer_floors_;
+  return reply;
+}
+
+// The data block of the timing case (prepared: module_ computes the checks).
+wire::TimerOpenReply Worker::timer_open(const wire::TimerOpen& cmd) {
+  if (role_ != "reference" || !timer_control_ || !module_) {
+    throw WorkerError{"runtime_error", "timer_open needs timer_calibrate and a prepared case"};
+  }
+  at::AutoGradMode no_grad(false);
+  timer_case_ = cmd.c;
+  set_phase("timer: the timing case's shared block");
+  auto args = draw_args(timer_case_, 0);
+  std::vector<at::Tensor> outputs;
+  for (const auto& o : module_->forward(args)) outputs.push_back(o.contiguous());
+  synchronize();
+  args.clear();
+  wire::TimerOpenReply reply;
+  reply.layout = layout_for(timer_case_, outputs);
+  timer_data_ = SharedBlock::create(device_, reply.layout.bytes);
+  timer_inputs_ = block_views(*timer_data_, reply.layout.inputs, device_);
+  timer_outputs_ = block_views(*timer_data_, reply.layout.outputs, device_);
+  timer_captured_.clear();
+  for (const auto& o : timer_outputs_) timer_captured_.push_back(at::empty_like(o));
+  export_block(*timer_data_);
+  return reply;
+}
+
+// A checked call: its inputs drawn again in the timer's own memory (the
+// candidate could have written the shared ones), the reference's outputs
+// on them, compared with what was captured.
+wire::TimedCheck Worker::timer_check(int sample, int64_t call, bool precision, const Tolerance& tol) {
+  wire::TimedCheck check;
+  check.sample = sample;
+  const std::string label = "timed call " + std::to_string(call);
+  session_->set_deterministic(true);
+  set_phase("timer: checking " + label);
+  auto args = draw_args(timer_case_, call);
+  pristine_.clear();
+  if (precision) {
+    for (const auto& a : args) pristine_.push_back(a.clone());
+  }
+  std::vector<at::Tensor> expected;
+  for (const auto& o : module_->forward(args)) expected.push_back(o.contiguous());
+  synchronize();
+  check.passed = expected.size() == timer_captured_.size();
+  if (!check.passed) check.message = "the reference returns another number of outputs";
+  for (std::size_t i = 0; i < expected.size() && i < timer_captured_.size(); ++i) {
+    const TensorComparison cmp = compare_tensors(expected[i], timer_captured_[i], "output" + std::to_string(i), tol);
+    check.passed = check.passed && cmp.passed;
+    check.outputs.push_back(to_json(cmp));
+  }
+  if (precision) {
+    fp64_expected_.clear();
+    fp64_unavailable_.clear();
+    fp64_reference(timer_case_, label);
+    if (!fp64_expected_.empty()) {
+      check.error_analysis.emplace();
+      for (std::size_t i = 0; i < fp64_expected_.size() && i < timer_captured_.size() && i < expected.size(); ++i) {
+        if (fp64_expected_[i].sizes() != timer_captured_[i].sizes()) continue;
+        const ErrorVsExact cand = error_against(fp64_expected_[i], timer_captured_[i]);
+        const ErrorVsExact ref = error_against(fp64_expected_[i], expected[i]);
+        check.error_analysis->push_back({static_cast<int>(i), cand.max_abs_exact, cand.rms_exact, cand.max_abs_error,
+                                         cand.rms_error, ref.max_abs_error, ref.rms_error});
+      }
+    } else {
+      check.fp64_unavailable = fp64_unavailable_;
+    }
+    fp64_expected_.clear();
+    pristine_.clear();
+  }
+  session_->set_deterministic(false);
+  return check;
+}
+
+wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
+  if (role_ != "reference" || !timer_data_ || !timer_control_) throw WorkerError{"runtime_error", "timer_batch before timer_open"};
+  at::AutoGradMode no_grad(false);
+  SharedBlock& control = *timer_control_;
+  const Tolerance tol = tolerance_from_json(cmd.tolerance);
+  const int n = std::max(0, cmd.samples);
+  std::vector<bool> checked(static_cast<std::size_t>(n), false), precise(static_cast<std::size_t>(n), false);
+  for (int i : cmd.check) {
+    if (i >= 0 && i < n) checked[static_cast<std::size_t>(i)] = true;
+  }
+  for (int i : cmd.precision) {
+    if (i >= 0 && i < n) precise[static_cast<std::size_t>(i)] = checked[static_cast<std::size_t>(i)];
+  }
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(cmd.deadline_ms, 1000));
+  const wire::TimerFloors& f = timer_floors_;
+  const uint64_t out_bytes = output_bytes(timer_outputs_);
+  (void)out_bytes;
+  wire::TimerBatchReply reply;
+  reply.clock_monitor = session_->clock_monitor();
+  set_phase("timer: timed calls");
+#ifdef KLOOP_WITH_CUDA
+  if (session_->cuda()) {
+    auto* stream = static_cast<cudaStream_t>(session_->stream());
+    session_->reset_persisting_l2();
+    const bool throttled_before = session_->throttled_now();
+    // Per call: before drawing, at go, at called, at copied, after a capture.
+    Events e(5 * static_cast<std::size_t>(std::max(n, 1)));
+    auto ev = [&](int i, int k) { return e[5 * static_cast<std::size_t>(i) + k]; };
+    int done = 0;
+    for (int i = 0; i < n; ++i) {
+      const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 0), stream), "the timer's events");
+      draw_into(timer_inputs_, timer_case_, seq, stream);
+      if (cmd.l2_flush) session_->flush_l2_async();
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 1), stream), "the timer's events");
+      timer::stream_store(stream, control, Word::kGo, seq);
+      timer::stream_wait(stream, control, Word::kCalled, seq);
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 2), stream), "the timer's events");
+      timer::stream_wait(stream, control, Word::kCopied, seq);
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 3), stream), "the timer's events");
+      if (!checked[static_cast<std::size_t>(i)]) continue;
+      for (std::size_t k = 0; k < timer_outputs_.size(); ++k) timer_captured_[k].copy_(timer_outputs_[k]);
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 4), stream), "the timer's events");
+      if (!wait_event(ev(i, 4), deadline, cmd.candidate_pid, control)) {
+        reply.aborted = "the candidate did not finish timed call " + std::to_string(i) + " of the batch in time";
+        break;
+      }
+      if (timer::device_load(control, Word::kCalled) == timer::kAbort) {
+        reply.aborted = "the candidate's worker stopped during the timed calls";
+        break;
+      }
+      done = i + 1;
+      const auto check_start = Clock::now();
+      reply.checks.push_back(timer_check(i, seq, precise[static_cast<std::size_t>(i)], tol));
+      reply.check_seconds += seconds_since(check_start);
+    }
+    if (!reply.aborted && n > 0) {
+      if (!wait_event(ev(n - 1, 3), deadline, cmd.candidate_pid, control)) {
+        reply.aborted = "the candidate did not finish its timed calls in time";
+      } else if (timer::device_load(control, Word::kCalled) == timer::kAbort) {
+        reply.aborted = "the candidate's worker stopped during the timed calls";
+      } else {
+        done = n;
+      }
+    }
+    synchronize();
+    const bool throttled = throttled_before || session_->throttled_now();
+    for (int i = 0; i < done; ++i) {
+      wire::TimedSample s;
+      s.prep = Events::seconds(ev(i, 0), ev(i, 1));
+      s.window = Events::seconds(ev(i, 1), ev(i, 2));
+      s.tail = Events::seconds(ev(i, 2), ev(i, 3));
+      s.outside = beyond(s.prep, f.prep, true) + beyond(s.tail, f.tail + f.copy, true);
+      if (checked[static_cast<std::size_t>(i)]) {
+        s.capture = Events::seconds(ev(i, 3), ev(i, 4));
+        s.outside += beyond(*s.capture, f.copy, true);
+      }
+      s.seconds = std::max(0.0, s.window - f.window) + s.outside;
+      s.throttled = throttled;
+      reply.samples.push_back(s);
+    }
+    return reply;
+  }
+#endif
+  // The CPU: the window is wall time; what the candidate does outside it
+  // is told by the CPU time the kernel accounted to its processes (nothing
+  // in the sandbox can write /proc): while the timer drew (prep), from
+  // called to copied beyond a copy of its outputs (tail), and while a
+  // checked call's outputs were captured. CPU time, not wall time, there: a
+  // loaded machine preempts an honest worker, which does not make it work.
+  // Counted whole, not per thread: never less than the wall time the work
+  // could save.
+  const double slack = slack_seconds(false);
+  CpuMeter meter(static_cast<pid_t>(cmd.candidate_pid));
+  double cpu_end = meter.read();
+  for (int i = 0; i < n; ++i) {
+    const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
+    draw_into(timer_inputs_, timer_case_, seq, nullptr);
+    const double cpu_go = meter.read();
+    const auto t0 = Clock::now();
+    timer::host_store(control, Word::kGo, seq);
+    const auto called = timer::host_wait(control, Word::kCalled, seq, deadline, kSpinOnCall);
+    const auto t1 = Clock::now();
+    const double cpu_called = meter.read();
+    const auto copied = called ? timer::host_wait(control, Word::kCopied, seq, deadline) : std::nullopt;
+    if (!called || !copied) {
+      reply.aborted = "the candidate did not finish timed call " + std::to_string(i) + " of the batch in time";
+      break;
+    }
+    if (*called == timer::kAbort || *copied == timer::kAbort) {
+      reply.aborted = "the candidate's worker stopped during the timed calls";
+      break;
+    }
+    const double cpu_copied_seen = meter.read();
+    reply.threads_ended += meter.ended();
+    if (meter.ended() && getenv("KLOOP_DEBUG_TIMER")) fprintf(stderr, "TIMER ended %s\n", meter.ended_name().c_str());
+    meter.scan();  // threads the call started count from here on
+    const double cpu_copied = std::max(cpu_copied_seen, meter.read());
+    wire::TimedSample s;
+    s.window = std::chrono::duration<double>(t1 - t0).count();
+    s.prep = cpu_go - cpu_end;         // its CPU time while the timer drew
+    s.tail = cpu_copied - cpu_called;  // its CPU time from called to copied
+    s.outside = std::max(0.0, s.prep - slack) + beyond(s.tail, f.copy, false);
+    cpu_end = cpu_copied;
+    if (checked[static_cast<std::size_t>(i)]) {
+      for (std::size_t k = 0; k < timer_outputs_.size(); ++k) timer_captured_[k].copy_(timer_outputs_[k]);
+      const double captured = meter.read();
+      s.capture = captured - cpu_copied;
+      s.outside += std::max(0.0, *s.capture - slack);
+      const auto check_start = Clock::now();
+      reply.checks.push_back(timer_check(i, seq, precise[static_cast<std::size_t>(i)], tol));
+      reply.check_seconds += seconds_since(check_start);
+      cpu_end = meter.read();  // the check is the timer's time, not the candidate's
+    }
+    s.seconds = std::max(0.0, s.window - f.window) + s.outside;
+    if (getenv("KLOOP_DEBUG_TIMER")) fprintf(stderr, "TIMER seq=%u window=%g prep=%g tail=%g outside=%g\n", seq, s.window, s.prep, s.tail, s.outside);
+    reply.samples.push_back(s);
+  }
+  return reply;
+}
+
+wire::NoReply Worker::timer_close(const wire::TimerClose&) {
+  synchronize();
+  timer_inputs_.clear();
+  timer_outputs_.clear();
+  timer_captured_.clear();
+  timer_data_.reset();
+  return {};
+}
+
+void Worker::export_block(const SharedBlock& block) {
+  const int copy = dup(block.fd());
+  if (copy < 0) throw std::runtime_error("cannot duplicate the shared block's descriptor");
+  outgoing_fds_.emplace_back(copy);
+}
+
+}  // namespace kloop::worker
