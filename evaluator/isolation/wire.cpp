@@ -189,7 +189,7 @@ KLOOP_WIRE(TimedSample, REQ(seconds), OPT(window), OPT(tail), OPT(prep), OPT(out
 KLOOP_WIRE(TimedCheck, REQ(sample), REQ(passed), OPT(message), OPT(outputs), OPT(error_analysis), OPT(fp64_unavailable))
 KLOOP_WIRE(TimerBatch, REQ(samples), REQ(first), OPT(l2_flush), OPT(check), OPT(precision), OPT(tolerance),
            OPT(candidate_pid), OPT(threads), OPT(deadline_ms))
-KLOOP_WIRE(TimerBatchReply, REQ(samples), OPT(checks), OPT(aborted), OPT(clock_monitor), OPT(check_seconds), OPT(threads_ended))
+KLOOP_WIRE(TimerBatchReply, REQ(samples), OPT(checks), OPT(aborted), OPT(clock_monitor), OPT(check_seconds), OPT(threads_ended), OPT(ended_thread))
 KLOOP_WIRE_EMPTY(TimerClose)
 KLOOP_WIRE(TimerAttach, REQ(block), OPT(device), REQ(bytes), OPT(layout))
 KLOOP_WIRE(TimerServe, REQ(samples), REQ(first), OPT(empty))

@@ -449,6 +449,7 @@ struct TimerBatchReply {
   json clock_monitor;
   double check_seconds = 0;  // the checks' own time (the reference's forwards and comparisons)
   int threads_ended = 0;     // CPU: threads of the candidate's that ended during its calls (work the timer cannot see)
+  std::optional<std::string> ended_thread;  // the first of them: its name and /proc path
 };
 struct TimerBatch {
   using Reply = TimerBatchReply;

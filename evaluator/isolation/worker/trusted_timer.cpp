@@ -567,12 +567,14 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
     }
     const double cpu_copied_seen = meter.read();
     reply.threads_ended += meter.ended();
-    if (meter.ended() && getenv("KLOOP_DEBUG_TIMER")) fprintf(stderr, "TIMER ended %s\n", meter.ended_name().c_str());
+    if (meter.ended() && !reply.ended_thread) reply.ended_thread = meter.ended_name();
     meter.scan();  // threads the call started count from here on
     const double cpu_copied = std::max(cpu_copied_seen, meter.read());
     wire::TimedSample s;
     s.window = std::chrono::duration<double>(t1 - t0).count();
-    s.prep = cpu_go - cpu_end;         // its CPU time while the timer drew
+    // Its CPU time while the timer drew; not for a batch's first call, when
+    // its worker may still be reading the command that started the batch.
+    s.prep = i == 0 ? 0.0 : cpu_go - cpu_end;
     s.tail = cpu_copied - cpu_called;  // its CPU time from called to copied
     s.outside = std::max(0.0, s.prep - slack) + beyond(s.tail, f.copy, false);
     cpu_end = cpu_copied;
@@ -587,7 +589,6 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
       cpu_end = meter.read();  // the check is the timer's time, not the candidate's
     }
     s.seconds = std::max(0.0, s.window - f.window) + s.outside;
-    if (getenv("KLOOP_DEBUG_TIMER")) fprintf(stderr, "TIMER seq=%u window=%g prep=%g tail=%g outside=%g\n", seq, s.window, s.prep, s.tail, s.outside);
     reply.samples.push_back(s);
   }
   return reply;
