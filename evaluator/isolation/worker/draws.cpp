@@ -26,8 +26,8 @@ DrawSpec weight_draw(const std::string& name, const at::Tensor& p,
     d = draw_spec(o->second);
     // A declared identity value (upstream's torch.ones / zeros) is as
     // exploitable as a default one: strict randomises it the same way.
-    if (randomize && d.kind == "ones") return {"uniform", {{"low", 0.5}, {"high", 1.5}}, 1.0};
-    if (randomize && d.kind == "zeros") return {"uniform", {{"low", -0.5}, {"high", 0.5}}, 1.0};
+    if (randomize && d.kind == "ones") return {"uniform", {{"low", 0.5}, {"high", 1.5}}, 1.0, "", 0, 0};
+    if (randomize && d.kind == "zeros") return {"uniform", {{"low", -0.5}, {"high", 0.5}}, 1.0, "", 0, 0};
     return d;
   }
   auto fan_in_bound = [](const at::Tensor& w) {
