@@ -282,7 +282,8 @@ def kloop_eval(kloop, name, kernel_path, device, set_dims, timeout):
     try:
         v = json.loads(r.stdout)
     except json.JSONDecodeError:
-        return dict(kloop="error", kloop_detail=(r.stderr or r.stdout).strip().splitlines()[-1:] or "no output")
+        lines = (r.stderr or r.stdout).strip().splitlines()
+        return dict(kloop="error", kloop_detail=lines[-1][:300] if lines else "no output")
     checks = [i.get("check") for i in v.get("integrity", [])]
     return dict(kloop=v.get("verdict"), kloop_detail=v.get("message", "")[:300], kloop_checks=checks,
                 kloop_construction=v.get("construction"), kloop_not_applied=v.get("checks_not_applied", []))
@@ -382,7 +383,7 @@ def markdown(rows, release, device):
     for r in rows:
         claimed = "%.3g" % r["claimed"] if r.get("claimed") is not None else "n/a"
         what = r.get("kloop_detail", "") if r.get("status") == "judged" else r.get("why", "")
-        what = (what or "").replace("|", "/").replace("\n", " ")[:200]
+        what = str(what or "").replace("|", "/").replace("\n", " ")[:200]
         lines.append("| %d | %s | %s | %s | %s | %s | %s |" % (
             r["level"], r.get("problem", r["task"]), claimed, r.get("truth", "-"), r.get("kloop", "-"),
             ("yes" if r["agree"] else "**no**") if "agree" in r else "-", what))
