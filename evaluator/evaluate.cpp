@@ -85,6 +85,21 @@ std::string python_candidate(const std::string& path) {
   return "";
 }
 
+// Where the file is GPU code (a CUDA kernel, a load_inline with
+// cuda_sources, Triton, tensors put on "cuda"), or "" when it is not.
+std::string gpu_code(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  for (int n = 0; n < 5000 && std::getline(in, line); ++n) {
+    for (const char* p : {"__global__", "cuda_sources", "#include <cuda", "import triton", "from triton", ".cuda()",
+                          "device=\"cuda", "device='cuda", "torch.device(\"cuda", "torch.device('cuda"}) {
+      if (line.find(p) == std::string::npos) continue;
+      const std::size_t start = line.find_first_not_of(" \t");
+      return "line " + std::to_string(n + 1) + ": " + line.substr(start, 60);
+    }
+  }
+  return "";
+}
 
 // A Python build's failure in one line: the compiler's first error (a
 // load_inline extension that does not compile), else the exception the
@@ -200,9 +215,19 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   const TimingRules rules = timing_rules(protocol, cpu, options_);
   v.timing_statistic = rules.statistic;
   v.observed = observations_before_timing();
+  // GPU code on a CPU evaluation fails to build or to run; the failure's
+  // traceback says less than one line does (it stays in log_tail).
+  const std::string gpu_where = cpu && fs::exists(candidate_path) ? gpu_code(candidate_path) : "";
+  bool wrong_format = false;  // a Python file given as C++: that is the one line to say
   auto finish = [&](VerdictClass cls, std::string message) {
     v.verdict = cls;
     v.message = std::move(message);
+    if (!gpu_where.empty() && !wrong_format && (cls == VerdictClass::kCompileError || cls == VerdictClass::kLoadError ||
+                               cls == VerdictClass::kRuntimeError)) {
+      v.log_tail += (v.log_tail.empty() ? "" : "\n") + v.message;
+      v.message = "this candidate is GPU code (" + gpu_where +
+                  ") and this evaluation runs on the CPU: evaluate it with --device cuda";
+    }
     v.phases.total = since(start);
     return v;
   };
@@ -217,6 +242,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   const bool python = candidate_is_python(candidate_path, options_.candidate_format);
   BuildObservation built;
   if (!python) built.python_under_cpp = python_candidate(candidate_path);
+  wrong_format = !built.python_under_cpp.empty();
   if (auto decided = judge_build(built, candidate_path)) return finish(decided->verdict, decided->message);
   BuildResult cb = build_candidate_file(builder_, candidate_path, options_.candidate_format, target);
   v.phases.build_candidate = cb.seconds;
@@ -239,10 +265,14 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   v.tests_planned = static_cast<int>(tests.size());
   WorkDir work(options_.work_root, options_.keep_work_dir);
   const int calls = protocol.calls_per_case;
+  // A KernelBench-format candidate is built as KernelBench builds it, and
+  // so is the reference it is judged against (wire::Construction).
+  const wire::Construction construction = python ? wire::Construction::kSeeded : wire::Construction::kDrawn;
+  v.construction = python ? "seeded" : "drawn";
   std::vector<wire::Case> cases;
   for (const auto& t : tests) {
     cases.push_back(generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, calls,
-                                  protocol.randomize_identity_params, t.centered));
+                                  protocol.randomize_identity_params, t.centered, construction));
   }
 
   // 3. The two workers. The reference's failures are kloop's (an
@@ -345,8 +375,11 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   BuildResult rb = build_reference(spec);
   if (!cb.ok || !rb.ok) throw EvaluationError("repeat timing: the " + std::string(cb.ok ? "reference" : "candidate") + " does not build");
   const TestCase t = plan_tests(spec, protocol, cpu || options_.small_dims, options_.seed).front();
-  const wire::Case c = generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
-                                     protocol.randomize_identity_params);
+  const wire::Case c =
+      generate_case(spec, t.dims, t.id, t.seed, t.seed, t.scale, protocol.calls_per_case,
+                    protocol.randomize_identity_params, false,
+                    candidate_is_python(candidate_path, options_.candidate_format) ? wire::Construction::kSeeded
+                                                                                    : wire::Construction::kDrawn);
   WorkDir work(options_.work_root, options_.keep_work_dir);
   // The reference's worker is the timer of every candidate process.
   WorkerSession ref(options_.worker_path, "reference", work);

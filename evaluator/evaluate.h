@@ -166,7 +166,9 @@ class Evaluator {
   // reference on it in a worker that keeps its outputs, and writes the
   // case's weights and inputs for another program (reference_case.h).
   // Throws EvaluationError when the reference does not build or run.
-  std::unique_ptr<HeldReferenceCase> hold_reference_case(const ProblemSpec& spec);
+  // Its weights drawn from kloop's generator, or `seeded` as KernelBench
+  // builds it (README: KernelBench candidates); either way written.
+  std::unique_ptr<HeldReferenceCase> hold_reference_case(const ProblemSpec& spec, bool seeded = false);
   // Runs the reference over several seeds, with weights and inputs varied
   // separately, and flags degenerate outputs under the protocol's tolerance.
   AuditReport audit_reference(const ProblemSpec& spec);

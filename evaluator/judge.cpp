@@ -81,6 +81,12 @@ void judge_precision(TestOutcome& out, const std::vector<wire::ErrorAnalysisRow>
   }
 }
 
+// The previous call's expected outputs, not this call's, where the
+// reference's results differ between the two calls.
+static bool returned_previous_result(const wire::JudgeReply& r) {
+  return r.matches_previous_expected.value_or(false) && !r.expected_same_as_previous_call.value_or(true);
+}
+
 CallJudgement judge_call(const CallObservation& o, const Protocol& protocol,
                          const std::vector<std::string>& input_names, const std::string& device) {
   CallJudgement j;
@@ -120,16 +126,19 @@ CallJudgement judge_call(const CallObservation& o, const Protocol& protocol,
       j.findings.push_back({"input_mutation", "forward modified its input " + std::to_string(k) + " (" + input_name(k) +
                                                   ") on " + o.test.label + "; inputs must be left unchanged"});
     }
-    // A call that returns the previous call's result, where the
-    // reference's results differ, was cached across calls.
-    if (r.same_as_previous_call.value_or(false) && !r.expected_same_as_previous_call.value_or(true)) {
-      j.findings.push_back({"stale_output", "call " + std::to_string(o.test.call) + " of " + o.test.label +
-                                                " returned exactly the previous call's result for different "
-                                                "inputs (results cached across calls)"});
-    }
   }
   out.passed = out.problem.empty();
   for (const auto& cmp : out.outputs) out.passed = out.passed && cmp.passed;
+  // A call whose outputs are the previous call's expected ones and not its
+  // own, where the reference's differ, was cached across calls. Any other
+  // wrong output (a constant, a plain mistake that repeats itself) is a
+  // mismatch the comparison describes: `incorrect`, not a hack.
+  if (o.judged && !out.passed && returned_previous_result(*o.judged)) {
+    j.findings.push_back({"stale_output", "call " + std::to_string(o.test.call) + " of " + o.test.label +
+                                              " returned the previous call's result (within the tolerance of "
+                                              "its expected outputs, not of this call's) for different inputs "
+                                              "(results cached across calls)"});
+  }
   return j;
 }
 

@@ -133,11 +133,9 @@ TEST(JudgeTest, AliasingMutationAndStaleOutputsAreFindings) {
   CallObservation o = observed(passing("output0"), 1);
   o.aliases = {{0, 1}};
   o.judged->mutated_inputs = std::vector<std::size_t>{0};
-  o.judged->same_as_previous_call = true;
-  o.judged->expected_same_as_previous_call = false;
   const CallJudgement j = judge_call(o, protocol_by_name("strict"), kInputs, "cpu");
   EXPECT_TRUE(j.outcome.passed) << "the outputs themselves were right";
-  EXPECT_EQ(checks(j.findings), (std::vector<std::string>{"output_aliases_input", "input_mutation", "stale_output"}));
+  EXPECT_EQ(checks(j.findings), (std::vector<std::string>{"output_aliases_input", "input_mutation"}));
   EXPECT_NE(j.findings[0].message.find("input 1 (y)"), std::string::npos) << j.findings[0].message;
   EXPECT_NE(j.findings[1].message.find("input 0 (x) on case 1 (x3)"), std::string::npos) << j.findings[1].message;
 
@@ -148,11 +146,41 @@ TEST(JudgeTest, AliasingMutationAndStaleOutputsAreFindings) {
   EXPECT_FALSE(judge_tests({j.outcome}, j.findings, protocol_by_name("kernelbench")).has_value())
       << "kernelbench records findings but does not judge by them";
 
-  // The same output for the same inputs is no cache.
-  o.aliases.clear();
-  o.judged->mutated_inputs = std::vector<std::size_t>{};
+}
+
+// stale_output only where the outputs are the previous call's expected
+// ones and not this call's: a wrong kernel that repeats its mistake (a
+// constant, zeros) is incorrect, as the comparison describes it.
+TEST(JudgeTest, StaleOutputOnlyWhereTheOutputsAreThePreviousCallsExpected) {
+  CallObservation o = observed(failing("output0"), 1);
+  o.judged->same_as_previous_call = true;
+  o.judged->expected_same_as_previous_call = false;
+  o.judged->matches_previous_expected = false;
+  const CallJudgement wrong = judge_call(o, protocol_by_name("strict"), kInputs, "cpu");
+  EXPECT_FALSE(wrong.outcome.passed);
+  EXPECT_TRUE(wrong.findings.empty()) << "the same wrong output twice is a mismatch, not a cache";
+  const auto verdict = judge_tests({wrong.outcome}, wrong.findings, protocol_by_name("strict"));
+  ASSERT_TRUE(verdict);
+  EXPECT_EQ(verdict->verdict, VerdictClass::kIncorrect) << verdict->message;
+
+  o.judged->matches_previous_expected = true;
+  const CallJudgement cached = judge_call(o, protocol_by_name("strict"), kInputs, "cpu");
+  EXPECT_EQ(checks(cached.findings), (std::vector<std::string>{"stale_output"}));
+  // Within the tolerance of the previous call's expected outputs is enough:
+  // a cache that perturbs what it returns is no less a cache.
+  o.judged->same_as_previous_call = false;
+  EXPECT_EQ(checks(judge_call(o, protocol_by_name("strict"), kInputs, "cpu").findings),
+            (std::vector<std::string>{"stale_output"}));
+
+  // The reference's outputs are the same for both calls: no cache to tell.
   o.judged->expected_same_as_previous_call = true;
   EXPECT_TRUE(judge_call(o, protocol_by_name("strict"), kInputs, "cpu").findings.empty());
+  // A right answer is never stale.
+  CallObservation right = observed(passing("output0"), 1);
+  right.judged->same_as_previous_call = true;
+  right.judged->expected_same_as_previous_call = false;
+  right.judged->matches_previous_expected = true;
+  EXPECT_TRUE(judge_call(right, protocol_by_name("strict"), kInputs, "cpu").findings.empty());
 }
 
 TEST(JudgeTest, AnHonestTimingPhaseDecidesNothing) {

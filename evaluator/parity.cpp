@@ -119,7 +119,7 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
   std::unique_ptr<HeldReferenceCase> held;
   try {
     PhaseTimer timed{r.reference_seconds};
-    held = evaluator.hold_reference_case(spec);
+    held = evaluator.hold_reference_case(spec, options.seeded);
   } catch (const std::exception& e) {
     r.status = "error";
     r.details.push_back(std::string("kloop's reference: ") + e.what());
@@ -143,18 +143,20 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
     host = own_host.get();
   }
   PhaseTimer upstream_timer{r.upstream_seconds};
-  const json reply = host->run({{"task", upstream.string()},
-                                {"args", args_file},
-                                {"weights", held->weights_file()},
-                                {"inputs", held->inputs_file()},
-                                {"out", out_file},
-                                {"dims", dims_file},
-                                {"device", device}},
-                               options.timeout);
+  json request = {{"task", upstream.string()},  {"args", args_file}, {"weights", held->weights_file()},
+                  {"inputs", held->inputs_file()}, {"out", out_file},   {"dims", dims_file},
+                  {"device", device}};
+  if (options.seeded) request["seed"] = held->construction_seed();
+  const json reply = host->run(request, options.timeout);
   upstream_timer.stop();
   if (!reply.value("ok", false)) {
     r.status = reply.value("kind", std::string("error"));
-    if (r.status != "key_mismatch" && r.status != "arg_mismatch") r.status = "error";
+    if (r.status != "key_mismatch" && r.status != "arg_mismatch" && r.status != "weights_mismatch") r.status = "error";
+    if (r.status == "weights_mismatch") {
+      r.weights = "differ";
+      r.weights_compared = reply.value("weights_compared", 0);
+      for (const auto& d : reply.value("differ", json::array())) r.details.push_back("weights differ: " + d.get<std::string>());
+    }
     if (reply.contains("error")) r.details.push_back("upstream: " + reply["error"].get<std::string>());
     for (const char* k : {"upstream_only", "kloop_only", "shapes"}) {
       if (reply.contains(k) && !reply[k].empty()) {
@@ -163,6 +165,10 @@ ParityResult check_parity(Evaluator& evaluator, const ProblemSpec& spec, const P
       }
     }
     return r;
+  }
+  if (options.seeded) {
+    r.weights = "equal";
+    r.weights_compared = reply.value("weights_compared", 0);
   }
   // kloop's references run in full FP32; upstream's outputs made with TF32
   // would be judged against them as if the port differed.

@@ -55,13 +55,18 @@ struct ParityOptions {
   // Runs the upstream files; borrowed, for many tasks. None: a host of the
   // call's own, for this task alone.
   UpstreamHost* host = nullptr;
+  // KernelBench's construction instead of kloop's weights: kloop's reference
+  // built after torch's generator was seeded, upstream's Model likewise with
+  // the same seed; their state_dicts compared tensor by tensor, bit for bit
+  // (ParityResult::weights), then the outputs as usual.
+  bool seeded = false;
 };
 
 struct ParityResult {
   std::string problem;
   std::string upstream_file;
   // match (within the strict tolerance), mismatch, key_mismatch (state_dict
-  // names or shapes differ), arg_mismatch (a constructor parameter kloop's
+  // names or shapes differ), weights_mismatch (seeded: a tensor differs), arg_mismatch (a constructor parameter kloop's
   // spec lacks), missing (no upstream file), error (either side failed)
   std::string status;
   bool bitwise = false;  // every output identical bit for bit
@@ -70,6 +75,10 @@ struct ParityResult {
   std::vector<std::string> details;     // what differs, in words
   std::vector<std::string> deviations;  // the spec's own account of how the port differs
   std::string gpu;                      // the GPU kloop's reference ran on, by name ("" on the CPU)
+  // Seeded construction: "equal" (every state_dict tensor bit for bit),
+  // "differ" (details name them), "" when not compared; how many tensors.
+  std::string weights;
+  int weights_compared = 0;
   // Wall seconds: kloop's reference case (its worker started, weights and
   // inputs drawn and written, its outputs computed and kept), upstream's
   // task in the host (reading them, running, writing its outputs), and

@@ -125,7 +125,9 @@ std::string precision_failure(double candidate_rms, double reference_rms, double
   return text;
 }
 
-nlohmann::json centered_draw(const nlohmann::json& dist) {
+namespace {
+// centered_draw's kind and parameters.
+nlohmann::json centered_kind(const nlohmann::json& dist) {
   const std::string kind = dist.value("kind", "");
   const nlohmann::json& p = dist.contains("params") ? dist["params"] : nlohmann::json::object();
   auto num = [&](const char* k) { return p.contains(k) && p[k].is_number() ? p[k].get<double>() : 0.0; };
@@ -135,7 +137,15 @@ nlohmann::json centered_draw(const nlohmann::json& dist) {
     return {{"kind", "uniform"}, {"params", {{"low", num("low") - mid}, {"high", num("high") - mid}}}};
   }
   if (kind == "normal") return {{"kind", "normal"}, {"params", {{"mean", 0.0}, {"std", num("std")}}}};
-  return dist;
+  return dist;  // randn, sign (both of mean zero), constants, discrete draws
+}
+}  // namespace
+
+nlohmann::json centered_draw(const nlohmann::json& dist) {
+  nlohmann::json out = centered_kind(dist);
+  // A structure (symmetric, triangular) holds for the shifted values too.
+  if (dist.contains("structure")) out["structure"] = dist["structure"];
+  return out;
 }
 
 bool has_centerable_input(const ProblemSpec& spec) {

@@ -50,12 +50,13 @@ HeldJudgement HeldReferenceCase::judge(const std::string& outputs_file, const To
   return out;
 }
 
-std::unique_ptr<HeldReferenceCase> Evaluator::hold_reference_case(const ProblemSpec& spec) {
+std::unique_ptr<HeldReferenceCase> Evaluator::hold_reference_case(const ProblemSpec& spec, bool seeded) {
+  const wire::Construction construction = seeded ? wire::Construction::kSeeded : wire::Construction::kDrawn;
   const bool cpu = options_.device == "cpu";
   const BuildResult rb = build_reference(spec, /*bundled=*/true);
   if (!rb.ok) throw EvaluationError("the reference of " + spec.name + " " + build_failure_text(rb));
   const DimValues dims = spec.resolve_dims(cpu || options_.small_dims);
-  const wire::Case c = generate_case(spec, dims, 0, options_.seed, options_.seed, 1.0, 1, false);
+  const wire::Case c = generate_case(spec, dims, 0, options_.seed, options_.seed, 1.0, 1, false, false, construction);
   auto work = std::make_unique<WorkDir>(options_.work_root, options_.keep_work_dir);
   auto worker = std::make_unique<WorkerSession>(options_.worker_path, "reference", *work);
   auto fail = [&](const std::string& what) {
@@ -64,7 +65,7 @@ std::unique_ptr<HeldReferenceCase> Evaluator::hold_reference_case(const ProblemS
   };
   const auto loaded = worker->call(load_command(rb, "reference", spec, options_), options_.load_timeout);
   if (!loaded || !loaded->ok()) fail("to load: " + failure_text(loaded, *worker));
-  const auto prepared = worker->call(wire::Prepare{work->shared(), c}, options_.run_timeout);
+  const auto prepared = worker->call(wire::Prepare{work->shared(), c, /*write_weights=*/true}, options_.run_timeout);
   if (!prepared || !prepared->ok()) fail("to draw its weights: " + failure_text(prepared, *worker));
   wire::Expect expect;
   expect.dir = work->shared();
@@ -81,6 +82,7 @@ std::unique_ptr<HeldReferenceCase> Evaluator::hold_reference_case(const ProblemS
   held->args_ = c.args;
   held->dims_ = json(dims);
   held->device_ = loaded->reply.device;
+  held->construction_seed_ = c.construction_seed();
   return held;
 }
 

@@ -48,6 +48,8 @@ class HeldReferenceCase {
   // The device as the worker reports it (name, compute capability, ...;
   // {"device": "cpu"} on the CPU).
   const nlohmann::json& device() const { return device_; }
+  // The seed torch's generator had before a seeded case's constructor.
+  uint64_t construction_seed() const { return construction_seed_; }
   // A folder for the other program's files, removed with this object.
   std::string folder() const;
 
@@ -63,6 +65,7 @@ class HeldReferenceCase {
   std::chrono::milliseconds run_timeout_;
   std::string weights_file_, inputs_file_;
   nlohmann::json args_, dims_, device_;
+  uint64_t construction_seed_ = 0;
 };
 
 }  // namespace kloop

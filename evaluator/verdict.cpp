@@ -111,6 +111,8 @@ json Verdict::to_json() const {
   if (!error_analysis.is_null()) j["error_analysis"] = error_analysis;
   if (!fp64_unavailable.empty()) j["fp64_unavailable"] = fp64_unavailable;
   if (!fp64_deferred.empty()) j["fp64_deferred"] = fp64_deferred;
+  if (!construction.empty()) j["construction"] = construction;
+  if (!checks_not_applied.empty()) j["checks_not_applied"] = checks_not_applied;
   if (candidate_time || reference_time) {
     json timing = {{"statistic", timing_statistic}};
     if (candidate_time) timing["candidate"] = kloop::to_json(*candidate_time);
@@ -263,6 +265,11 @@ std::string Verdict::to_text() const {
   }
   if (!fp64_unavailable.empty()) out << "  fp64 reference: " << fp64_unavailable << "\n";
   if (!fp64_deferred.empty()) out << "  fp64 reference: " << fp64_deferred << "\n";
+  if (construction == "seeded") {
+    out << "  weights: seeded construction (KernelBench's contract: the generator seeded before Model and before "
+           "ModelNew)\n";
+  }
+  for (const auto& c : checks_not_applied) out << "  check not applied: " << c << "\n";
   if (!profile_digest.empty()) out << "  profile:\n" << profile_digest << (profile_digest.back() == '\n' ? "" : "\n");
   if (!reference_digest.empty()) {
     out << "  reference profile:\n" << reference_digest << (reference_digest.back() == '\n' ? "" : "\n");

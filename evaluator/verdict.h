@@ -145,6 +145,14 @@ struct Verdict {
   // ended (their rows say "deferred": true); "" when none did.
   std::string fp64_deferred;
   std::string log_tail;  // the candidate process's output, for crashes
+  // How the cases' modules got their weights: "drawn" (kloop's generator,
+  // by name; compiled candidates) or "seeded" (KernelBench's construction:
+  // Python candidates). README: KernelBench candidates.
+  std::string construction;
+  // The protocol's checks that were not applied to this candidate, each
+  // with why (e.g. strict's non-identity norm parameters where ModelNew's
+  // norm layers do not match the reference's).
+  std::vector<std::string> checks_not_applied;
   // What the judge decided from, for judging again under a protocol with the
   // same measurements (judge.h: rejudge): {"format": 1, "timing": null, or
   // the timing phase (timing_stage_to_json)}; null only for a verdict made

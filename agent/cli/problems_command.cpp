@@ -231,6 +231,7 @@ struct ParityArgs {
   std::string json_file;
   std::string resume;
   std::string markdown;
+  std::string weights = "drawn";
 };
 
 // The port of each selected task against its upstream Python file: one row
@@ -243,7 +244,12 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
                                 "holding KernelBench/level1/...)");
   }
   if (a.dims != "small" && a.dims != "full") throw std::invalid_argument("--dims: small or full, not " + a.dims);
+  if (a.weights != "drawn" && a.weights != "seeded") {
+    throw std::invalid_argument("--weights: drawn (kloop's weights loaded by name) or seeded (KernelBench's seeded "
+                                "construction on both sides), not " + a.weights);
+  }
   ParityOptions po;
+  po.seeded = a.weights == "seeded";
   po.upstream_root = std::filesystem::absolute(a.upstream).lexically_normal().string();
   po.python = find_python_with_torch(a.python);
   // One python3 for every task (Python, torch and CUDA start once).
@@ -262,7 +268,8 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
   }
   prebuild_references(builder.config(), sources, opts);
   std::map<std::string, int> counts;
-  std::printf("%-50s %-12s %-8s %-11s %-11s %s\n", "problem", "parity", "bitwise", "max_abs", "max_rel", "details");
+  std::printf("%-50s %-16s %-8s %-8s %-11s %-11s %s\n", "problem", "parity", "weights", "bitwise", "max_abs", "max_rel",
+              "details");
   std::size_t resumed = 0;
   for (const auto& e : entries) {
     if (const nlohmann::json* earlier = table.earlier(e.name)) {
@@ -275,8 +282,9 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
     ++counts[r.status];
     std::string details;
     for (const auto& d : r.details) details += (details.empty() ? "" : "; ") + d;
-    std::printf("%-50s %-12s %-8s %-11.3g %-11.3g %s\n", r.problem.c_str(), r.status.c_str(), r.bitwise ? "yes" : "no",
-                r.max_abs_error, r.max_rel_error, details.substr(0, 400).c_str());
+    std::printf("%-50s %-16s %-8s %-8s %-11.3g %-11.3g %s\n", r.problem.c_str(), r.status.c_str(),
+                r.weights.empty() ? "-" : r.weights.c_str(), r.bitwise ? "yes" : "no", r.max_abs_error,
+                r.max_rel_error, details.substr(0, 400).c_str());
     std::fprintf(stderr, "kloop: %s: reference %.1f s, upstream %.1f s, compare %.1f s\n", r.problem.c_str(),
                  r.reference_seconds, r.upstream_seconds, r.compare_seconds);
     std::fflush(stdout);
@@ -293,6 +301,9 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
          {"device", a.device},
          {"gpu", r.gpu},
          {"dims", a.dims},
+         {"construction", a.weights},
+         {"weights", r.weights},
+         {"weights_compared", r.weights_compared},
          {"seconds",
           {{"reference", r.reference_seconds}, {"upstream", r.upstream_seconds}, {"compare", r.compare_seconds}}}});
   }
@@ -306,16 +317,23 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
       return number(x.value("problem", "")) < number(y.value("problem", ""));
     });
     std::ostringstream md;
-    md << "| level | problem | parity | bitwise | max abs error | max rel error | what differs | "
-          "deviations from upstream (the spec's) | GPU |\n|--:|---|---|---|--:|--:|---|---|---|\n";
+    const bool seeded = a.weights == "seeded";
+    md << "| level | problem | parity | " << (seeded ? "seeded weights (tensors) | " : "")
+       << "bitwise | max abs error | max rel error | what differs | "
+          "deviations from upstream (the spec's) | GPU |\n|--:|---|---|"
+       << (seeded ? "---|" : "") << "---|--:|--:|---|---|---|\n";
     for (const auto& row : rows) {
       std::string dev;
       for (const auto& d : row.value("deviations", nlohmann::json::array())) dev += (dev.empty() ? "" : "; ") + d.get<std::string>();
       for (auto& ch : dev) ch = ch == '|' ? '/' : ch;
       const std::string nums =
           fmt::format("{:.3g} | {:.3g}", row.value("max_abs_error", 0.0), row.value("max_rel_error", 0.0));
-      md << "| " << row.value("level", 0) << " | " << row.value("problem", "") << " | " << row.value("status", "") << " | "
-         << (row.value("bitwise", false) ? "yes" : "no") << " | " << nums << " | ";
+      md << "| " << row.value("level", 0) << " | " << row.value("problem", "") << " | " << row.value("status", "") << " | ";
+      if (seeded) {
+        const std::string w = row.value("weights", "");
+        md << (w.empty() ? "-" : w + " (" + std::to_string(row.value("weights_compared", 0)) + ")") << " | ";
+      }
+      md << (row.value("bitwise", false) ? "yes" : "no") << " | " << nums << " | ";
       std::string what;
       for (const auto& d : row.value("details", nlohmann::json::array())) what += (what.empty() ? "" : "; ") + d.get<std::string>();
       for (auto& ch : what) ch = ch == '|' ? '/' : ch == '\n' ? ' ' : ch;
@@ -386,6 +404,10 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
   parity_cmd->add_option("--json", pa->json_file, "write the table here as it grows (one row per task)");
   parity_cmd->add_option("--resume", pa->resume, "keep the rows of this earlier --json table and compare only the rest");
   parity_cmd->add_option("--markdown", pa->markdown, "write the table as Markdown here");
+  parity_cmd->add_option("--weights", pa->weights,
+                         "drawn: upstream loads kloop's weights by name; seeded: both sides built after "
+                         "torch.manual_seed (KernelBench's contract), their state_dicts compared bit for bit")
+      ->capture_default_str();
   return [&global, list_cmd, show_cmd, check_cmd, parity_cmd, pa, suite, level, json_list, name, json_show, check_names,
           check_suite, check_level, check_device, build_cmd, build_names, build_suite, build_level, build_device]() {
     if (parity_cmd->parsed()) return parity(global, *pa);

@@ -123,8 +123,39 @@ wire::JudgeReply CandidateSteps::judge(const json& claimed, const std::string& s
   return answer->reply;
 }
 
-std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& tests,
-                                                 const std::vector<wire::Case>& cases, int calls) {
+namespace {
+
+std::string shapes_text(const std::vector<std::vector<int64_t>>& shapes) {
+  std::string out;
+  for (std::size_t i = 0; i < shapes.size() && i < 8; ++i) {
+    out += i ? ", [" : "[";
+    for (std::size_t k = 0; k < shapes[i].size(); ++k) out += (k ? "," : "") + std::to_string(shapes[i][k]);
+    out += "]";
+  }
+  if (shapes.size() > 8) out += ", ...";
+  return out;
+}
+
+// Why strict's non-identity norm values cannot be applied to this
+// candidate, or "" when its norm layers (the weight shapes it reports, in
+// the order it built them) are the reference's (registration order).
+std::string norm_layers_mismatch(const std::vector<std::vector<int64_t>>& reference,
+                                 const std::vector<std::vector<int64_t>>& candidate) {
+  if (reference == candidate) return "";
+  if (candidate.empty()) {
+    return "ModelNew builds no norm layer kloop can set (torch.nn BatchNorm, InstanceNorm, LayerNorm or GroupNorm "
+           "with affine parameters) where the reference has " +
+           std::to_string(reference.size()) + " (" + shapes_text(reference) + ")";
+  }
+  return "ModelNew's norm layers (" + std::to_string(candidate.size()) + ": " + shapes_text(candidate) +
+         ") are not the reference's (" + std::to_string(reference.size()) + ": " + shapes_text(reference) +
+         "), so kloop cannot hand both the same values";
+}
+
+}  // namespace
+
+std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& tests, std::vector<wire::Case>& cases,
+                                                 int calls) {
   // Outputs travel by CUDA IPC on a GPU, by files on the CPU.
   v_.exchange = !options_.output_transport.empty() ? options_.output_transport : cpu_ ? "file" : "cuda_ipc";
   if (v_.exchange != "file" && v_.exchange != "cuda_ipc") {
@@ -138,10 +169,15 @@ std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& te
   tolerance_ = to_json(protocol_.tolerance);
   std::vector<std::string> input_names;
   for (const auto& in : spec_.inputs) input_names.push_back(in.name);
+  // Strict's non-identity norm values under seeded construction: the
+  // reference's norm layers, from the first case's prepare.
+  std::optional<std::vector<std::vector<int64_t>>> reference_norms;
   for (std::size_t ti = 0; ti < tests.size(); ++ti) {
     const TestCase& t = tests[ti];
     const wire::Case& c = cases[ti];
-    ref_call(wire::Prepare{work_.shared(), c}, options_.run_timeout, v_.phases.reference);
+    const wire::PrepareReply prepared =
+        ref_call(wire::Prepare{work_.shared(), c}, options_.run_timeout, v_.phases.reference);
+    if (ti == 0) reference_norms = prepared.norm_layers;
     for (int call = 0; call < calls; ++call) {
       CallObservation o;
       o.test.case_id = t.id;
@@ -190,6 +226,17 @@ std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& te
       }
       if (auto bad = worker_failed(CallStatus::of(ran))) return *bad;
       const wire::RunReply& info = ran->reply;
+      if (ti == 0 && call == 0 && reference_norms) {
+        const std::string why = norm_layers_mismatch(*reference_norms, info.norm_layers.value_or(
+                                                                           std::vector<std::vector<int64_t>>{}));
+        if (!why.empty()) {
+          // Not applied, rather than failing a correct kernel: every case
+          // keeps the norm layers' own initialisation, from the start.
+          v_.checks_not_applied.push_back("non-identity norm parameters: " + why);
+          for (auto& each : cases) each.randomize_identity_params = false;
+          return run_tests(tests, cases, calls);
+        }
+      }
       for (const auto& a : info.aliases) {
         if (a.output < 0 || a.output >= expected_count || a.input < 0 ||
             a.input >= static_cast<int>(spec_.inputs.size())) {

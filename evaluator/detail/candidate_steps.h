@@ -44,7 +44,12 @@ class CandidateSteps {
   // from the same seed) and publishes its outputs and its inputs after the
   // call; the reference judges them where they are. Expected values never
   // leave the reference's process, and memory holds one call.
-  std::optional<Verdict> run_tests(const std::vector<TestCase>& tests, const std::vector<wire::Case>& cases, int calls);
+  // The tests, call by call. Under seeded construction with strict's
+  // non-identity norm parameters, the candidate's norm layers must match
+  // the reference's (count and shapes) for that check to apply; where they
+  // do not, `cases` lose it, the tests start again without it, and the
+  // verdict says which check was not applied and why.
+  std::optional<Verdict> run_tests(const std::vector<TestCase>& tests, std::vector<wire::Case>& cases, int calls);
 
   // The reference's trace (for the activity audit), the timing by the
   // trusted timer (`timer`, calibrated before the candidate started), the

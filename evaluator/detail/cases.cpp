@@ -13,7 +13,7 @@ namespace kloop::detail {
 namespace {
 
 wire::Draw draw_of(const Distribution& d, const DimValues& dims) {
-  wire::Draw out{d.kind, {}};
+  wire::Draw out{d.kind, {}, d.structure};
   for (const auto& [k, e] : d.params) out.params[k] = eval_expr(e, dims);
   return out;
 }
@@ -38,9 +38,11 @@ std::vector<wire::Arg> args_of(const ProblemSpec& spec, const DimValues& dims) {
 
 // One case of the reference worker's `generate` command: a model instance
 // built from `weight_seed` at `dims`, called `calls` times on inputs drawn
-// from `seed` (shifted to mean zero when `centered`) and multiplied by `scale`.
+// from `seed` (shifted to mean zero when `centered`) and multiplied by `scale`;
+// its weights drawn or seeded (`construction`, wire::Construction).
 wire::Case generate_case(const ProblemSpec& spec, const DimValues& dims, int id, uint64_t seed, uint64_t weight_seed,
-                         double scale, int calls, bool randomize_identity_params, bool centered) {
+                         double scale, int calls, bool randomize_identity_params, bool centered,
+                         wire::Construction construction) {
   wire::Case c;
   c.id = id;
   c.seed = seed;
@@ -56,6 +58,7 @@ wire::Case generate_case(const ProblemSpec& spec, const DimValues& dims, int id,
   c.calls = calls;
   for (const auto& [name, d] : spec.weights) c.weight_overrides[name] = draw_of(d, dims);
   c.randomize_identity_params = randomize_identity_params;
+  c.construction = construction;
   return c;
 }
 

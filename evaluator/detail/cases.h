@@ -18,9 +18,11 @@ namespace kloop::detail {
 
 // One case of the reference worker's `generate` command: a model instance
 // built from `weight_seed` at `dims`, called `calls` times on inputs drawn
-// from `seed` (shifted to mean zero when `centered`) and multiplied by `scale`.
+// from `seed` (shifted to mean zero when `centered`) and multiplied by `scale`;
+// its weights drawn or seeded (`construction`, wire::Construction).
 wire::Case generate_case(const ProblemSpec& spec, const DimValues& dims, int id, uint64_t seed, uint64_t weight_seed,
-                         double scale, int calls, bool randomize_identity_params, bool centered = false);
+                         double scale, int calls, bool randomize_identity_params, bool centered = false,
+                         wire::Construction construction = wire::Construction::kDrawn);
 
 // True when no floating-point output holds a NaN or an Inf.
 bool all_finite(const std::vector<HostTensor>& tensors);

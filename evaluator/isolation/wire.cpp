@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 
@@ -117,11 +118,21 @@ void read_fields(const json& j, S& v, const Fields& fields) {
   void to_json(json& j, const T&) { j = json::object(); }                        \
   void from_json(const json&, T&) {}
 
-KLOOP_WIRE(Draw, REQ(kind), OPT(params))
+// A case's construction as a word; any other word is an error, not a default.
+void to_json(json& j, const Construction& v) { j = v == Construction::kSeeded ? "seeded" : "drawn"; }
+void from_json(const json& j, Construction& v) {
+  const std::string word = j.get<std::string>();
+  if (word != "drawn" && word != "seeded") {
+    throw std::invalid_argument("a case's construction is 'drawn' or 'seeded', not '" + word + "'");
+  }
+  v = word == "seeded" ? Construction::kSeeded : Construction::kDrawn;
+}
+
+KLOOP_WIRE(Draw, REQ(kind), OPT(params), OPT(structure))
 KLOOP_WIRE(Arg, REQ(name), REQ(type), REQ(value))
 KLOOP_WIRE(InputSpec, REQ(name), REQ(dtype), REQ(shape), REQ(dist))
 KLOOP_WIRE(Case, REQ(id), REQ(seed), OPT(weight_seed), OPT(scale), REQ(args), REQ(inputs), OPT(calls),
-           OPT(weight_overrides), OPT(randomize_identity_params))
+           OPT(weight_overrides), OPT(randomize_identity_params), OPT(construction))
 KLOOP_WIRE_EMPTY(NoReply)
 
 KLOOP_WIRE(Load, REQ(library), REQ(role), OPT(device), OPT(threads), OPT(arity), OPT(entry), OPT(python_host),
@@ -134,8 +145,8 @@ KLOOP_WIRE(CalibrateReply, OPT(device), OPT(copy_bytes), OPT(copy_seconds), OPT(
 KLOOP_WIRE(GeneratedCase, OPT(id), OPT(output_shapes), OPT(parameters))
 KLOOP_WIRE(Generate, REQ(dir), REQ(cases), OPT(weights_and_inputs))
 KLOOP_WIRE(GenerateReply, OPT(cases))
-KLOOP_WIRE(Prepare, REQ(dir), REQ_AS(c, "case"))
-KLOOP_WIRE(PrepareReply, OPT(parameters))
+KLOOP_WIRE(Prepare, REQ(dir), REQ_AS(c, "case"), OPT(write_weights))
+KLOOP_WIRE(PrepareReply, OPT(parameters), OPT(norm_layers))
 KLOOP_WIRE(Expect, REQ(dir), REQ_AS(c, "case"), REQ(call), OPT(retain), OPT(fp64), OPT(publish_inputs))
 KLOOP_WIRE(ExpectReply, REQ(output_shapes), OPT(inputs_exchange), OPT(inputs_exchange_error))
 
@@ -145,7 +156,7 @@ KLOOP_WIRE(Judge, REQ(exchange), REQ(tolerance), OPT(post), OPT(keep_for_next_ca
            OPT(exact_allowance), OPT(identity), OPT(defer_analysis))
 KLOOP_WIRE(JudgeReply, REQ(outputs), REQ(output_count), REQ(expected_count), OPT(mutated_inputs),
            OPT(error_analysis), OPT(fp64_unavailable), OPT(same_as_previous_call), OPT(expected_same_as_previous_call),
-           OPT(identical), OPT(fp64_deferred))
+           OPT(identical), OPT(fp64_deferred), OPT(matches_previous_expected))
 KLOOP_WIRE(DeferredAnalysis, REQ_AS(case_id, "case"), REQ(call), OPT(error_analysis), OPT(fp64_unavailable))
 KLOOP_WIRE(AnalyzeDeferredReply, REQ(calls))
 KLOOP_WIRE_EMPTY(AnalyzeDeferred)
@@ -153,7 +164,7 @@ KLOOP_WIRE_EMPTY(AnalyzeDeferred)
 KLOOP_WIRE(Alias, REQ(output), REQ(input))
 KLOOP_WIRE(WrongDevice, REQ(output), REQ(device))
 KLOOP_WIRE(Run, REQ(dir), OPT(out_dir), REQ_AS(c, "case"), REQ(call), OPT(transport), OPT(inputs_exchange))
-KLOOP_WIRE(RunReply, OPT(seconds), OPT(aliases), OPT(wrong_device), OPT(exchange))
+KLOOP_WIRE(RunReply, OPT(seconds), OPT(aliases), OPT(wrong_device), OPT(exchange), OPT(norm_layers))
 KLOOP_WIRE(Export, REQ(transport))
 KLOOP_WIRE(ExchangeReply, OPT(exchange))
 

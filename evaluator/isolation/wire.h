@@ -34,6 +34,7 @@ using json = nlohmann::json;
 struct Draw {
   std::string kind;
   std::map<std::string, double> params;
+  std::string structure;  // "" or generator.h's DrawSpec::structure
 };
 
 // One constructor argument, typed by the spec ("int", "float", "bool",
@@ -52,9 +53,20 @@ struct InputSpec {
   Draw dist;
 };
 
+// How a case's module gets its weights (README: KernelBench candidates).
+// kDrawn: constructed, then every parameter drawn from kloop's generator
+// (`weight_seed`, the spec's overrides); a compiled candidate gets them by
+// name. kSeeded: KernelBench's contract: the CPU generator seeded with
+// construction_seed() right before the module is built on the CPU, its own
+// initialisation kept, then moved to the device; a Python candidate is
+// built the same way, so parameters are equal by construction whatever
+// they are called and whatever it derives from them.
+enum class Construction { kDrawn, kSeeded };
+
 // One test case: a module built with `args`, weights drawn from
-// `weight_seed` (with the spec's overrides), `calls` calls whose inputs are
-// drawn from `seed` (call k's from the stream "call<k>") and scaled.
+// `weight_seed` (with the spec's overrides) or seeded from it
+// (`construction`), `calls` calls whose inputs are drawn from `seed` (call
+// k's from the stream "call<k>") and scaled.
 struct Case {
   int id = 0;
   uint64_t seed = 0;
@@ -65,6 +77,12 @@ struct Case {
   int calls = 1;
   std::map<std::string, Draw> weight_overrides;
   bool randomize_identity_params = false;
+  Construction construction = Construction::kDrawn;
+  // The seed of a seeded construction: torch's CPU generator (an mt19937)
+  // keeps 32 bits of a seed, so the case's seed is folded to them.
+  uint64_t construction_seed() const { return (weight_seed ^ (weight_seed >> 32)) & 0xffffffffu; }
+  // The seed of strict's non-identity norm values under seeded construction.
+  uint64_t norm_seed() const { return (construction_seed() * 2654435761u + 97) & 0xffffffffu; }
 };
 
 // ---- commands and replies --------------------------------------------------
@@ -137,12 +155,18 @@ struct Generate {
 std::string weights_file(const std::string& dir, int case_id);
 struct PrepareReply {
   std::size_t parameters = 0;
+  // A seeded case with randomize_identity_params: the weight shapes of the
+  // norm layers that took non-identity values, in registration order.
+  std::optional<std::vector<std::vector<int64_t>>> norm_layers;
 };
 struct Prepare {
   using Reply = PrepareReply;
   static constexpr const char* kOp = "prepare";
   std::string dir;
   Case c;
+  // A seeded case: also write its weights file (port parity compares them
+  // with upstream's; an evaluation's Python candidate builds its own).
+  bool write_weights = false;
 };
 
 // Reference: one call's inputs drawn and expected outputs computed, kept.
@@ -181,6 +205,9 @@ struct JudgeReply {
   std::optional<std::string> fp64_unavailable;
   std::optional<bool> same_as_previous_call;
   std::optional<bool> expected_same_as_previous_call;
+  // Every output within the tolerance of the previous call's expected
+  // outputs (the stale-output check: a result cached across calls).
+  std::optional<bool> matches_previous_expected;
   std::optional<std::vector<bool>> identical;  // per output, bit for bit (when asked: identity)
   // The fp64 twin did not run beside the candidate (why): the outputs wait
   // in the reference's host memory for AnalyzeDeferred.
@@ -226,6 +253,11 @@ struct WrongDevice {
 };
 struct RunReply {
   double seconds = 0;
+  // A Python candidate built for a seeded case with
+  // randomize_identity_params (this call built it): the weight shapes of
+  // the norm layers that took non-identity values, in the order it built
+  // them. A claim: it decides only whether that check applies.
+  std::optional<std::vector<std::vector<int64_t>>> norm_layers;
   std::vector<Alias> aliases;
   std::vector<WrongDevice> wrong_device;
   std::optional<json> exchange;  // what it says it published (untrusted)

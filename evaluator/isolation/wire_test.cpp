@@ -18,11 +18,13 @@ Case sample_case() {
   c.weight_seed = 7;
   c.scale = 1e-3;
   c.args = {{"dim", "int", 4096}, {"eps", "float", 1e-5}, {"sizes", "ints", {1, 2}}};
-  c.inputs = {{"x", "float32", {16, 4096}, {"randn", {}}},
-              {"m", "int64", {16}, {"randint", {{"low", 0}, {"high", 9}}}}};
+  c.inputs = {{"x", "float32", {16, 4096}, {"randn", {}, ""}},
+              {"m", "int64", {16}, {"randint", {{"low", 0}, {"high", 9}}, ""}},
+              {"a", "float32", {8, 8}, {"rand", {}, "symmetric"}}};
   c.calls = 2;
-  c.weight_overrides = {{"weight", {"ones", {}}}};
+  c.weight_overrides = {{"weight", {"ones", {}, ""}}};
   c.randomize_identity_params = true;
+  c.construction = Construction::kSeeded;
   return c;
 }
 
@@ -36,6 +38,13 @@ TEST(WireTest, CasesAndCommandsReadBackAsWritten) {
   EXPECT_EQ(json(c), json(sample_case()));
   EXPECT_EQ(c.seed, 0xfeedfacecafebeefULL);
   EXPECT_EQ(c.inputs[1].dist.params.at("high"), 9);
+  EXPECT_EQ(c.inputs[2].dist.structure, "symmetric");
+  EXPECT_EQ(c.construction, Construction::kSeeded);
+  EXPECT_EQ(c.construction_seed(), sample_case().construction_seed());
+  EXPECT_LT(c.construction_seed(), uint64_t{1} << 32) << "torch's CPU generator keeps 32 bits of a seed";
+  json unknown = json(c);
+  unknown["construction"] = "loaded";
+  EXPECT_THROW(unknown.get<Case>(), std::invalid_argument);
 
   Expect e{"/w/shared", sample_case(), 5, true, true, "cuda_ipc"};
   const json sent = command_json(e);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "base/settings.h"
+#include "evaluator/runtime/generator.h"
 
 namespace kloop {
 namespace {
@@ -25,7 +26,9 @@ const std::set<std::string> kKnownKeys = {
 const std::map<std::string, std::vector<std::string>> kDistParams = {
     {"rand", {}},          {"randn", {}},           {"uniform", {"low", "high"}},
     {"normal", {"mean", "std"}}, {"randint", {"low", "high"}}, {"ones", {}},
-    {"zeros", {}},         {"bernoulli", {"p"}}};
+    {"zeros", {}},         {"bernoulli", {"p"}},    {"sign", {}}};
+// Parameters a distribution may leave out (sign's p: 0.5).
+const std::map<std::string, std::vector<std::string>> kOptionalDistParams = {{"sign", {"p"}}};
 
 class SpecReader {
  public:
@@ -94,6 +97,14 @@ class SpecReader {
       for (const auto& kv : node) {
         std::string key = kv.first.Scalar();
         if (key == kind_key) continue;
+        if (key == "structure") {
+          d.structure = scalar(kv.second, field + ".structure");
+          if (!is_distribution_structure(d.structure)) {
+            fail(kv.second, field + ".structure",
+                 "unknown structure '" + d.structure + "'; expected one of " + distribution_structures());
+          }
+          continue;
+        }
         d.params[key] = expression(kv.second, field + "." + key);
       }
     } else {
@@ -109,6 +120,9 @@ class SpecReader {
     for (const auto& [k, v] : d.params) {
       bool known = false;
       for (const auto& p : it->second) known |= (p == k);
+      if (auto opt = kOptionalDistParams.find(d.kind); opt != kOptionalDistParams.end()) {
+        for (const auto& p : opt->second) known |= (p == k);
+      }
       if (!known) fail(node, field + "." + k, "'" + d.kind + "' takes no parameter '" + k + "'");
     }
     return d;
@@ -284,6 +298,11 @@ ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& s
     if (!dtype) r.fail(in["dtype"], f + ".dtype", "unknown dtype '" + dt + "'; expected one of " + dtype_choices());
     spec.dtype = *dtype;
     if (in["dist"]) spec.dist = r.distribution(in["dist"], f + ".dist");
+    if (!spec.dist.structure.empty() && spec.shape.size() < 2) {
+      r.fail(in["dist"], f + ".dist.structure",
+             "'" + spec.dist.structure + "' is a structure of matrices (the last two dimensions), but the shape has " +
+                 std::to_string(spec.shape.size()));
+    }
     if (!dtype_is_floating(spec.dtype) && (spec.dist.kind == "rand" || spec.dist.kind == "randn" ||
                                            spec.dist.kind == "normal" || spec.dist.kind == "uniform")) {
       r.fail(in["dist"] ? in["dist"] : in, f + ".dist",
@@ -320,6 +339,9 @@ ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& s
     if (!root["weights"].IsMap()) r.fail(root["weights"], "weights", "expected a map of parameter name to distribution");
     for (const auto& kv : root["weights"]) {
       s.weights[kv.first.Scalar()] = r.distribution(kv.second, "weights." + kv.first.Scalar());
+      if (!s.weights[kv.first.Scalar()].structure.empty()) {
+        r.fail(kv.second, "weights." + kv.first.Scalar() + ".structure", "weights take no structure (inputs do)");
+      }
     }
   }
   if (root["centered_inputs"] && !root["centered_inputs"].IsNull()) {

@@ -22,8 +22,11 @@ class SpecError : public std::runtime_error {
 
 // How a tensor's values are drawn. Parameters are expressions of dims.
 struct Distribution {
-  std::string kind = "randn";  // rand randn uniform normal randint ones zeros bernoulli
+  std::string kind = "randn";  // rand randn uniform normal randint ones zeros bernoulli sign
   std::map<std::string, std::string> params;
+  // "" or a structure over the last two dimensions: symmetric,
+  // upper_triangular, lower_triangular (README: Problem specs).
+  std::string structure;
 };
 
 struct InputSpec {

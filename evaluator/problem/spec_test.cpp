@@ -129,6 +129,29 @@ TEST_F(SpecTest, RejectsMissingDistributionParameters) {
   EXPECT_NE(msg.find("inputs[1].dist.high"), std::string::npos) << msg;
 }
 
+// Upstream's structured inputs: a structure over the last two dimensions,
+// and sign labels (+-1, p optional).
+TEST_F(SpecTest, StructuredAndSignDistributions) {
+  const std::string structured =
+      replace(replace(kValid, "{name: x, shape: [batch_size, dim], dtype: float32, dist: randn}",
+                      "{name: x, shape: [batch_size, dim], dtype: float32, dist: {kind: rand, structure: "
+                      "upper_triangular}}"),
+              "dist: {kind: randint, low: 0, high: classes}", "dist: {kind: sign, p: 0.3}");
+  const ProblemSpec s = load_problem_spec(write("7_Task", replace(structured, "dtype: int64", "dtype: float32")), "test");
+  EXPECT_EQ(s.inputs[0].dist.kind, "rand");
+  EXPECT_EQ(s.inputs[0].dist.structure, "upper_triangular");
+  EXPECT_EQ(s.inputs[1].dist.kind, "sign");
+  EXPECT_EQ(s.inputs[1].dist.params.at("p"), "0.3");
+
+  std::string msg = error_of(replace(kValid, "dist: randn}", "dist: {kind: randn, structure: diagonal}}"));
+  EXPECT_NE(msg.find("inputs[0].dist.structure"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("symmetric, upper_triangular, lower_triangular"), std::string::npos) << msg;
+  msg = error_of(replace(kValid, "dist: {kind: randint, low: 0, high: classes}",
+                         "dist: {kind: randint, low: 0, high: classes, structure: symmetric}"));
+  EXPECT_NE(msg.find("inputs[1].dist.structure"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("shape has 1"), std::string::npos) << msg;
+}
+
 TEST_F(SpecTest, RejectsUnknownFieldsAndVariantDims) {
   EXPECT_NE(error_of(std::string(kValid) + "tolerence: 1\n").find("field 'tolerence': unknown field"),
             std::string::npos);

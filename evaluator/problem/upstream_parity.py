@@ -16,7 +16,10 @@ The task file defines `Model` (a torch.nn.Module), `get_inputs` and
 `get_init_inputs`. The model is built from kloop's constructor arguments by
 parameter name (a parameter kloop does not list keeps its default), its
 state_dict is replaced by kloop's weights (same names and shapes, or the
-task is a key mismatch), and forward runs on kloop's inputs. The outputs go
+task is a key mismatch), and forward runs on kloop's inputs. With --seed
+(KernelBench's construction) the model is built after torch.manual_seed,
+keeps its own initialisation, and its state_dict is compared with kloop's
+seeded reference's bit for bit (a weights mismatch names what differs). The outputs go
 to O.safetensors (kloop's tensor files are safetensors); one JSON line (on
 stdout, or the socket) says what happened.
 
@@ -146,7 +149,15 @@ def run_task(a):
     if missing_args:
         return dict(ok=False, kind="arg_mismatch", error="constructor parameter(s) %s are not among kloop's args %s"
                     % (missing_args, sorted(kloop_args)))
-    model = module.Model(**kwargs)
+    seed = getattr(a, "seed", None)
+    if seed is not None:
+        # KernelBench's construction: the generator seeded right before the
+        # constructor, on the CPU, without gradients.
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            model = module.Model(**kwargs)
+    else:
+        model = module.Model(**kwargs)
 
     weights = dict(read_tensors(a.weights))
     state = model.state_dict()
@@ -156,7 +167,22 @@ def run_task(a):
                     for k in state if k in weights and tuple(state[k].shape) != tuple(weights[k].shape))
     if upstream_only or kloop_only or shapes:
         return dict(ok=False, kind="key_mismatch", upstream_only=upstream_only, kloop_only=kloop_only, shapes=shapes)
-    model.load_state_dict({k: weights[k].to(state[k].dtype) for k in state})
+    if seed is not None:
+        # kloop's seeded reference against upstream's seeded Model, tensor by
+        # tensor, bit for bit (the dtype too).
+        differ = []
+        for k in state:
+            mine, theirs = state[k].detach().cpu(), weights[k]
+            if mine.dtype != theirs.dtype:
+                differ.append("%s: dtype upstream %s, kloop %s" % (k, mine.dtype, theirs.dtype))
+            elif not torch.equal(mine.view(torch.uint8) if mine.dtype == torch.bool else mine,
+                                 theirs.view(torch.uint8) if theirs.dtype == torch.bool else theirs):
+                worst = (mine.double() - theirs.double()).abs().max().item() if mine.is_floating_point() else None
+                differ.append("%s (max abs difference %s)" % (k, "%.3g" % worst if worst is not None else "n/a"))
+        if differ:
+            return dict(ok=False, kind="weights_mismatch", weights_compared=len(state), differ=differ[:20])
+    else:
+        model.load_state_dict({k: weights[k].to(state[k].dtype) for k in state})
     # In the mode a new module has (training), as KernelBench runs it and as
     # kloop's references run: batch norm on the batch's statistics.
     model = model.to(a.device)
@@ -174,7 +200,8 @@ def run_task(a):
             t = torch.tensor(t)
         outs.append(("output%d" % i, t))
     write_tensors(a.out, outs)
-    return dict(ok=True, outputs=len(outs), state_dict_keys=len(state), tf32=tf32)
+    return dict(ok=True, outputs=len(outs), state_dict_keys=len(state), tf32=tf32,
+                weights_compared=len(state) if seed is not None else 0)
 
 
 def answer(a):
@@ -193,7 +220,7 @@ def serve():
         if not line.strip():
             continue
         request = json.loads(line)
-        a = argparse.Namespace(dims=None, device="cpu")
+        a = argparse.Namespace(dims=None, device="cpu", seed=None)
         for key, value in request.items():
             setattr(a, key, value)
         reply = answer(a)
@@ -213,6 +240,8 @@ def main():
         ap.add_argument(flag)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dims", help="kloop's dims (JSON): module-level globals of the same names take these values")
+    ap.add_argument("--seed", type=int, help="build Model after torch.manual_seed(SEED) (KernelBench's construction) "
+                    "and compare its state_dict with --weights bit for bit, instead of loading them")
     a = ap.parse_args()
     if a.serve:
         return serve()

@@ -76,10 +76,45 @@ philox::Draw resolve_draw(const DrawSpec& draw, const std::string& name, DType d
   } else if (k == "bernoulli") {
     d.kind = Kind::kBernoulli;
     d.a = param(draw, "p");
+  } else if (k == "sign") {
+    d.kind = Kind::kSign;
+    d.a = draw.params.count("p") ? param(draw, "p") : 0.5;
   } else {
-    throw std::invalid_argument("unknown distribution '" + k + "' for '" + name + "'");
+    throw std::invalid_argument("unknown distribution '" + k + "' for '" + name + "'; expected one of " +
+                                distribution_kinds());
+  }
+  const std::string& s = draw.structure;
+  if (!s.empty()) {
+    if (!is_distribution_structure(s)) {
+      throw std::invalid_argument("unknown structure '" + s + "' for '" + name + "'; expected one of " +
+                                  distribution_structures());
+    }
+    if (draw.rows <= 0 || draw.cols <= 0) {
+      throw std::invalid_argument("the structure '" + s + "' of '" + name + "' needs a tensor of two or more dimensions");
+    }
+    if (s == "symmetric" && draw.rows != draw.cols) {
+      throw std::invalid_argument("'" + name + "' is symmetric but its matrices are " + std::to_string(draw.rows) +
+                                  " x " + std::to_string(draw.cols) + ", not square");
+    }
+    d.structure = s == "symmetric"          ? philox::Structure::kSymmetric
+                  : s == "upper_triangular" ? philox::Structure::kUpper
+                                            : philox::Structure::kLower;
+    d.rows = static_cast<uint64_t>(draw.rows);
+    d.cols = static_cast<uint64_t>(draw.cols);
   }
   return d;
+}
+
+std::string distribution_kinds() { return "rand, randn, uniform, normal, randint, ones, zeros, bernoulli, sign"; }
+std::string distribution_structures() { return "symmetric, upper_triangular, lower_triangular"; }
+bool is_distribution_kind(const std::string& kind) {
+  for (const char* k : {"rand", "randn", "uniform", "normal", "randint", "ones", "zeros", "bernoulli", "sign"}) {
+    if (kind == k) return true;
+  }
+  return false;
+}
+bool is_distribution_structure(const std::string& structure) {
+  return structure == "symmetric" || structure == "upper_triangular" || structure == "lower_triangular";
 }
 
 namespace {

@@ -17,10 +17,20 @@ namespace kloop {
 
 // A distribution with its parameters already evaluated to numbers.
 struct DrawSpec {
-  std::string kind = "randn";  // rand randn uniform normal randint ones zeros bernoulli
+  std::string kind = "randn";  // rand randn uniform normal randint ones zeros bernoulli sign
   std::map<std::string, double> params;
   double scale = 1.0;  // multiplies floating-point draws (hidden-test distributions)
+  // "", symmetric, upper_triangular, lower_triangular (philox::Structure),
+  // over the tensor's last two dimensions, rows x cols.
+  std::string structure;
+  int64_t rows = 0, cols = 0;
 };
+
+// The distribution kinds and structures, for messages.
+std::string distribution_kinds();   // "rand, randn, ..."
+std::string distribution_structures();  // "symmetric, upper_triangular, lower_triangular"
+bool is_distribution_kind(const std::string& kind);
+bool is_distribution_structure(const std::string& structure);
 
 // The per-tensor seed: mixes the run seed with the tensor's stream name.
 uint64_t stream_seed(uint64_t seed, const std::string& stream);

@@ -50,6 +50,71 @@ TEST(GeneratorTest, DistributionsHaveTheirMoments) {
   check(spec("rand", {}, -1.0), -0.5, 1.0 / 12);  // the x-1 hidden distribution
 }
 
+// upstream's get_inputs structures (13, 14, 15 of level 1): each matrix of
+// a batch symmetric or triangular, under every scaling; the entries kept
+// are the plain draw's.
+TEST(GeneratorTest, StructuredMatricesHoldTheirStructureUnderScaling) {
+  const int64_t b = 3, n = 37;
+  for (double scale : {1.0, 3.0, 0.01, -1.0}) {
+    DrawSpec plain = spec("rand", {}, scale);
+    DrawSpec sym = plain, upper = plain, lower = plain;
+    sym.structure = "symmetric";
+    upper.structure = "upper_triangular";
+    lower.structure = "lower_triangular";
+    for (DrawSpec* d : {&sym, &upper, &lower}) d->rows = d->cols = n;
+    const auto x = generate_tensor("A", DType::kFloat32, {b, n, n}, plain, 5);
+    const auto s = generate_tensor("A", DType::kFloat32, {b, n, n}, sym, 5);
+    const auto u = generate_tensor("A", DType::kFloat32, {b, n, n}, upper, 5);
+    const auto l = generate_tensor("A", DType::kFloat32, {b, n, n}, lower, 5);
+    for (int64_t m = 0; m < b; ++m) {
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t c = 0; c < n; ++c) {
+          const auto at = static_cast<std::size_t>((m * n + r) * n + c);
+          const auto mirror = static_cast<std::size_t>((m * n + c) * n + r);
+          ASSERT_EQ(s.at(at), s.at(mirror)) << "not symmetric at " << m << "," << r << "," << c;
+          // (X + X^T) / 2 of the plain draw, in the generator's double
+          // arithmetic before the store to float.
+          EXPECT_NEAR(s.at(at), 0.5 * (x.at(at) + x.at(mirror)), 1e-6 * std::abs(scale));
+          EXPECT_EQ(u.at(at), c >= r ? x.at(at) : 0.0);
+          EXPECT_EQ(l.at(at), c <= r ? x.at(at) : 0.0);
+        }
+      }
+    }
+  }
+  DrawSpec bad = spec("rand");
+  bad.structure = "symmetric";
+  bad.rows = 3;
+  bad.cols = 4;
+  EXPECT_THROW(generate_tensor("A", DType::kFloat32, {3, 4}, bad, 1), std::invalid_argument);
+  bad.structure = "diagonal";
+  bad.cols = 3;
+  EXPECT_THROW(generate_tensor("A", DType::kFloat32, {3, 3}, bad, 1), std::invalid_argument);
+}
+
+// Hinge loss labels (level 1's 100): +1 or -1, about half each; a scaling
+// keeps them labels (x-1 flips them) and they are already of mean zero.
+TEST(GeneratorTest, SignLabelsArePlusOrMinusOneUnderEveryScaling) {
+  const auto base = generate_tensor("y", DType::kFloat32, {10000}, spec("sign"), 9);
+  int plus = 0;
+  for (int i = 0; i < 10000; ++i) {
+    ASSERT_TRUE(base.at(i) == 1.0 || base.at(i) == -1.0) << base.at(i);
+    plus += base.at(i) > 0;
+  }
+  EXPECT_NEAR(plus, 5000, 300);
+  const auto x3 = generate_tensor("y", DType::kFloat32, {10000}, spec("sign", {}, 3.0), 9);
+  const auto tiny = generate_tensor("y", DType::kFloat32, {10000}, spec("sign", {}, 0.01), 9);
+  const auto flipped = generate_tensor("y", DType::kFloat32, {10000}, spec("sign", {}, -1.0), 9);
+  for (int i = 0; i < 10000; ++i) {
+    ASSERT_EQ(x3.at(i), base.at(i));
+    ASSERT_EQ(tiny.at(i), base.at(i));
+    ASSERT_EQ(flipped.at(i), -base.at(i));
+  }
+  const auto skewed = generate_tensor("y", DType::kFloat32, {10000}, spec("sign", {{"p", 0.2}}), 9);
+  int skewed_plus = 0;
+  for (int i = 0; i < 10000; ++i) skewed_plus += skewed.at(i) > 0;
+  EXPECT_NEAR(skewed_plus, 2000, 300);
+}
+
 TEST(GeneratorTest, IntegersStayInRangeAndAreNeverScaled) {
   auto t = generate_tensor("targets", DType::kInt64, {10000}, spec("randint", {{"low", 0}, {"high", 10}}, 3.0), 1);
   std::vector<int> seen(10, 0);

@@ -138,7 +138,13 @@ KLOOP_HD void cos_sin_turn(double u, double& c, double& s) {
 
 // ---- distributions -------------------------------------------------------
 
-enum class Kind : int { kRand, kRandn, kUniform, kNormal, kRandint, kOnes, kZeros, kBernoulli };
+enum class Kind : int { kRand, kRandn, kUniform, kNormal, kRandint, kOnes, kZeros, kBernoulli, kSign };
+
+// A structure over the last two dimensions (rows x cols) of the tensor,
+// each matrix of a batch alike, as upstream's get_inputs builds it:
+// symmetric (X + X^T) / 2 of the draw (square), upper or lower triangular
+// (the draw where col >= row, resp. col <= row; 0 elsewhere).
+enum class Structure : int { kNone, kSymmetric, kUpper, kLower };
 
 // One tensor's draw, resolved to numbers (plain data: it is a kernel
 // argument).
@@ -147,6 +153,8 @@ struct Draw {
   double a = 0, b = 0;  // low/high, mean/std, or p
   double scale = 1;     // 1 for integer dtypes
   uint64_t key = 0;     // the tensor's stream
+  Structure structure = Structure::kNone;
+  uint64_t rows = 1, cols = 1;  // the matrices' shape, for a structure
 };
 
 KLOOP_HD double unit_open0(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }   // [0, 1)
@@ -154,7 +162,7 @@ KLOOP_HD double unit_open1(uint64_t bits) { return static_cast<double>((bits >> 
 
 // Elements 2k and 2k+1 of the tensor, as doubles before the dtype's
 // conversion.
-KLOOP_HD void pair_values(const Draw& d, uint64_t k, double v[2]) {
+KLOOP_HD void element_pair(const Draw& d, uint64_t k, double v[2]) {
   if (d.kind == Kind::kOnes || d.kind == Kind::kZeros) {
     v[0] = v[1] = mul(d.kind == Kind::kOnes ? 1.0 : 0.0, d.scale);
     return;
@@ -198,10 +206,49 @@ KLOOP_HD void pair_values(const Draw& d, uint64_t k, double v[2]) {
       v[0] = mul(unit_open0(b0) < d.a ? 1.0 : 0.0, d.scale);
       v[1] = mul(unit_open0(b1) < d.a ? 1.0 : 0.0, d.scale);
       return;
+    case Kind::kSign: {
+      // Labels: +1 with probability p, else -1. A scaling keeps them labels:
+      // only its sign applies (x-1 flips them; x3 and x0.01 do nothing).
+      const double flip = d.scale < 0 ? -1.0 : 1.0;
+      v[0] = unit_open0(b0) < d.a ? flip : -flip;
+      v[1] = unit_open0(b1) < d.a ? flip : -flip;
+      return;
+    }
     default:
       v[0] = v[1] = 0;
       return;
   }
+}
+
+// Element i of the draw before any structure.
+KLOOP_HD double element_value(const Draw& d, uint64_t i) {
+  double v[2];
+  element_pair(d, i / 2, v);
+  return v[i & 1];
+}
+
+// Element i of a structured draw whose own value is `own`.
+KLOOP_HD double structured_value(const Draw& d, uint64_t i, double own) {
+  const uint64_t col = i % d.cols, row = (i / d.cols) % d.rows;
+  switch (d.structure) {
+    case Structure::kUpper: return col >= row ? own : 0.0;
+    case Structure::kLower: return col <= row ? own : 0.0;
+    case Structure::kSymmetric: {
+      if (row == col) return own;
+      const uint64_t mirror = i - row * d.cols - col + col * d.cols + row;  // (col, row) of the same matrix
+      return mul(add(own, element_value(d, mirror)), 0.5);
+    }
+    default: return own;
+  }
+}
+
+// Elements 2k and 2k+1 of the tensor, with its structure, as doubles
+// before the dtype's conversion.
+KLOOP_HD void pair_values(const Draw& d, uint64_t k, double v[2]) {
+  element_pair(d, k, v);
+  if (d.structure == Structure::kNone) return;
+  v[0] = structured_value(d, 2 * k, v[0]);
+  v[1] = structured_value(d, 2 * k + 1, v[1]);
 }
 
 // ---- storing: round to nearest even, the same bits on both sides ---------

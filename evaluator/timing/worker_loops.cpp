@@ -17,9 +17,7 @@ wire::BaselineReply Worker::baseline(const wire::Baseline& cmd) {
   release_call_state();  // in an evaluation: the test calls' tensors
   const wire::Case& c = cmd.c;
   const std::string label = "case " + std::to_string(c.id);
-  auto module = construct({}, c.args, label);
-  set_phase("drawing weights for " + label);
-  draw_weights(*module, c, /*keep=*/false);
+  auto module = reference_module(c, label);
   std::vector<std::vector<at::Tensor>> sets;
   wire::BaselineReply reply;
   for (int call = 0; call < c.calls; ++call) {
@@ -91,8 +89,7 @@ wire::TimeSetupReply Worker::time_setup(const wire::TimeSetup& cmd) {
   const wire::Case& c = cmd.c;
   timing_label_ = "case " + std::to_string(c.id);
   release_call_state();
-  auto weights = read_weights(wire::weights_file(cmd.dir, c.id));
-  timing_module_ = construct(weights, c.args, timing_label_);
+  timing_module_ = candidate_module(c, cmd.dir, timing_label_);
   set_phase("warm-up, " + timing_label_);
   const int64_t warm_first = cmd.warmup_first_call.value_or(0);
   std::vector<at::Tensor> set = draw_args(c, warm_first);

@@ -29,6 +29,7 @@ TEST(DeviceGeneratorTest, DrawsTheHostsBits) {
     const char* kind;
     std::map<std::string, double> params;
     std::vector<DType> dtypes;
+    std::string structure = "";  // over matrices of 1021 x 1021 (batched, the last one partial)
   };
   const std::vector<DType> floats = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
   const std::vector<Case> cases = {
@@ -40,6 +41,11 @@ TEST(DeviceGeneratorTest, DrawsTheHostsBits) {
       {"ones", {}, {DType::kFloat32, DType::kInt64}},
       {"randint", {{"low", -7}, {"high", 100}},
        {DType::kInt64, DType::kInt32, DType::kInt16, DType::kInt8, DType::kUInt8}},
+      {"sign", {}, {DType::kFloat32, DType::kInt64}},
+      {"sign", {{"p", 0.2}}, {DType::kFloat32}},
+      {"rand", {}, floats, "symmetric"},
+      {"randn", {}, {DType::kFloat32}, "upper_triangular"},
+      {"uniform", {{"low", -3}, {"high", 5}}, {DType::kFloat32, DType::kFloat64}, "lower_triangular"},
   };
   const int64_t n = (int64_t{3} << 20) + 5;
   for (const auto& c : cases) {
@@ -48,11 +54,16 @@ TEST(DeviceGeneratorTest, DrawsTheHostsBits) {
       d.kind = c.kind;
       d.params = c.params;
       d.scale = 0.7;
+      if (!c.structure.empty()) {
+        d.structure = c.structure;
+        d.rows = d.cols = 1021;
+      }
       HostTensor host = generate_tensor("x", dtype, {n}, d, 42);
       std::vector<uint8_t> device = draw_on_device("x", dtype, n, d, 42);
       std::size_t differing = 0;
       for (std::size_t i = 0; i < device.size(); ++i) differing += device[i] != host.bytes[i];
-      EXPECT_EQ(differing, 0u) << c.kind << " " << dtype_name(dtype) << ": bytes that differ from the host's draw";
+      EXPECT_EQ(differing, 0u) << c.kind << " " << c.structure << " " << dtype_name(dtype)
+                               << ": bytes that differ from the host's draw";
     }
   }
 }

@@ -35,7 +35,8 @@ class ParityTest : public ::testing::Test {
     }
   }
   ParityResult parity(const std::string& name, UpstreamHost* host = nullptr,
-                      const std::string& upstream = std::string(KLOOP_TEST_FIXTURES) + "/upstream") {
+                      const std::string& upstream = std::string(KLOOP_TEST_FIXTURES) + "/upstream",
+                      bool seeded = false) {
     ProblemRegistry registry(KLOOP_TEST_PROBLEMS);
     Builder builder(BuilderConfig::from_environment());
     EvalOptions o;
@@ -46,6 +47,7 @@ class ParityTest : public ::testing::Test {
     po.upstream_root = upstream;
     po.python = python_;
     po.host = host;
+    po.seeded = seeded;
     return check_parity(evaluator, registry.load(name), po);
   }
   std::string python_;
@@ -60,6 +62,43 @@ TEST_F(ParityTest, PortsThatComputeTheUpstreamTaskMatch) {
     EXPECT_TRUE(r.bitwise) << name << ": same weights, same inputs, same LibTorch: max abs " << r.max_abs_error;
   }
   EXPECT_EQ(host.starts(), 1);
+}
+
+// KernelBench's construction on both sides (--weights seeded): kloop's
+// reference built after torch.manual_seed(S) has upstream's Model's
+// parameters under the same seed, bit for bit, whatever the layers (a
+// Linear's Kaiming draws, BatchNorm's ones and zeros); a port that draws
+// in another order than upstream's __init__ is named tensor by tensor.
+TEST_F(ParityTest, SeededConstructionGivesUpstreamsWeightsBitForBit) {
+  UpstreamHost host(python_, (fs::temp_directory_path() / ("kloop-parity-" + std::to_string(getpid()) + ".log")).string());
+  const ParityResult linear = parity("12_Gemm_Multiply_LeakyReLU", &host, std::string(KLOOP_TEST_FIXTURES) + "/upstream",
+                                     /*seeded=*/true);
+  EXPECT_EQ(linear.status, "match") << (linear.details.empty() ? "" : linear.details.front());
+  EXPECT_EQ(linear.weights, "equal");
+  EXPECT_EQ(linear.weights_compared, 2) << "gemm.weight and gemm.bias";
+  EXPECT_TRUE(linear.bitwise);
+
+  // Upstream draws a tensor before building its Linear, the port does not: same names and
+  // shapes, other values.
+  const fs::path root = fs::temp_directory_path() / ("kloop-parity-order-" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "KernelBench" / "level2");
+  std::ofstream(root / "KernelBench" / "level2" / "12_Gemm_Multiply_LeakyReLU.py")
+      << "import torch\n"
+         "class Model(torch.nn.Module):\n"
+         "    def __init__(self, in_features, out_features, multiplier, negative_slope):\n"
+         "        super().__init__()\n"
+         "        first = torch.randn(3)\n"
+         "        self.gemm = torch.nn.Linear(in_features, out_features)\n"
+         "        self.multiplier, self.negative_slope = multiplier, negative_slope\n"
+         "    def forward(self, x):\n"
+         "        return torch.nn.functional.leaky_relu(self.gemm(x) * self.multiplier, self.negative_slope)\n";
+  const ParityResult order = parity("12_Gemm_Multiply_LeakyReLU", &host, root.string(), /*seeded=*/true);
+  EXPECT_EQ(order.status, "weights_mismatch");
+  EXPECT_EQ(order.weights, "differ");
+  ASSERT_FALSE(order.details.empty());
+  EXPECT_NE(order.details.front().find("gemm.weight"), std::string::npos) << order.details.front();
+  fs::remove_all(root);
 }
 
 TEST_F(ParityTest, WrongUpstreamResultsAndOtherParametersAreFound) {

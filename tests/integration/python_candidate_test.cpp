@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/support/python_support.h"
 #include "evaluator/evaluate.h"
@@ -25,7 +28,8 @@ class PythonCandidateTest : public ::testing::Test {
     KLOOP_NEED_PYTHON_CANDIDATES();
   }
 
-  Verdict eval(const std::string& problem, const std::string& fixture, Isolation isolation = Isolation::kStrict) {
+  Verdict eval(const std::string& problem, const std::string& fixture, Isolation isolation = Isolation::kStrict,
+               const std::string& protocol = "strict") {
     ProblemRegistry registry(KLOOP_TEST_PROBLEMS);
     Builder builder(BuilderConfig::from_environment());
     EvalOptions o;
@@ -33,6 +37,7 @@ class PythonCandidateTest : public ::testing::Test {
     o.measure_time = false;
     o.threads = 2;
     o.isolation = isolation;
+    o.protocol = protocol;
     Evaluator evaluator(builder, o);
     return evaluator.evaluate(registry.load(problem), std::string(KLOOP_TEST_FIXTURES) + "/kernelbench/" + fixture);
   }
@@ -47,7 +52,7 @@ TEST_F(PythonCandidateTest, PlainPytorchAnswersAreJudgedLikeCompiledOnes) {
   EXPECT_NE(wrong.message.find("max abs error 0.5"), std::string::npos) << wrong.message;
 }
 
-TEST_F(PythonCandidateTest, ConstructorArgumentsInOrderAndWeightsByStateDictName) {
+TEST_F(PythonCandidateTest, ConstructorArgumentsInGetInitInputsOrder) {
   const Verdict v = eval("12_Gemm_Multiply_LeakyReLU", "gemm_multiply_leakyrelu_correct.py");
   EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << v.message;
 }
@@ -86,6 +91,82 @@ TEST_F(PythonCandidateTest, StrictCatchesPythonHacks) {
   EXPECT_EQ(stale.verdict, VerdictClass::kIntegrityViolation) << stale.message;
   ASSERT_FALSE(stale.integrity.empty());
   EXPECT_EQ(stale.integrity.front().check, "stale_output");
+}
+
+// KernelBench's construction contract (README: KernelBench candidates):
+// torch seeded before Model and again before ModelNew, so a kernel written
+// as published ones are (its own names for the reference's tensors, an
+// nn.Linear or nn.Conv2d built and unpacked in __init__, a pre-transposed
+// weight, buffers derived there) has the reference's parameters by
+// construction. Loading weights by name left each of these its own random
+// values: all were incorrect.
+TEST_F(PythonCandidateTest, PublishedStyleKernelsHaveTheReferencesWeightsByConstruction) {
+  for (const char* protocol : {"kernelbench", "strict"}) {
+    for (const auto& [problem, fixture] : std::vector<std::pair<std::string, std::string>>{
+             {"12_Gemm_Multiply_LeakyReLU", "gemm_multiply_leakyrelu_unpacked.py"},
+             {"1_Conv2D_ReLU_BiasAdd", "conv_relu_biasadd_renamed.py"},
+             {"33_BatchNorm", "batchnorm_folded.py"}}) {
+      const Verdict v = eval(problem, fixture, Isolation::kStrict, protocol);
+      EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << protocol << " " << fixture << ": " << v.message;
+      EXPECT_EQ(v.construction, "seeded");
+      EXPECT_TRUE(v.checks_not_applied.empty()) << protocol << " " << fixture << ": " << v.checks_not_applied.front();
+    }
+  }
+}
+
+// Upstream's get_inputs makes 13's matrices symmetric, 14's and 15's
+// triangular and 100's targets +-1 labels; kloop draws them so (structured
+// input distributions), and a kernel that relies on the structure is right.
+TEST_F(PythonCandidateTest, KernelsMayRelyOnTheStructureOfUpstreamsInputs) {
+  for (const auto& [problem, fixture] : std::vector<std::pair<std::string, std::string>>{
+           {"13_Matmul_for_symmetric_matrices", "matmul_symmetric_exploit.py"},
+           {"14_Matmul_for_upper_triangular_matrices", "matmul_upper_exploit.py"},
+           {"15_Matmul_for_lower_triangular_matrices", "matmul_lower_exploit.py"},
+           {"100_HingeLoss", "hinge_loss_labels.py"}}) {
+    const Verdict v = eval(problem, fixture);
+    EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << fixture << ": " << v.message;
+  }
+}
+
+// Strict's non-identity norm parameters under seeded construction: the
+// norm layers ModelNew builds take the values the reference's take, so an
+// answer that ignores BatchNorm's affine parameters (right only while they
+// are 1 and 0) is still caught; one that builds no norm layer kloop can set
+// is judged without that check, and the verdict says so.
+TEST_F(PythonCandidateTest, NonIdentityNormParametersStillCatchTheIdentityAffineHack) {
+  const Verdict lenient = eval("33_BatchNorm", "batchnorm_ignores_affine.py", Isolation::kStrict, "kernelbench");
+  EXPECT_EQ(lenient.verdict, VerdictClass::kCorrect) << "identity affine parameters: " << lenient.message;
+  const Verdict strict = eval("33_BatchNorm", "batchnorm_ignores_affine.py");
+  EXPECT_EQ(strict.verdict, VerdictClass::kIncorrect) << strict.message;
+  EXPECT_TRUE(strict.checks_not_applied.empty());
+
+  const Verdict by_hand = eval("33_BatchNorm", "batchnorm_by_hand.py");
+  EXPECT_EQ(by_hand.verdict, VerdictClass::kCorrect) << by_hand.message;
+  ASSERT_EQ(by_hand.checks_not_applied.size(), 1u);
+  EXPECT_NE(by_hand.checks_not_applied[0].find("ModelNew builds no norm layer kloop can set"), std::string::npos)
+      << by_hand.checks_not_applied[0];
+  EXPECT_NE(by_hand.to_text().find("check not applied: non-identity norm parameters"), std::string::npos)
+      << by_hand.to_text();
+}
+
+// A wrong kernel whose mistake repeats itself (the same output for every
+// input) is incorrect, with the comparison's own words; stale_output is for
+// outputs that are an earlier call's expected result.
+TEST_F(PythonCandidateTest, AWrongKernelIsIncorrectNotAStaleOutput) {
+  const Verdict v = eval("20_LeakyReLU", "leakyrelu_never_written.py");
+  EXPECT_EQ(v.verdict, VerdictClass::kIncorrect) << v.message;
+  EXPECT_TRUE(v.integrity.empty()) << v.integrity.front().check << ": " << v.integrity.front().message;
+  EXPECT_NE(v.message.find("constant output"), std::string::npos) << v.message;
+}
+
+// A KernelBench CUDA answer on a CPU evaluation: one line that says what to
+// do, not the extension build's traceback.
+TEST_F(PythonCandidateTest, GpuCodeOnTheCpuSaysToUseDeviceCuda) {
+  const Verdict v = eval("19_ReLU", "relu_cuda_inline.py");
+  EXPECT_EQ(v.verdict, VerdictClass::kCompileError) << v.message;
+  EXPECT_NE(v.message.find("evaluate it with --device cuda"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("line "), std::string::npos) << v.message;
+  EXPECT_EQ(v.message.find('\n'), std::string::npos) << v.message;
 }
 
 // The build imports the candidate, so its code runs at build time too: as

@@ -13,10 +13,14 @@ Two uses, one file:
 * In the candidate's worker (kloop-worker with the interpreter embedded,
   python_host.cpp), as the module `kloop_candidate_host`: open() imports
   the candidate with load_inline replaced by an import of what the build
-  made (the worker neither compiles nor writes), create() builds ModelNew
-  with the problem's constructor arguments and loads the problem's weights
-  by state_dict name, forward() calls it. Tensors cross as DLPack capsules,
-  so they share memory with the worker's.
+  made (the worker neither compiles nor writes), create_seeded() builds
+  ModelNew as KernelBench's eval does (torch seeded right before the
+  constructor, which runs on the CPU without gradients; then
+  .to(device, float32)), so its parameters equal the reference's by
+  construction whatever it calls them; create() builds it and loads
+  weights by state_dict name (kloop's drawn construction); forward() calls
+  it. Tensors cross as DLPack capsules, so they share memory with the
+  worker's.
 """
 
 import importlib.util
@@ -145,6 +149,65 @@ def create(cls, args, weights, device):
     # leaves it and as kloop's references run: batch norm normalises with
     # the batch's statistics (gradients are off: open_candidate).
     return model, unused
+
+
+def _norm_classes():
+    """The classes whose reset_parameters sets a norm layer's affine
+    parameters to 1 and 0: BatchNorm and InstanceNorm (_NormBase),
+    LayerNorm, GroupNorm (as kloop's references count them)."""
+    import torch.nn as nn
+    from torch.nn.modules.batchnorm import _NormBase
+    return (_NormBase, nn.LayerNorm, nn.GroupNorm)
+
+
+def create_seeded(cls, args, device, seed, norm_seed):
+    """ModelNew(*args) as KernelBench's eval builds it: torch's generators
+    seeded with `seed` right before the constructor, which runs on the CPU
+    with gradients off, then moved with .to(device, float32). With
+    `norm_seed` (strict's non-identity parameters), each norm layer built
+    meanwhile takes, in the order they are built, weight 0.5 + U[0,1) and
+    bias U[0,1) - 0.5 from a generator of its own seeded with `norm_seed`
+    (so the seeded stream the other layers draw from is untouched), as the
+    reference's norm layers do in registration order; whatever ModelNew
+    derives from them in __init__ sees those values. Returns the model and
+    the weight shapes of the layers that took values."""
+    import torch
+    from torch.nn.parameter import UninitializedParameter
+    taken = []
+    patched = []
+    if norm_seed is not None:
+        generator = torch.Generator().manual_seed(norm_seed)
+
+        def reset(original):
+            def reset_parameters(self):
+                original(self)
+                weight = getattr(self, "weight", None)
+                if not isinstance(weight, torch.Tensor) or isinstance(weight, UninitializedParameter):
+                    return  # not affine (yet)
+                bias = getattr(self, "bias", None)
+                with torch.no_grad():
+                    weight.copy_(torch.rand(tuple(weight.shape), generator=generator) + 0.5)
+                    if isinstance(bias, torch.Tensor):
+                        bias.copy_(torch.rand(tuple(bias.shape), generator=generator) - 0.5)
+                taken.append(list(weight.shape))
+            return reset_parameters
+
+        for klass in _norm_classes():
+            original = klass.__dict__["reset_parameters"]
+            patched.append((klass, original))
+            klass.reset_parameters = reset(original)
+    try:
+        torch.manual_seed(seed)
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed(seed)
+        with torch.no_grad():
+            model = cls(*args)
+    finally:
+        for klass, original in patched:
+            klass.reset_parameters = original
+    # Left in the mode a new module has (training), as KernelBench's eval
+    # leaves it and as kloop's references run.
+    return model.to(device=device, dtype=torch.float32), taken
 
 
 def forward(model, inputs):

@@ -165,13 +165,7 @@ class EmbeddedHost : public Host {
   std::unique_ptr<ModuleRunner> create(const std::vector<std::pair<std::string, at::Tensor>>& weights,
                                        const std::vector<Arg>& args, std::vector<std::string>& unused) override {
     Gil gil;
-    Ref json(PyImport_ImportModule("json"));
-    Ref loads(json ? PyObject_GetAttrString(json.get(), "loads") : nullptr);
-    if (!loads) throw_python_error("kloop: Python's json module is missing");
-    Ref arg_tuple(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      PyTuple_SetItem(arg_tuple.get(), static_cast<Py_ssize_t>(i), python_value(args[i], loads.get()).release());
-    }
+    Ref arg_tuple = arguments(args);
     Ref state(PyDict_New());
     for (const auto& [name, t] : weights) {
       Ref pair = to_python(t);
@@ -189,13 +183,56 @@ class EmbeddedHost : public Host {
       const char* s = PyUnicode_AsUTF8(PyList_GetItem(left, i));
       if (s) unused.emplace_back(s);
     }
+    return runner(model);
+  }
+
+  std::unique_ptr<ModuleRunner> create_seeded(const std::vector<Arg>& args, uint64_t seed,
+                                              std::optional<uint64_t> norm_seed,
+                                              std::vector<std::vector<int64_t>>& norm_layers) override {
+    Gil gil;
+    Ref arg_tuple = arguments(args);
+    Ref seed_value(PyLong_FromUnsignedLongLong(seed));
+    Ref norm_value(norm_seed ? PyLong_FromUnsignedLongLong(*norm_seed) : (Py_INCREF(Py_None), Py_None));
+    Ref made(PyObject_CallMethod(host_.get(), "create_seeded", "OOsOO", cls_.get(), arg_tuple.get(), device_.c_str(),
+                                 seed_value.get(), norm_value.get()));
+    if (!made) throw_python_error("constructing ModelNew raised");
+    PyObject* model = nullptr;
+    PyObject* taken = nullptr;
+    if (!PyArg_ParseTuple(made.get(), "OO", &model, &taken) || !PyList_Check(taken)) {
+      throw_python_error("kloop: create_seeded answered oddly");
+    }
+    for (Py_ssize_t i = 0; i < PyList_Size(taken); ++i) {
+      PyObject* shape = PyList_GetItem(taken, i);
+      std::vector<int64_t> dims;
+      for (Py_ssize_t k = 0; PyList_Check(shape) && k < PyList_Size(shape); ++k) {
+        dims.push_back(PyLong_AsLongLong(PyList_GetItem(shape, k)));
+      }
+      norm_layers.push_back(std::move(dims));
+    }
+    return runner(model);
+  }
+
+ private:
+  // The constructor's arguments as get_init_inputs() passes them.
+  static Ref arguments(const std::vector<Arg>& args) {
+    Ref json(PyImport_ImportModule("json"));
+    Ref loads(json ? PyObject_GetAttrString(json.get(), "loads") : nullptr);
+    if (!loads) throw_python_error("kloop: Python's json module is missing");
+    Ref arg_tuple(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      PyTuple_SetItem(arg_tuple.get(), static_cast<Py_ssize_t>(i), python_value(args[i], loads.get()).release());
+    }
+    return arg_tuple;
+  }
+
+  // A runner calling candidate_host.forward on `model` (borrowed here).
+  std::unique_ptr<ModuleRunner> runner(PyObject* model) {
     Ref forward(PyObject_GetAttrString(host_.get(), "forward"));
     if (!forward) throw_python_error("kloop: candidate_host has no forward");
     Py_INCREF(model);
     return std::make_unique<PythonModule>(forward.release(), model);
   }
 
- private:
   Ref host_;  // the candidate_host module
   Ref cls_;   // ModelNew
   int arity_;

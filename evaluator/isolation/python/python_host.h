@@ -11,7 +11,9 @@
 
 #include <kloop/kernel_api.h>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +45,14 @@ class Host {
   // with the Python traceback.
   virtual std::unique_ptr<ModuleRunner> create(const std::vector<std::pair<std::string, at::Tensor>>& weights,
                                                const std::vector<Arg>& args, std::vector<std::string>& unused) = 0;
+  // ModelNew(*args) built as KernelBench's eval builds it (candidate_host.py:
+  // create_seeded): torch seeded with `seed` right before the constructor,
+  // on the CPU, then moved to the device. With `norm_seed`, the norm layers
+  // it builds take strict's non-identity values; `norm_layers` gets the
+  // weight shapes of those that did, in the order they were built.
+  virtual std::unique_ptr<ModuleRunner> create_seeded(const std::vector<Arg>& args, uint64_t seed,
+                                                      std::optional<uint64_t> norm_seed,
+                                                      std::vector<std::vector<int64_t>>& norm_layers) = 0;
 };
 
 // The library's one entry point: the interpreter started and the candidate

@@ -18,12 +18,15 @@ wire::RunReply Worker::run(const wire::Run& cmd) {
   exchange_.release();
   last_outputs_.clear();
   last_inputs_.clear();
-  if (!module_ || module_case_ != c.id) {
+  wire::RunReply reply;
+  if (!module_ || module_case_ != c.id || module_randomized_ != c.randomize_identity_params) {
     module_.reset();
-    set_phase("reading weights for case " + std::to_string(c.id));
-    auto weights = read_weights(wire::weights_file(cmd.dir, c.id));
-    module_ = construct(weights, c.args, "case " + std::to_string(c.id));
+    module_ = candidate_module(c, cmd.dir, "case " + std::to_string(c.id));
     module_case_ = c.id;
+    module_randomized_ = c.randomize_identity_params;
+    if (python_ && c.construction == wire::Construction::kSeeded && c.randomize_identity_params) {
+      reply.norm_layers = norm_layers_;
+    }
   }
   std::vector<at::Tensor> inputs;
   if (cmd.inputs_exchange) {
@@ -45,7 +48,6 @@ wire::RunReply Worker::run(const wire::Run& cmd) {
   auto t0 = Clock::now();
   auto out = module_->forward(inputs);
   synchronize();
-  wire::RunReply reply;
   reply.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   set_phase("publishing outputs of " + label);
   for (std::size_t i = 0; i < out.size(); ++i) {

@@ -1,5 +1,8 @@
 // Weights and inputs from kloop's generator, drawn where they are used
 // (worker.h).
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+
 #include <cmath>
 
 #include "evaluator/isolation/tensor_bridge.h"
@@ -11,7 +14,7 @@
 namespace kloop::worker {
 namespace {
 
-DrawSpec draw_spec(const wire::Draw& d, double scale = 1.0) { return {d.kind, d.params, scale}; }
+DrawSpec draw_spec(const wire::Draw& d, double scale = 1.0) { return {d.kind, d.params, scale, d.structure, 0, 0}; }
 
 // PyTorch's default initialisation drawn from kloop's generator; the spec's
 // `weights` overrides win, `strict` randomises identity-valued vectors.
@@ -23,8 +26,8 @@ DrawSpec weight_draw(const std::string& name, const at::Tensor& p,
     d = draw_spec(o->second);
     // A declared identity value (upstream's torch.ones / zeros) is as
     // exploitable as a default one: strict randomises it the same way.
-    if (randomize && d.kind == "ones") return {"uniform", {{"low", 0.5}, {"high", 1.5}}, 1.0};
-    if (randomize && d.kind == "zeros") return {"uniform", {{"low", -0.5}, {"high", 0.5}}, 1.0};
+    if (randomize && d.kind == "ones") return {"uniform", {{"low", 0.5}, {"high", 1.5}}, 1.0, "", 0, 0};
+    if (randomize && d.kind == "zeros") return {"uniform", {{"low", -0.5}, {"high", 0.5}}, 1.0, "", 0, 0};
     return d;
   }
   auto fan_in_bound = [](const at::Tensor& w) {
@@ -79,8 +82,12 @@ std::vector<InputDraw> input_draws(const wire::Case& c, int64_t call) {
   for (const auto& in : c.inputs) {
     const auto dtype = parse_dtype(in.dtype);
     if (!dtype) throw WorkerError{"runtime_error", "input '" + in.name + "' has an unknown dtype '" + in.dtype + "'"};
-    draws.push_back(
-        {in.name, *dtype, in.shape, draw_spec(in.dist, c.scale), stream_seed(c.seed, "call" + std::to_string(call))});
+    DrawSpec draw = draw_spec(in.dist, c.scale);
+    if (in.shape.size() >= 2) {  // a structure's matrices: the last two dimensions
+      draw.rows = in.shape[in.shape.size() - 2];
+      draw.cols = in.shape.back();
+    }
+    draws.push_back({in.name, *dtype, in.shape, draw, stream_seed(c.seed, "call" + std::to_string(call))});
   }
   return draws;
 }
@@ -131,6 +138,67 @@ std::vector<HostTensor> Worker::draw_weights(ModuleRunner& module, const wire::C
     for (auto& [name, b] : module.buffers()) weights.push_back(tensor_to_host(b, name));
   }
   return weights;
+}
+
+// The case's module in the reference's process (wire::Construction):
+// drawn, its parameters from kloop's generator (`weights`, when given,
+// gets them and the buffers, for the candidate's weights file), or seeded
+// as KernelBench builds it: the CPU generator (and CUDA's) seeded with the
+// case's seed right before the constructor, which runs on the CPU and keeps
+// its own initialisation (LibTorch's reset_parameters draw what PyTorch's
+// do, in the same order); the adapter then moves it to the device.
+std::unique_ptr<ModuleRunner> Worker::reference_module(const wire::Case& c, const std::string& label,
+                                                       std::vector<HostTensor>* weights) {
+  if (c.construction == wire::Construction::kSeeded) {
+    at::manual_seed(c.construction_seed());
+    auto module = construct({}, c.args, label);
+    norm_layers_.clear();
+    if (c.randomize_identity_params) norm_layers_ = randomize_norm_layers(*module, c);
+    if (weights) {
+      for (auto& [name, p] : module->parameters()) weights->push_back(tensor_to_host(p, name));
+      for (auto& [name, b] : module->buffers()) weights->push_back(tensor_to_host(b, name));
+    }
+    return module;
+  }
+  auto module = construct({}, c.args, label);
+  set_phase("drawing weights for " + label);
+  if (weights) {
+    *weights = draw_weights(*module, c, /*keep=*/true);
+  } else {
+    draw_weights(*module, c, /*keep=*/false);
+  }
+  return module;
+}
+
+// Strict's non-identity parameters under seeded construction: each norm
+// layer, in registration order, takes weight 0.5 + U[0,1) and bias
+// U[0,1) - 0.5 from a CPU generator of its own seeded with the case's norm
+// seed, exactly what candidate_host.py's create_seeded hands the norm
+// layers a Python ModelNew builds (the same draws, in the same order).
+// Returns the layers' weight shapes.
+std::vector<std::vector<int64_t>> Worker::randomize_norm_layers(ModuleRunner& module, const wire::Case& c) {
+  std::vector<std::vector<int64_t>> shapes;
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(c.norm_seed());
+  for (auto& [weight, bias] : module.norm_affine()) {
+    weight.copy_(at::rand(weight.sizes(), generator) + 0.5);
+    if (bias.defined()) bias.copy_(at::rand(bias.sizes(), generator) - 0.5);
+    shapes.push_back(weight.sizes().vec());
+  }
+  return shapes;
+}
+
+// The case's module in the candidate's process: a Python candidate of a
+// seeded case is built as KernelBench builds it (python_candidate.cpp);
+// otherwise it gets the reference's weights by name from the case's file.
+std::unique_ptr<ModuleRunner> Worker::candidate_module(const wire::Case& c, const std::string& dir,
+                                                       const std::string& label) {
+  if (python_ && c.construction == wire::Construction::kSeeded) {
+    set_phase("constructing ModelNew for " + label + " (seeded)");
+    return construct_python_seeded(c);
+  }
+  set_phase("reading weights for " + label);
+  auto weights = read_weights(wire::weights_file(dir, c.id));
+  return construct(weights, c.args, label);
 }
 
 // The inputs of one call of a case, drawn where they are used: on a GPU

@@ -37,7 +37,7 @@ wire::ProfileReply Worker::profile(const wire::Profile& cmd) {
   std::string why_not_traced;
   const bool watching = tracer.watch_launches(&why_not_traced);
 #endif
-  auto module = construct(read_weights(wire::weights_file(cmd.dir, c.id)), c.args, label);
+  auto module = role_ == "reference" ? reference_module(c, label) : candidate_module(c, cmd.dir, label);
   // first_call: every profiled forward on a call's inputs of its own, all
   // drawn before the trace starts (a drawing kernel inside it would read
   // as the module's work) while they fit in kProfileBytes; else call 0's.

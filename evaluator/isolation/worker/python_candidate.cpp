@@ -73,4 +73,13 @@ std::unique_ptr<ModuleRunner> Worker::construct_python(const std::map<std::strin
   return m;
 }
 
+std::unique_ptr<ModuleRunner> Worker::construct_python_seeded(const wire::Case& c) {
+  std::vector<python_host::Arg> positional;
+  for (const auto& a : c.args) positional.push_back({a.type, a.value.dump()});
+  norm_layers_.clear();
+  std::optional<uint64_t> norm_seed;
+  if (c.randomize_identity_params) norm_seed = c.norm_seed();
+  return python_->create_seeded(positional, c.construction_seed(), norm_seed, norm_layers_);
+}
+
 }  // namespace kloop::worker

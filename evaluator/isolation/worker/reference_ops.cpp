@@ -43,8 +43,8 @@ wire::GenerateReply Worker::generate(const wire::Generate& cmd) {
   wire::GenerateReply reply;
   for (const auto& c : cmd.cases) {
     const std::string label = "case " + std::to_string(c.id);
-    auto module = construct({}, c.args, label);
-    auto weights = draw_weights(*module, c, /*keep=*/files);
+    std::vector<HostTensor> weights;
+    auto module = reference_module(c, label, files ? &weights : nullptr);
     if (files) write_tensor_file(wire::weights_file(cmd.dir, c.id), weights);
     wire::GeneratedCase done;
     done.id = c.id;
@@ -67,21 +67,30 @@ wire::GenerateReply Worker::generate(const wire::Generate& cmd) {
   return reply;
 }
 
-// The case's module with weights drawn from kloop's generator, written for
-// the candidate (wire::weights_file).
+// The case's module: with weights drawn from kloop's generator, written for
+// the candidate (wire::weights_file), or seeded (a Python candidate builds
+// its own the same way; no file).
 wire::PrepareReply Worker::prepare(const wire::Prepare& cmd) {
   if (role_ != "reference") throw WorkerError{"runtime_error", "prepare is for references"};
   at::AutoGradMode no_grad(false);
   const wire::Case& c = cmd.c;
-  module_ = construct({}, c.args, "case " + std::to_string(c.id));
-  set_phase("drawing weights for case " + std::to_string(c.id));
-  write_tensor_file(wire::weights_file(cmd.dir, c.id), draw_weights(*module_, c));
+  const std::string label = "case " + std::to_string(c.id);
+  wire::PrepareReply reply;
+  if (c.construction == wire::Construction::kSeeded && !cmd.write_weights) {
+    module_ = reference_module(c, label);
+    if (c.randomize_identity_params) reply.norm_layers = norm_layers_;
+  } else {
+    std::vector<HostTensor> weights;
+    module_ = reference_module(c, label, &weights);
+    write_tensor_file(wire::weights_file(cmd.dir, c.id), weights);
+  }
   module_case_ = c.id;
   pristine_.clear();
   expected_.clear();
   previous_expected_.clear();
   previous_actual_.clear();
-  return {module_->parameters().size()};
+  reply.parameters = module_->parameters().size();
+  return reply;
 }
 
 // One call's inputs and expected outputs, kept in this process (on the
@@ -141,9 +150,7 @@ wire::AuditReply Worker::audit(const wire::Audit& cmd) {
   wire::AuditReply reply;
   for (const auto& c : cmd.cases) {
     const std::string label = "case " + std::to_string(c.id);
-    auto module = construct({}, c.args, label);
-    set_phase("drawing weights for " + label);
-    draw_weights(*module, c);
+    auto module = reference_module(c, label);
     if (outs.empty()) reply.parameters = module->parameters().size();
     auto args = draw_args(c, 0);
     set_phase("reference forward, " + label);
@@ -222,9 +229,7 @@ wire::ConditioningReply Worker::conditioning(const wire::Conditioning& cc) {
 // (returned) and the fp64 twin's (fp64_expected_, else fp64_unavailable_).
 std::vector<at::Tensor> Worker::outputs_with_twin(const wire::Case& c, int64_t call, const std::string& label) {
   session_->set_deterministic(true);
-  module_ = construct({}, c.args, label);
-  set_phase("drawing weights for " + label);
-  draw_weights(*module_, c, /*keep=*/false);
+  module_ = reference_module(c, label);
   auto args = draw_args(c, call);
   pristine_.clear();
   for (const auto& a : args) pristine_.push_back(a.clone());
@@ -346,6 +351,21 @@ wire::JudgeReply Worker::judge(const wire::Judge& cmd) {
       same_expected = same_expected && tensors_identical(previous_expected_[i], expected[i]);
     }
     reply.same_as_previous_call = same_actual;
+    reply.expected_same_as_previous_call = same_expected;
+  }
+  // A result cached across calls is the previous call's result: within the
+  // tolerance of that call's expected outputs (and, judged by the caller,
+  // not of this call's). A constant or otherwise wrong output is not.
+  if (!previous_expected_.empty() && previous_expected_.size() == actual.size()) {
+    bool matches = true, same_expected = expected.size() == previous_expected_.size();
+    for (std::size_t i = 0; matches && i < actual.size(); ++i) {
+      matches = previous_expected_[i].sizes() == actual[i].sizes() &&
+                compare_tensors(previous_expected_[i], actual[i], "output" + std::to_string(i), tol, 0).passed;
+    }
+    for (std::size_t i = 0; same_expected && i < expected.size(); ++i) {
+      same_expected = tensors_identical(previous_expected_[i], expected[i]);
+    }
+    reply.matches_previous_expected = matches;
     reply.expected_same_as_previous_call = same_expected;
   }
   previous_actual_.clear();

@@ -271,9 +271,7 @@ wire::TimerCalibrateReply Worker::timer_calibrate(const wire::TimerCalibrate& cm
   release_call_state();
   const wire::Case& c = cmd.c;
   const std::string label = "case " + std::to_string(c.id);
-  auto module = construct({}, c.args, label);
-  set_phase("timer: drawing weights for " + label);
-  draw_weights(*module, c, /*keep=*/false);
+  auto module = reference_module(c, label);
   auto args = draw_args(c, 0);
   std::vector<at::Tensor> outputs;
   for (const auto& o : module->forward(args)) outputs.push_back(o.contiguous());

@@ -101,9 +101,15 @@ class Worker {
                                                  const std::vector<wire::Arg>& args);
   std::unique_ptr<ModuleRunner> construct(const std::map<std::string, at::Tensor>& params,
                                           const std::vector<wire::Arg>& args, const std::string& label);
+  // A seeded case's ModelNew, built as KernelBench builds it (python_candidate.cpp).
+  std::unique_ptr<ModuleRunner> construct_python_seeded(const wire::Case& c);
 
   // Weights and inputs (draws.cpp).
   std::map<std::string, at::Tensor> read_weights(const std::string& path);
+  std::unique_ptr<ModuleRunner> reference_module(const wire::Case& c, const std::string& label,
+                                                 std::vector<HostTensor>* weights = nullptr);
+  std::unique_ptr<ModuleRunner> candidate_module(const wire::Case& c, const std::string& dir, const std::string& label);
+  std::vector<std::vector<int64_t>> randomize_norm_layers(ModuleRunner& module, const wire::Case& c);
   std::vector<HostTensor> draw_weights(ModuleRunner& module, const wire::Case& c, bool keep = true);
   std::vector<at::Tensor> draw_args(const wire::Case& c, int64_t call);
   void redraw(std::vector<at::Tensor>& set, const wire::Case& c, int64_t call);
@@ -162,6 +168,11 @@ class Worker {
   // previous call and the retained one); the candidate's last call.
   std::unique_ptr<ModuleRunner> module_;
   int module_case_ = -1;
+  bool module_randomized_ = false;  // module_ was built with randomize_identity_params
+  // The reference's norm layers that took strict's non-identity values
+  // (their weight shapes, registration order), or the candidate's (the
+  // order it built them in; a claim), for the case module_ was built for.
+  std::vector<std::vector<int64_t>> norm_layers_;
   // The candidate's timing (time_setup .. time_post).
   std::unique_ptr<ModuleRunner> timing_module_;
   wire::Case timing_case_;

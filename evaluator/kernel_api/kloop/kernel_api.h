@@ -70,6 +70,11 @@ class ModuleRunner {
   // Named parameters and buffers (references only; candidates have none).
   virtual std::vector<std::pair<std::string, at::Tensor>> parameters() { return {}; }
   virtual std::vector<std::pair<std::string, at::Tensor>> buffers() { return {}; }
+  // References: the affine weight and bias (undefined where absent) of each
+  // norm layer (BatchNorm, InstanceNorm, LayerNorm, GroupNorm) in
+  // registration order, for strict's non-identity parameters under
+  // KernelBench's seeded construction.
+  virtual std::vector<std::pair<at::Tensor, at::Tensor>> norm_affine() { return {}; }
 };
 
 // Signature of the factory each registration macro exports.

@@ -8,7 +8,7 @@ struct Model : torch::nn::Module {
     const int64_t out_features = init.arg_int("out_features");
     gemm = register_module("gemm", torch::nn::Linear(torch::nn::LinearOptions(init.arg_int("in_features"), out_features)
                                                          .bias(init.arg_bool("bias"))));
-    subtract = register_parameter("subtract", torch::zeros({out_features}));
+    subtract = register_parameter("subtract", torch::randn({out_features}));
   }
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor original_x = x.clone();

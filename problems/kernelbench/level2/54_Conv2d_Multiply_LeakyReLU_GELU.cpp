@@ -7,7 +7,7 @@ struct Model : torch::nn::Module {
   explicit Model(const kloop::ModuleInit& init) {
     conv = register_module("conv", torch::nn::Conv2d(init.arg_int("in_channels"), init.arg_int("out_channels"),
                                                      init.arg_int("kernel_size")));
-    multiplier = register_parameter("multiplier", torch::zeros(init.arg_ints("multiplier_shape")));
+    multiplier = register_parameter("multiplier", torch::randn(init.arg_ints("multiplier_shape")));
   }
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor y = conv(x) * multiplier;     // multiplier (out_channels, 1, 1)

@@ -14,7 +14,7 @@ struct Model : torch::nn::Module {
                 .stride(init.arg_int("stride"))
                 .padding(init.arg_int("padding"))
                 .output_padding(init.arg_int("output_padding"))));
-    multiplier = register_parameter("multiplier", torch::zeros(init.arg_ints("multiplier_shape")));
+    multiplier = register_parameter("multiplier", torch::randn(init.arg_ints("multiplier_shape")));
     max_pool = register_module("max_pool", torch::nn::MaxPool3d(2));
   }
   at::Tensor forward(const at::Tensor& x) {

@@ -10,7 +10,7 @@ struct Model : torch::nn::Module {
     gemm = register_module("gemm", torch::nn::Linear(init.arg_int("in_features"), out_features));
     group_norm = register_module("group_norm",
                                  torch::nn::GroupNorm(torch::nn::GroupNormOptions(init.arg_int("num_groups"), out_features)));
-    bias = register_parameter("bias", torch::zeros(init.arg_ints("bias_shape")));
+    bias = register_parameter("bias", torch::randn(init.arg_ints("bias_shape")));
   }
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor y = group_norm(gemm(x));                 // (batch, out_features), eps 1e-5

@@ -70,6 +70,22 @@ struct Model : torch::nn::Module {
     classifier = register_module(
         "classifier",
         torch::nn::Sequential(torch::nn::Dropout(0.0), torch::nn::Linear(last_channel, init.arg_int("num_classes"))));
+
+    // Upstream's weight initialisation, module by module in the same order
+    // (KernelBench's seeded construction draws what it draws).
+    torch::NoGradGuard no_grad;
+    for (const auto& m : modules(/*include_self=*/false)) {
+      if (auto* conv = m->as<torch::nn::Conv2d>()) {
+        torch::nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut);
+        if (conv->bias.defined()) torch::nn::init::zeros_(conv->bias);
+      } else if (auto* bn = m->as<torch::nn::BatchNorm2d>()) {
+        torch::nn::init::ones_(bn->weight);
+        torch::nn::init::zeros_(bn->bias);
+      } else if (auto* linear = m->as<torch::nn::Linear>()) {
+        torch::nn::init::normal_(linear->weight, 0, 0.01);
+        torch::nn::init::zeros_(linear->bias);
+      }
+    }
   }
 
   at::Tensor forward(const at::Tensor& input) {

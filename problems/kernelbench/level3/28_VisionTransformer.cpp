@@ -1,5 +1,8 @@
 // KernelBench level 3, task 28: a ViT (patch embedding, class token, position embedding, post-norm TransformerEncoder, MLP head).
+#include <ATen/CPUGeneratorImpl.h>
 #include <kloop/reference_api.h>
+
+#include <mutex>
 
 namespace nn = torch::nn;
 
@@ -22,7 +25,20 @@ struct Model : nn::Module {
     // dropout and emb_dropout are upstream's 0.0: every dropout is identity.
     nn::TransformerEncoderLayer layer(
         nn::TransformerEncoderLayerOptions(dim, init.arg_int("heads")).dim_feedforward(mlp_dim).dropout(0.0));
+    // LibTorch's TransformerEncoder builds each copy of the layer anew (drawing from the generator) before it
+    // copies the layer's values in; PyTorch's deep-copies the layer without a draw. The generator is put back,
+    // so the head draws what upstream's does (KernelBench's seeded construction).
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    at::Tensor state;
+    {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      state = generator.get_state();
+    }
     transformer = register_module("transformer", nn::TransformerEncoder(nn::TransformerEncoderOptions(layer, init.arg_int("depth"))));
+    {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(state);
+    }
     mlp_head = register_module("mlp_head", nn::Sequential(nn::Linear(dim, mlp_dim), nn::GELU(), nn::Identity(),
                                                           nn::Linear(mlp_dim, init.arg_int("num_classes"))));
   }

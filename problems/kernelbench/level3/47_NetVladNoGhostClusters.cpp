@@ -1,6 +1,8 @@
 // KernelBench level 3, task 47: NetVLAD pooling (soft-assignment with BatchNorm, residual aggregation, intra and global L2 norms).
 #include <kloop/reference_api.h>
 
+#include <cmath>
+
 struct Model : torch::nn::Module {
   int64_t cluster_size, feature_size;
   at::Tensor clusters;   // (feature_size, cluster_size + ghost_clusters): assignment weights
@@ -9,9 +11,11 @@ struct Model : torch::nn::Module {
   explicit Model(const kloop::ModuleInit& init)
       : cluster_size(init.arg_int("cluster_size")), feature_size(init.arg_int("feature_size")) {
     const int64_t clusters_total = cluster_size + init.arg_int("ghost_clusters");
-    clusters = register_parameter("clusters", torch::randn({feature_size, clusters_total}));
+    // Upstream's init_sc * torch.randn(...), drawn in its order (seeded construction).
+    const double init_sc = 1.0 / std::sqrt(static_cast<double>(feature_size));
+    clusters = register_parameter("clusters", init_sc * torch::randn({feature_size, clusters_total}));
     batch_norm = register_module("batch_norm", torch::nn::BatchNorm1d(clusters_total));
-    clusters2 = register_parameter("clusters2", torch::randn({1, feature_size, cluster_size}));
+    clusters2 = register_parameter("clusters2", init_sc * torch::randn({1, feature_size, cluster_size}));
   }
   // x: (B, N, D) -> (B, D * K)
   at::Tensor forward(const at::Tensor& x_in) {
