@@ -87,6 +87,7 @@ CallStatus attach_timer(TimerState& timer, WorkerSession& ref, WorkerSession& ca
   handoff.samples = kHandoffCalls;
   handoff.first = timer.next;
   handoff.deadline_ms = timeout.count();
+  handoff.candidate_pid = cand.pid();
   timer.next += kHandoffCalls;
   auto h = ref.call(handoff, timeout + std::chrono::seconds(30));
   const CallStatus served = CallStatus::of(cand.await<wire::TimerServeReply>(timeout));
@@ -133,8 +134,8 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
   Unpredictable random;
   CandidateTiming out;
   double observed = 0, outside = 0, windows = 0;
-  int threads_ended = 0;
-  std::string ended_thread;
+  int processes_ended = 0, unsettled = 0;
+  std::string ended_process;
   StoppingRule rule(run.rules, [&observed] { return observed; });
   std::vector<double> spans;
   auto run_batch = [&](int n, double per_call, bool count) {
@@ -173,8 +174,9 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
     out.persisting_l2_window_bytes =
         std::max(out.persisting_l2_window_bytes, static_cast<long long>(served->reply.persisting_l2_window_bytes));
     observed += seconds - r.check_seconds;
-    threads_ended += r.threads_ended;
-    if (r.ended_thread && ended_thread.empty()) ended_thread = *r.ended_thread;
+    processes_ended += r.processes_ended;
+    unsettled += r.unsettled;
+    if (r.ended_process && ended_process.empty()) ended_process = *r.ended_process;
     for (const auto& s : r.samples) {
       outside += s.outside;
       windows += std::max(0.0, s.window - timer.floors.window);
@@ -184,7 +186,7 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
         continue;
       }
       rule.add(s.seconds);
-      spans.push_back(s.window + s.tail);
+      spans.push_back(run.cpu ? s.window : s.window + s.tail);  // the CPU's window holds its tail
     }
     for (const auto& c : r.checks) {
       ++out.checked_calls;
@@ -231,14 +233,15 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
   if (outside > 0.5 * windows && outside > per_call * static_cast<double>(rule.samples().size() + 1)) {
     out.outside_work = std::to_string(outside * 1e3) + " ms of the candidate's work fell outside its timed calls, against " +
                        std::to_string(windows * 1e3) + " ms inside them";
-  } else if (threads_ended > 0) {
-    out.outside_work = std::to_string(threads_ended) + " of its threads (the first: " + ended_thread.substr(0, 200) +
+  } else if (processes_ended > 0) {
+    out.outside_work = std::to_string(processes_ended) + " of its processes (the first: " + ended_process.substr(0, 200) +
                        ") ended during its timed calls, so their work there cannot be counted";
   }
   out.check = {{"source", "trusted timer (the reference's process)"},
                {"floors", timer.floors},
                {"outside_seconds", outside},
-               {"threads_ended", threads_ended},
+               {"processes_ended", processes_ended},
+               {"unsettled_calls", unsettled},
                {"inside_seconds", windows},
                {"checked_calls", out.checked_calls},
                {"observed_seconds", observed}};

@@ -440,6 +440,7 @@ struct TimerHandoff {
   int samples = 0;
   uint32_t first = 1;       // the first call's sequence number
   int64_t deadline_ms = 0;  // per call
+  int64_t candidate_pid = 0;  // the CPU: whose processes' quiet ends a call (as in TimerBatch)
 };
 
 // Reference: the data block for the timing case (prepared: its module
@@ -480,8 +481,9 @@ struct TimerBatchReply {
   std::optional<std::string> aborted;  // why the batch stopped early (the candidate's side)
   json clock_monitor;
   double check_seconds = 0;  // the checks' own time (the reference's forwards and comparisons)
-  int threads_ended = 0;     // CPU: threads of the candidate's that ended during its calls (work the timer cannot see)
-  std::optional<std::string> ended_thread;  // the first of them: its name and /proc path
+  int processes_ended = 0;  // CPU: processes of the candidate's that ended during its calls (their work is no longer exact)
+  std::optional<std::string> ended_process;  // the first of them: its name and pid
+  int unsettled = 0;        // CPU: calls whose end still found a thread of the candidate's on the CPU (kSettleMs on)
 };
 struct TimerBatch {
   using Reply = TimerBatchReply;

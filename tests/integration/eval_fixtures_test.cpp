@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -322,15 +323,18 @@ INSTANTIATE_TEST_SUITE_P(
 // the GPU's: the mechanisms are the same), through the CLI, at a size where
 // a call takes milliseconds so the machine's scheduling noise is small
 // beside the work: a timed call that says it has returned before doing its
-// work, a thread that works between the calls, and (C++ and Python) a
-// module that computes half of a timed call, which it can tell from a test
-// call by where its input lies. Each is caught; the honest loop is not.
+// work (its window ends when its process is quiet, so the work is timed), a
+// thread that works between the calls, and (C++ and Python) a module that
+// computes half of a timed call, which it can tell from a test call by
+// where its input lies. Each is caught or timed whole; the honest loop is
+// not flagged.
 TEST(EvalCliTest, TheTrustedTimerCatchesWorkOutsideTheCallsAndPartialTimedCalls) {
   struct Case {
     std::string fixture, protocol, verdict, message;
   };
+  std::map<std::string, double> medians;  // the candidate's median time, seconds
   for (const Case& c : std::vector<Case>{
-           {"timing/early_called.cpp", "strict", "integrity_violation", "work_outside_timed_window"},
+           {"timing/early_called.cpp", "strict", "correct", "test calls passed"},
            {"timing/background_work.cpp", "strict", "integrity_violation", "work_outside_timed_window"},
            {"timing/partial_when_timed.cpp", "strict", "integrity_violation", "timed_call_incorrect"},
            {"timing/kb_partial_when_timed.py", "strict", "integrity_violation", "timed_call_incorrect"},
@@ -356,7 +360,12 @@ TEST(EvalCliTest, TheTrustedTimerCatchesWorkOutsideTheCallsAndPartialTimedCalls)
     EXPECT_NE(v.value("message", "").find(c.message), std::string::npos) << c.fixture << ": " << v.value("message", "");
     EXPECT_EQ(v.value("timing_check", json::object()).value("source", ""), "trusted timer (the reference's process)")
         << c.fixture;
+    if (v.contains("timing")) medians[c.fixture] = v["timing"]["candidate"].value("median", 0.0);
   }
+  // The early "called" bought nothing: the 20 ms of CPU time it spends
+  // after it are in its time (a lower bound, whatever the machine's load).
+  ASSERT_TRUE(medians.count("timing/early_called.cpp"));
+  EXPECT_GE(medians["timing/early_called.cpp"], 0.019);
 }
 
 // The candidate's process rewrites a timing function in its own memory

@@ -52,32 +52,36 @@ void Worker::serve_one(uint32_t seq, bool empty, std::string& note) {
   }
   std::vector<at::Tensor> out;
   if (!empty) out = timing_module_->forward(timer_inputs_);
+  auto copy_out = [&] {
+    for (std::size_t k = 0; k < out.size() && k < timer_outputs_.size(); ++k) {
+      const at::Tensor& o = out[k];
+      at::Tensor& slot = timer_outputs_[k];
+      if (!o.defined() || o.sizes() != slot.sizes() || o.scalar_type() != slot.scalar_type() ||
+          o.device() != slot.device()) {
+        if (note.empty()) note = "output " + std::to_string(k) + " does not fit the expected shape, dtype or device";
+        continue;
+      }
+      slot.copy_(o);
+    }
+    if (!empty && out.size() != timer_outputs_.size() && note.empty()) {
+      note = "forward returned " + std::to_string(out.size()) + " output(s), expected " +
+             std::to_string(timer_outputs_.size());
+    }
+  };
   if (cuda) {
     timer::stream_store(stream, control, Word::kCalled, seq);
-  } else {
-    timer::host_store(control, Word::kCalled, seq);
-  }
-  for (std::size_t k = 0; k < out.size() && k < timer_outputs_.size(); ++k) {
-    const at::Tensor& o = out[k];
-    at::Tensor& slot = timer_outputs_[k];
-    if (!o.defined() || o.sizes() != slot.sizes() || o.scalar_type() != slot.scalar_type() ||
-        o.device() != slot.device()) {
-      if (note.empty()) note = "output " + std::to_string(k) + " does not fit the expected shape, dtype or device";
-      continue;
-    }
-    slot.copy_(o);
-  }
-  if (!empty && out.size() != timer_outputs_.size() && note.empty()) {
-    note = "forward returned " + std::to_string(out.size()) + " output(s), expected " +
-           std::to_string(timer_outputs_.size());
-  }
-  if (cuda) {
+    copy_out();
     timer::stream_store(stream, control, Word::kCopied, seq);
     synchronize();  // one call at a time: the next is launched while the timer draws its inputs
     if (timer::device_load(control, Word::kGo) == timer::kAbort) {
       throw WorkerError{"runtime_error", "the timer stopped the timed calls"};
     }
   } else {
+    // The CPU: the copy and the outputs' release are inside the call (its
+    // window ends when the process is quiet); the words follow.
+    copy_out();
+    out.clear();
+    timer::host_store(control, Word::kCalled, seq);
     timer::host_store(control, Word::kCopied, seq);
   }
 }

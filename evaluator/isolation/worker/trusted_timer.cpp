@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstring>
@@ -45,12 +46,15 @@ using timer::Word;
 // less this slack, is counted as the candidate's.
 constexpr double kSlackFraction = 0.05;
 double slack_seconds(bool cuda) { return cuda ? 5e-6 : 50e-6; }
-double beyond(double seen, double floor, bool cuda) {
+[[maybe_unused]] double beyond(double seen, double floor, bool cuda) {
   return std::max(0.0, seen - floor * (1 + kSlackFraction) - slack_seconds(cuda));
 }
 // The timer's wait for a call to return spins this long before it sleeps:
 // a sleeping timer would add its own wake-up to every short call.
 constexpr std::chrono::microseconds kSpinOnCall{200};
+// The CPU: how long a call's end waits for the candidate's threads to leave
+// the CPU; a thread that never does makes each call's window this long.
+constexpr int kSettleMs = 20;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 constexpr uint64_t kAlign = 256;
@@ -136,10 +140,13 @@ bool wait_event(cudaEvent_t e, timer::Deadline deadline, int64_t pid, SharedBloc
 
 
 // The CPU time the kernel accounted to a process tree (the candidate's
-// sandbox), read fast: the tree's threads' schedstat files (ns) and its
-// processes' stat files (their reaped children's ticks) are opened once
-// per scan and read again with pread, so a read between "called" and the
-// rest of the call takes microseconds, not a walk of /proc.
+// sandbox): each process's CPU-time clock (clock_getcpuclockid), which
+// keeps the time of its threads that ended, plus its reaped children's
+// ticks from its stat file. A thread's account is brought up to date only
+// when it leaves the CPU (or at a tick), so a reading is whole only while
+// every thread is off the CPU: quiet() tells that from the threads' states.
+// Processes and threads are found once per scan, so a reading between the
+// calls costs microseconds, not a walk of /proc.
 class CpuMeter {
  public:
   explicit CpuMeter(pid_t root) : root_(root), hz_(sysconf(_SC_CLK_TCK)) { scan(); }
@@ -147,7 +154,7 @@ class CpuMeter {
   CpuMeter(const CpuMeter&) = delete;
   CpuMeter& operator=(const CpuMeter&) = delete;
 
-  // Threads and processes found again (new threads, exited children).
+  // Processes found again (new children, exited ones).
   void scan() {
     close_all();
     std::vector<pid_t> todo{root_};
@@ -156,23 +163,21 @@ class CpuMeter {
       const pid_t pid = todo.back();
       todo.pop_back();
       const std::string proc = "/proc/" + std::to_string(pid);
+      clockid_t clock{};
+      if (clock_getcpuclockid(pid, &clock) != 0) continue;
       const int stat = open((proc + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
       if (stat < 0) continue;
-      processes_.push_back(stat);
+      std::ifstream comm(proc + "/comm");
+      std::string name;
+      std::getline(comm, name);
+      processes_.push_back({clock, stat, name + " (pid " + std::to_string(pid) + ")"});
       DIR* dir = opendir((proc + "/task").c_str());
       if (!dir) continue;
       while (const dirent* e = readdir(dir)) {
         if (e->d_name[0] == '.') continue;
-        const std::string task = proc + "/task/" + e->d_name;
-        const int f = open((task + "/schedstat").c_str(), O_RDONLY | O_CLOEXEC);
-        if (f >= 0) {
-          threads_.push_back(f);
-          std::ifstream comm(task + "/comm");
-          std::string name;
-          std::getline(comm, name);
-          names_.push_back(name + " (" + task + ")");
-        }
-        std::ifstream children(task + "/children");
+        const int task = open((proc + "/task/" + e->d_name + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+        if (task >= 0) threads_.push_back(task);
+        std::ifstream children(proc + "/task/" + e->d_name + "/children");
         long long child = 0;
         while (children >> child) {
           if (std::find(seen.begin(), seen.end(), static_cast<pid_t>(child)) == seen.end()) {
@@ -183,65 +188,87 @@ class CpuMeter {
       }
       closedir(dir);
     }
-    if (processes_.empty() || threads_.empty()) {
-      throw WorkerError{"runtime_error", "the timer cannot read the candidate's CPU time from /proc"};
+    if (processes_.empty()) {
+      throw WorkerError{"runtime_error", "the timer cannot read the candidate's CPU time"};
     }
   }
 
-  // Seconds: every thread's run time and every process's reaped children.
+  // Seconds: every process's CPU time and its reaped children's.
   double read() {
     char buf[1024];
     long long ns = 0;
+    long long ticks = 0;
     int gone = 0;
-    for (std::size_t i = 0; i < threads_.size(); ++i) {
-      const ssize_t n = pread(threads_[i], buf, sizeof buf - 1, 0);
-      if (n <= 0) {  // a thread that ended: its time is no longer in any schedstat
+    for (const Process& p : processes_) {
+      timespec ts{};
+      if (clock_gettime(p.clock, &ts) != 0) {  // a process that ended: its time is no longer anywhere exact
         ++gone;
-        if (ended_name_.empty()) ended_name_ = names_[i];
+        if (ended_name_.empty()) ended_name_ = p.name;
         continue;
       }
-      buf[n] = 0;
-      ns += std::atoll(buf);
-    }
-    ended_ = std::max(ended_, gone);
-    long long ticks = 0;
-    for (int f : processes_) {
-      const ssize_t n = pread(f, buf, sizeof buf - 1, 0);
+      ns += static_cast<long long>(ts.tv_sec) * 1'000'000'000LL + ts.tv_nsec;
+      const ssize_t n = pread(p.stat, buf, sizeof buf - 1, 0);
       if (n <= 0) continue;
       buf[n] = 0;
-      const char* p = std::strrchr(buf, ')');  // the name may hold spaces
-      if (!p) continue;
+      const char* c = std::strrchr(buf, ')');  // the name may hold spaces
+      if (!c) continue;
       // After the name: state, then fields 4.. ; cutime and cstime are fields 16 and 17.
       int field = 2;
-      for (const char* c = p + 1; *c; ++c) {
+      for (++c; *c; ++c) {
         if (*c != ' ') continue;
         ++field;
         if (field == 16 || field == 17) ticks += std::atoll(c + 1);
       }
     }
+    ended_ = std::max(ended_, gone);
     return static_cast<double>(ns) * 1e-9 + (hz_ > 0 ? static_cast<double>(ticks) / static_cast<double>(hz_) : 0);
   }
 
-  // Threads gone since the last scan: the CPU time they spent since then
-  // cannot be told (a thread can hide work that way).
+  // Whether every thread found by the last scan is off the CPU (not R:
+  // asleep, stopped or gone).
+  bool quiet() const {
+    char buf[1024];
+    for (int f : threads_) {
+      const ssize_t n = pread(f, buf, sizeof buf - 1, 0);
+      if (n <= 0) continue;
+      buf[n] = 0;
+      const char* c = std::strrchr(buf, ')');
+      if (c && c[1] == ' ' && c[2] == 'R') return false;
+    }
+    return true;
+  }
+  // Waits (spinning) until quiet(), or until `until`: false then.
+  bool settle(Clock::time_point until) const {
+    while (!quiet()) {
+      if (Clock::now() > until) return false;
+    }
+    return true;
+  }
+
+  // Processes gone since the last scan: the CPU time they spent since then
+  // cannot be told exactly (a process can hide work that way).
   int ended() const { return ended_; }
   const std::string& ended_name() const { return ended_name_; }
 
  private:
+  struct Process {
+    clockid_t clock;
+    int stat;
+    std::string name;
+  };
   void close_all() {
     ended_ = 0;
-    names_.clear();
+    for (const Process& p : processes_) ::close(p.stat);
     for (int f : threads_) ::close(f);
-    for (int f : processes_) ::close(f);
-    threads_.clear();
     processes_.clear();
+    threads_.clear();
   }
   pid_t root_;
   long hz_;
   int ended_ = 0;
   std::string ended_name_;
-  std::vector<int> threads_, processes_;
-  std::vector<std::string> names_;
+  std::vector<Process> processes_;
+  std::vector<int> threads_;
 };
 
 }  // namespace
@@ -357,19 +384,22 @@ wire::TimerHandoffReply Worker::timer_handoff(const wire::TimerHandoff& cmd) {
   }
 #endif
   if (!session_->cuda()) {
+    // As a timed call ends: when the candidate's processes are quiet.
+    if (cmd.candidate_pid <= 0) throw WorkerError{"runtime_error", "timer_handoff on the CPU needs the candidate's pid"};
+    CpuMeter meter(static_cast<pid_t>(cmd.candidate_pid));
     for (int i = 0; i < n; ++i) {
       const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
       const auto t0 = Clock::now();
       timer::host_store(control, Word::kGo, seq);
       const auto called = timer::host_wait(control, Word::kCalled, seq, deadline, kSpinOnCall);
-      const auto t1 = Clock::now();
-      const auto copied = called ? timer::host_wait(control, Word::kCopied, seq, deadline) : std::nullopt;
-      const auto t2 = Clock::now();
+      const auto copied = called ? timer::host_wait(control, Word::kCopied, seq, deadline, kSpinOnCall) : std::nullopt;
       if (!called || !copied || *called == timer::kAbort || *copied == timer::kAbort) {
         throw WorkerError{"runtime_error", "the candidate's worker did not serve the handshake's calls"};
       }
+      meter.settle(Clock::now() + std::chrono::milliseconds(kSettleMs));
+      const auto t1 = Clock::now();
       reply.window.push_back(std::chrono::duration<double>(t1 - t0).count());
-      reply.tail.push_back(std::chrono::duration<double>(t2 - t1).count());
+      reply.tail.push_back(0);
     }
   }
   // The least of each: a candidate can only ever make the handshake slower.
@@ -534,16 +564,18 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
     return reply;
   }
 #endif
-  // The CPU: the window is wall time; what the candidate does outside it
-  // is told by the CPU time the kernel accounted to its processes (nothing
-  // in the sandbox can write /proc): while the timer drew (prep), from
-  // called to copied beyond a copy of its outputs (tail), and while a
-  // checked call's outputs were captured. CPU time, not wall time, there: a
-  // loaded machine preempts an honest worker, which does not make it work.
-  // Counted whole, not per thread: never less than the wall time the work
-  // could save.
+  // The CPU: the window is wall time from go until the candidate's
+  // processes are quiet again (every thread off the CPU), not until it says
+  // "called": what it does after that is still the call's. Its worker
+  // copies the outputs inside the window (the copy's floor is subtracted,
+  // as the handshake's is). What it does between the calls (while the timer
+  // draws, and while it captures a checked call's outputs) is told by the
+  // CPU time the kernel accounted to its processes, read while they are
+  // quiet. CPU time, not wall time, there: a loaded machine preempts an
+  // honest worker, which does not make it work.
   const double slack = slack_seconds(false);
   CpuMeter meter(static_cast<pid_t>(cmd.candidate_pid));
+  const auto settle_for = std::chrono::milliseconds(kSettleMs);
   double cpu_end = meter.read();
   for (int i = 0; i < n; ++i) {
     const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
@@ -552,9 +584,8 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
     const auto t0 = Clock::now();
     timer::host_store(control, Word::kGo, seq);
     const auto called = timer::host_wait(control, Word::kCalled, seq, deadline, kSpinOnCall);
-    const auto t1 = Clock::now();
-    const double cpu_called = meter.read();
-    const auto copied = called ? timer::host_wait(control, Word::kCopied, seq, deadline) : std::nullopt;
+    const auto t_called = Clock::now();
+    const auto copied = called ? timer::host_wait(control, Word::kCopied, seq, deadline, kSpinOnCall) : std::nullopt;
     if (!called || !copied) {
       reply.aborted = "the candidate did not finish timed call " + std::to_string(i) + " of the batch in time";
       break;
@@ -563,30 +594,32 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
       reply.aborted = "the candidate's worker stopped during the timed calls";
       break;
     }
-    const double cpu_copied_seen = meter.read();
-    reply.threads_ended += meter.ended();
-    if (meter.ended() && !reply.ended_thread) reply.ended_thread = meter.ended_name();
-    meter.scan();  // threads the call started count from here on
-    const double cpu_copied = std::max(cpu_copied_seen, meter.read());
+    if (!meter.settle(Clock::now() + settle_for)) ++reply.unsettled;
+    const auto t1 = Clock::now();
+    const double cpu_quiet = meter.read();
+    reply.processes_ended += meter.ended();
+    if (meter.ended() && !reply.ended_process) reply.ended_process = meter.ended_name();
+    meter.scan();  // processes and threads the call started count from here on
+    const double cpu_after = std::max(cpu_quiet, meter.read());
     wire::TimedSample s;
     s.window = std::chrono::duration<double>(t1 - t0).count();
+    s.tail = std::chrono::duration<double>(t1 - t_called).count();  // part of the window
     // Its CPU time while the timer drew; not for a batch's first call, when
     // its worker may still be reading the command that started the batch.
     s.prep = i == 0 ? 0.0 : cpu_go - cpu_end;
-    s.tail = cpu_copied - cpu_called;  // its CPU time from called to copied
-    s.outside = std::max(0.0, s.prep - slack) + beyond(s.tail, f.copy, false);
-    cpu_end = cpu_copied;
+    s.outside = std::max(0.0, s.prep - slack);
+    cpu_end = cpu_after;
     if (checked[static_cast<std::size_t>(i)]) {
       for (std::size_t k = 0; k < timer_outputs_.size(); ++k) timer_captured_[k].copy_(timer_outputs_[k]);
       const double captured = meter.read();
-      s.capture = captured - cpu_copied;
+      s.capture = captured - cpu_after;
       s.outside += std::max(0.0, *s.capture - slack);
       const auto check_start = Clock::now();
       reply.checks.push_back(timer_check(i, seq, precise[static_cast<std::size_t>(i)], tol));
       reply.check_seconds += seconds_since(check_start);
       cpu_end = meter.read();  // the check is the timer's time, not the candidate's
     }
-    s.seconds = std::max(0.0, s.window - f.window) + s.outside;
+    s.seconds = std::max(0.0, s.window - f.window - f.copy) + s.outside;
     reply.samples.push_back(s);
   }
   return reply;
