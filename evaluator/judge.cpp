@@ -25,6 +25,7 @@ std::optional<Decision> judge_build(const BuildObservation& b, const std::string
     return Decision{VerdictClass::kCompileError,
                     "compilation did not finish within " + std::to_string(b.timeout_s) + " s"};
   }
+  if (!b.failure.empty()) return Decision{VerdictClass::kCompileError, b.failure + " (not cached: tried again next time)"};
   if (!b.python_failure.empty()) return Decision{VerdictClass::kCompileError, b.python_failure};
   int errors = 0;
   std::string first;

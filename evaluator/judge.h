@@ -32,6 +32,9 @@ struct BuildObservation {
   bool timed_out = false;
   long long timeout_s = 0;
   std::string python_failure;  // a Python candidate's failed build, in words ("" for C++)
+  // A failed build that is no verdict of the compiler's (BuildResult::failure:
+  // a signal, a limit, the machine): said as it is, never counted as errors.
+  std::string failure;
   std::vector<CompilerDiagnostic> diagnostics;
 };
 
