@@ -236,6 +236,12 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   built.failure = cb.failure;
   if (python && !cb.ok && cb.failure.empty()) built.python_failure = python_build_failure(cb);
   built.diagnostics = cb.diagnostics;
+  {
+    std::istringstream log(cb.log);
+    for (std::string line; std::getline(log, line);) {
+      if (line.find_first_not_of(" \t\r") != std::string::npos) built.log_end = line;
+    }
+  }
   if (auto decided = judge_build(built, candidate_path)) return finish(decided->verdict, decided->message);
   BuildResult rb = build_reference(spec);
   v.phases.build_reference = rb.seconds;

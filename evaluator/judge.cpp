@@ -33,6 +33,12 @@ std::optional<Decision> judge_build(const BuildObservation& b, const std::string
     if (d.severity != "error") continue;
     if (errors++ == 0) first = d.format();
   }
+  if (errors == 0) {
+    // The assembler or the linker, whose messages are no compiler diagnostics.
+    return Decision{VerdictClass::kCompileError,
+                    "the build failed without a compiler error" +
+                        (b.log_end.empty() ? std::string() : "; its log ends: " + b.log_end.substr(0, 300))};
+  }
   return Decision{VerdictClass::kCompileError,
                   std::to_string(errors) + " error(s)" + (first.empty() ? "" : "; first: " + first)};
 }

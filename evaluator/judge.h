@@ -36,6 +36,7 @@ struct BuildObservation {
   // a signal, a limit, the machine): said as it is, never counted as errors.
   std::string failure;
   std::vector<CompilerDiagnostic> diagnostics;
+  std::string log_end;  // the build log's last line, for a failure no diagnostic names
 };
 
 // compile_error when it did not build (or cannot be built as asked);

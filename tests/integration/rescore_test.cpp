@@ -255,9 +255,18 @@ TEST_F(RescoreTest, LostCodeIsAnErrorForThatAttemptOnly) {
 // file is refused, and the attempt is evaluated again (here there is no
 // worker, so it is not rescored at all) rather than judged from the copy.
 TEST_F(RescoreTest, AnotherAttemptsObservationsAreNeverReJudged) {
-  json honest = {{"verdict", "correct"}, {"observed", {{"forged", true}}}};
+  // Turn 3's genuine verdict (correct, with its observations), as stored.
+  Builder builder(BuilderConfig::from_environment());
+  EvalOptions eo;
+  eo.protocol = "strict";
+  eo.worker_path = KLOOP_TEST_WORKER;
+  eo.max_timing_seconds = 0.05;
+  eo.threads = 2;
+  const Verdict honest = Evaluator(builder, eo).evaluate(ProblemRegistry(ProblemRegistry::default_root()).load("19_ReLU"),
+                                                         run_ + "/attempts/19_ReLU/sample0/turn3/candidate.cpp");
+  ASSERT_EQ(honest.verdict, VerdictClass::kCorrect) << honest.message;
   store_verdict(1, {{"verdict", "integrity_violation"}});
-  store_verdict(3, honest);
+  store_verdict(3, honest.to_json());
   fs::copy_file(fs::path(run_) / "attempts/19_ReLU/sample0/turn3/verdict.json",
                 fs::path(run_) / "attempts/19_ReLU/sample0/turn1/verdict.json", fs::copy_options::overwrite_existing);
   RescoreOptions o = options("strict-libraries");
@@ -267,6 +276,7 @@ TEST_F(RescoreTest, AnotherAttemptsObservationsAreNeverReJudged) {
   for (const auto& r : RunStore(runs_.string(), "tiny").load_results("rescore-strict-libraries.jsonl")) {
     EXPECT_NE(r.turn, 1) << "ESCAPED: turn 1 was rescored from turn 3's observations: " << outcome_name(r.outcome);
   }
+  EXPECT_EQ(s.rejudged, 1) << "turn 3, whose own verdict it is\n" << progress.str();
   ASSERT_GE(s.errors.size(), 1u) << progress.str();
   EXPECT_NE(s.errors[0].find("turn 1"), std::string::npos) << s.errors[0];
 }
@@ -412,7 +422,9 @@ TEST_F(RescoreTest, AHostileKernelBenchFolderIsData) {
       << skipped;
   EXPECT_NE(skipped.find("more than the 4194304 kloop reads"), std::string::npos) << skipped;
   for (const auto& e : fs::recursive_directory_iterator(runs_ / "hostile-import")) {
-    if (e.is_regular_file()) EXPECT_EQ(read(e.path()).find(secret), std::string::npos) << "ESCAPED into " << e.path();
+    if (e.is_regular_file()) {
+      EXPECT_EQ(read(e.path()).find(secret), std::string::npos) << "ESCAPED into " << e.path();
+    }
   }
   // 448 bytes of nested aliases.
   std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";

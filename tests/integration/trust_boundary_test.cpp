@@ -317,6 +317,9 @@ TEST(BuildLimitsTest, TheBuildsLimitsHoldUnprivileged) {
   const auto at = log.find("forked ");
   ASSERT_NE(at, std::string::npos) << p.out.substr(0, 3000);
   EXPECT_LT(std::atoi(log.c_str() + at + 7), 64) << log.substr(at, 100);
+  CliResult z = eval_as_nobody(scratch().fixture("attack_include_dev_zero.cpp"), "strict", "--memory-limit-gb 1");
+  EXPECT_EQ(z.verdict.value("verdict", ""), "compile_error") << z.out.substr(0, 2000) << z.err.substr(0, 2000);
+  EXPECT_NE(z.verdict.value("message", "").find("not cached"), std::string::npos) << z.out.substr(0, 2000);
   CliResult k = eval_as_nobody(scratch().fixture("attack_build_killed.py"), "strict");
   EXPECT_EQ(k.verdict.value("verdict", ""), "compile_error") << k.out.substr(0, 2000);
   EXPECT_NE(k.verdict.value("message", "").find("not cached"), std::string::npos) << k.out.substr(0, 2000);
@@ -419,7 +422,9 @@ TEST(TrustedReadsTest, AHostileImportFolderIsDataUnprivileged) {
       << r.output;
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(runs, ec)) {
-    if (e.is_regular_file()) EXPECT_EQ(read_text(e.path().string()).find(secret), std::string::npos) << e.path();
+    if (e.is_regular_file()) {
+      EXPECT_EQ(read_text(e.path().string()).find(secret), std::string::npos) << e.path();
+    }
   }
 }
 
