@@ -451,4 +451,42 @@ std::optional<double> process_tree_cpu_seconds(pid_t root, bool precise) {
   return precise ? static_cast<double>(ns) * 1e-9 : static_cast<double>(ticks) / static_cast<double>(hz);
 }
 
+namespace {
+
+// Field 22 of /proc/PID/stat (the start time, in ticks after boot).
+std::string start_ticks(pid_t pid) {
+  const std::vector<std::string> fields = stat_fields(pid);
+  return fields.size() > 19 ? fields[19] : "";  // fields[0] is field 3
+}
+
+}  // namespace
+
+std::string owner_tag() {
+  static const std::string tag = std::to_string(getpid()) + "-" + start_ticks(getpid());
+  return tag;
+}
+
+bool owner_alive(const std::string& tag) {
+  const auto dash = tag.find('-');
+  if (dash == std::string::npos || dash == 0 || tag.find_first_not_of("0123456789-") != std::string::npos) return false;
+  long long pid = 0;
+  try {
+    pid = std::stoll(tag.substr(0, dash));
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (pid <= 0 || pid > (1ll << 30)) return false;
+  const std::string start = start_ticks(static_cast<pid_t>(pid));
+  return !start.empty() && start == tag.substr(dash + 1);
+}
+
+std::string owner_tag_in(const std::string& name, const std::string& prefix) {
+  if (name.rfind(prefix, 0) != 0) return "";
+  const std::string rest = name.substr(prefix.size());
+  const auto first = rest.find('-');
+  if (first == std::string::npos) return "";
+  const auto second = rest.find('-', first + 1);
+  return rest.substr(0, second);
+}
+
 }  // namespace kloop

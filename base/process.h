@@ -95,4 +95,16 @@ bool kill_group_until_gone(pid_t pgid, std::chrono::milliseconds timeout);
 // is too low.
 std::optional<double> process_tree_cpu_seconds(pid_t pid, bool precise = false);
 
+// "PID-START": this process's pid and start time (clock ticks after boot),
+// which no later process with the same pid shares. kloop puts it in the
+// names of what it makes outside its own folders (work folders, cgroups,
+// build folders), so a later kloop can tell what a dead one left behind.
+std::string owner_tag();
+// Whether the process `tag` (owner_tag's form) still lives: false when its
+// pid is gone, belongs to a later process, or the tag is not one.
+bool owner_alive(const std::string& tag);
+// The owner tag inside `name` after `prefix` ("kloop-work-" + TAG + "-..."):
+// its first two dash-separated fields; "" when there are none.
+std::string owner_tag_in(const std::string& name, const std::string& prefix);
+
 }  // namespace kloop

@@ -42,9 +42,11 @@ using namespace detail;  // worker sessions, work folders and the timing loop
 // The candidate's worker in its sandbox: it sees the system folders, the
 // worker, its module, the reference's shared folder (read-only) and its own
 // folder. A sandbox that cannot be set up refuses the evaluation.
-WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const std::string& module, bool cpu) {
+WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const std::string& module, bool cpu,
+                                const std::string& cache_dir) {
   SandboxSpec s;
   s.level = o.isolation;
+  s.hidden = {cache_dir};
   s.read_only = {o.worker_path, sandbox_init_path(o.worker_path), module, work.shared()};
   if (is_python_module(module)) {  // its entry, the host library and the python's own folders
     s.read_only.push_back(fs::path(module).parent_path().string());
@@ -191,8 +193,14 @@ Evaluator::Evaluator(Builder& builder, EvalOptions options) : builder_(builder),
   // ("cuda:0" is what a tensor on it says): one spelling from here on.
   if (options_.device == "cuda") options_.device = "cuda:0";
   if (options_.worker_path.empty()) options_.worker_path = find_worker_executable();
-  // A candidate's compile runs in the sandbox its evaluation runs in.
+  // A candidate's compile runs in the sandbox its evaluation runs in, under
+  // its worker's limits (the build runs model-written code too).
   builder_.set_isolation(options_.isolation);
+  BuildLimits limits = builder_.config().limits;
+  limits.memory_bytes = options_.memory_limit_bytes;
+  limits.processes = options_.process_limit;
+  limits.file_size_bytes = std::min(limits.file_size_bytes, options_.file_size_limit_bytes);
+  builder_.set_limits(limits);
   if (options_.device != "cpu" && builder_.config().cuda_arch.empty()) {
     builder_.set_cuda_arch(detect_cuda_arch(options_.device));
   }
@@ -250,8 +258,15 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   built.ok = cb.ok;
   built.timed_out = cb.timed_out;
   built.timeout_s = builder_.config().timeout.count();
-  if (python && !cb.ok) built.python_failure = python_build_failure(cb);
+  built.failure = cb.failure;
+  if (python && !cb.ok && cb.failure.empty()) built.python_failure = python_build_failure(cb);
   built.diagnostics = cb.diagnostics;
+  {
+    std::istringstream log(cb.log);
+    for (std::string line; std::getline(log, line);) {
+      if (line.find_first_not_of(" \t\r") != std::string::npos) built.log_end = line;
+    }
+  }
   if (auto decided = judge_build(built, candidate_path)) return finish(decided->verdict, decided->message);
   BuildResult rb = build_reference(spec);
   v.phases.build_reference = rb.seconds;
@@ -319,7 +334,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     timer = calibrate_timer(ref, cases[0], rules, options_.device, options_.run_timeout);
   }
   const std::string module = stage_module(work, cb.library_path);
-  WorkerSession cand = candidate_session(options_, work, module, cpu);
+  WorkerSession cand = candidate_session(options_, work, module, cpu, builder_.config().cache_dir);
   CandidateSteps steps(spec, protocol, options_, rules, builder_.config().cache_dir, work, ref, cand, v, finish);
   // From here on the candidate's process exists: whatever it sends is
   // untrusted, and a reference that dies is a verdict on the candidate
@@ -395,7 +410,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   std::vector<TimingSummary> out;
   for (int i = 0; i < n; ++i) {
     const std::string module = stage_module(work, cb.library_path);
-    WorkerSession cand = candidate_session(options_, work, module, cpu);
+    WorkerSession cand = candidate_session(options_, work, module, cpu, builder_.config().cache_dir);
     auto fail = [&](const CallStatus& r) {
       if (!r.ok()) {
         throw EvaluationError("repeat timing: the candidate failed: " + (r.failure ? r.failure->message : cand.failure()));

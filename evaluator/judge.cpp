@@ -25,12 +25,19 @@ std::optional<Decision> judge_build(const BuildObservation& b, const std::string
     return Decision{VerdictClass::kCompileError,
                     "compilation did not finish within " + std::to_string(b.timeout_s) + " s"};
   }
+  if (!b.failure.empty()) return Decision{VerdictClass::kCompileError, b.failure + " (not cached: tried again next time)"};
   if (!b.python_failure.empty()) return Decision{VerdictClass::kCompileError, b.python_failure};
   int errors = 0;
   std::string first;
   for (const auto& d : b.diagnostics) {
     if (d.severity != "error") continue;
     if (errors++ == 0) first = d.format();
+  }
+  if (errors == 0) {
+    // The assembler or the linker, whose messages are no compiler diagnostics.
+    return Decision{VerdictClass::kCompileError,
+                    "the build failed without a compiler error" +
+                        (b.log_end.empty() ? std::string() : "; its log ends: " + b.log_end.substr(0, 300))};
   }
   return Decision{VerdictClass::kCompileError,
                   std::to_string(errors) + " error(s)" + (first.empty() ? "" : "; first: " + first)};

@@ -32,7 +32,11 @@ struct BuildObservation {
   bool timed_out = false;
   long long timeout_s = 0;
   std::string python_failure;  // a Python candidate's failed build, in words ("" for C++)
+  // A failed build that is no verdict of the compiler's (BuildResult::failure:
+  // a signal, a limit, the machine): said as it is, never counted as errors.
+  std::string failure;
   std::vector<CompilerDiagnostic> diagnostics;
+  std::string log_end;  // the build log's last line, for a failure no diagnostic names
 };
 
 // compile_error when it did not build (or cannot be built as asked);

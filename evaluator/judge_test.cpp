@@ -382,6 +382,17 @@ TEST(JudgeTest, ABuildThatFailedIsACompileError) {
   b.timed_out = false;
   b.python_failure = "importing the candidate raised SyntaxError";
   EXPECT_EQ(judge_build(b, "c.py")->message, "importing the candidate raised SyntaxError");
+  // A build ended by a signal, a limit or the machine says so (and was not
+  // cached), never "0 error(s)".
+  b.failure = "the build was killed by SIGKILL (killed)";
+  EXPECT_EQ(judge_build(b, "c.py")->message,
+            "the build was killed by SIGKILL (killed) (not cached: tried again next time)");
+  // One the compiler itself ended without a diagnostic (the assembler's).
+  b = {};
+  b.ok = false;
+  b.log_end = "candidate.cpp:1: Error: file not found: /secret";
+  EXPECT_EQ(judge_build(b, "c.cpp")->message,
+            "the build failed without a compiler error; its log ends: candidate.cpp:1: Error: file not found: /secret");
 }
 
 // Each way a worker call can fail, as the candidate's verdict.

@@ -29,6 +29,7 @@ struct EvalCliOptions {
   uint64_t seed = 1;
   double timeout_s = kDefaultRunTimeoutSeconds;
   double memory_limit_gb = kDefaultMemoryLimitGb;
+  uint64_t process_limit = 512;
   int threads = 0;
   bool no_timing = false;
   bool no_activity_audit = false;

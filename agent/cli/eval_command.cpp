@@ -14,8 +14,15 @@ void add_eval_options(CLI::App& app, EvalCliOptions& o) {
   app.add_option("--protocol", o.protocol, protocol_choices())->capture_default_str();
   app.add_option("--seed", o.seed, "base seed for weights and inputs")->capture_default_str();
   app.add_option("--timeout", o.timeout_s, "seconds allowed per worker step (tests, timing)")->capture_default_str();
-  app.add_option("--memory-limit-gb", o.memory_limit_gb, "address-space limit of the candidate process (CPU)")
+  app.add_option("--memory-limit-gb", o.memory_limit_gb,
+                 "address-space limit of the candidate process (CPU); also each process of its build's data "
+                 "limit, and the build's whole tree where a cgroup can be made")
       ->capture_default_str();
+  app.add_option("--process-limit", o.process_limit,
+                 "processes and threads the candidate's tree, and its build's, may have (a pids cgroup of its own "
+                 "where kloop can make one, else RLIMIT_NPROC)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--threads", o.threads, "intra-op CPU threads for both models (0: LibTorch default)")
       ->capture_default_str();
   app.add_flag("--no-timing", o.no_timing, "check correctness only");
@@ -55,6 +62,7 @@ EvalOptions make_eval_options(const EvalCliOptions& o) {
   if (o.timeout_s <= 0) throw std::invalid_argument("--timeout: expected a positive number of seconds");
   e.run_timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
   e.memory_limit_bytes = static_cast<uint64_t>(o.memory_limit_gb * (1ull << 30));
+  e.process_limit = o.process_limit;
   e.threads = o.threads;
   e.measure_time = !o.no_timing;
   e.profile = o.profile;

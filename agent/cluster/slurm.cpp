@@ -30,10 +30,16 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// An sbatch option value on a #SBATCH line: no newline may end the header.
-std::string header_value(const std::string& what, const std::string& v) {
+// An sbatch option value on a #SBATCH line: no newline may end the header,
+// and (`one_word`) no blank may start another option on the line (a run
+// named "x --hold" held its job).
+std::string header_value(const std::string& what, const std::string& v, bool one_word = true) {
   if (v.find_first_of("\n\r") != std::string::npos) {
     throw std::invalid_argument(what + ": '" + v + "' holds a line break; give it on one line");
+  }
+  if (one_word && v.find_first_of(" \t\v\f") != std::string::npos) {
+    throw std::invalid_argument(what + ": '" + v + "' holds a blank, which would start another #SBATCH option; give "
+                                "it without one");
   }
   return v;
 }
@@ -66,7 +72,7 @@ std::string slurm_script(const SlurmArray& a, const SlurmOptions& o) {
     << "#SBATCH --job-name=" << header_value("job name", slurm_job_name(a.run_name)) << "\n"
     << "#SBATCH --array=" << array_ranges(a.tasks) << "\n"
     << "#SBATCH --ntasks=1\n"
-    << "#SBATCH --output=" << header_value("run folder", (fs::path(a.run_path) / "slurm" / "shard-%a.log").string())
+    << "#SBATCH --output=" << header_value("run folder", (fs::path(a.run_path) / "slurm" / "shard-%a.log").string(), false)
     << "\n"
     << "#SBATCH --open-mode=append\n"
     << "#SBATCH --requeue\n";
@@ -76,7 +82,7 @@ std::string slurm_script(const SlurmArray& a, const SlurmOptions& o) {
   if (gpus > 0) s << "#SBATCH --gpus-per-task=" << gpus << "\n";
   if (o.cpus_per_task > 0) s << "#SBATCH --cpus-per-task=" << o.cpus_per_task << "\n";
   if (!o.mem.empty()) s << "#SBATCH --mem=" << header_value("--mem", o.mem) << "\n";
-  for (const auto& x : o.extra) s << "#SBATCH " << header_value("--sbatch-arg", x) << "\n";
+  for (const auto& x : o.extra) s << "#SBATCH " << header_value("--sbatch-arg", x, false) << "\n";
   s << "set -euo pipefail\n"
     << "echo \"kloop: array task ${SLURM_ARRAY_TASK_ID} of job ${SLURM_ARRAY_JOB_ID} on $(hostname) "
        "(CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}) at $(date -u +%FT%TZ)\"\n"

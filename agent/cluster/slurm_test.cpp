@@ -39,6 +39,14 @@ TEST(SlurmTest, TheScriptRunsTheShardCommandWithEveryWordQuoted) {
   EXPECT_EQ(slurm_script(a, o).find("--gpus-per-task"), std::string::npos) << "no GPU for a CPU run";
   o.time = "1:00\n#SBATCH --uid=0";
   EXPECT_THROW(slurm_script(a, o), std::invalid_argument) << "a value cannot add a header line";
+  // Attack (issue 48): a run named "x --hold" once held its job; a blank in
+  // a one-word value would start another option on its #SBATCH line.
+  o.time = "04:00:00";
+  a.run_name = "x --hold";
+  EXPECT_THROW(slurm_script(a, o), std::invalid_argument) << "a blank in the job name";
+  a.run_name = "exp";
+  o.partition = "gpu --hold";
+  EXPECT_THROW(slurm_script(a, o), std::invalid_argument) << "a blank in the partition";
 }
 
 TEST(SlurmTest, TheShardComesFromTheFlagOrFromSlurm) {

@@ -11,6 +11,7 @@
 
 #include "agent/scaffold/run_config.h"
 #include "agent/store/run_store.h"
+#include "base/untrusted_tree.h"
 #include "evaluator/build/content_hash.h"
 #include "evaluator/problem/registry.h"
 
@@ -19,6 +20,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+
+// What kloop reads from a folder someone else made (the import's input is
+// data: no link followed, no file read whole whatever its size).
+constexpr uint64_t kMaxKernelBytes = 4u << 20;    // a kernel file
+constexpr uint64_t kMaxResultsBytes = 64u << 20;  // eval_results.json
 
 struct KernelFile {
   int level = 0, problem = 0, sample = 0;
@@ -29,11 +35,11 @@ struct KernelFile {
 // (older versions: {"P": {"S": {...}}}), keyed here by (problem, sample).
 std::map<std::pair<int, int>, json> published_results(const fs::path& file) {
   std::map<std::pair<int, int>, json> out;
-  std::ifstream in(file);
-  if (!in) return out;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(file, ec))) return out;
   json j;
   try {
-    in >> j;
+    j = json::parse(read_file_nofollow(file.string(), kMaxResultsBytes));
   } catch (const json::exception& e) {
     throw std::runtime_error(file.string() + ": not valid JSON (" + e.what() +
                              "); fix or remove it to import the kernels without KernelBench's verdicts");
@@ -89,11 +95,20 @@ KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
   if (!fs::is_directory(folder)) throw std::runtime_error(o.generations + ": not a folder");
   static const std::regex kName(R"(level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py)");
   std::vector<KernelFile> files;
+  std::vector<std::string> refused;
   for (const auto& entry : fs::directory_iterator(folder)) {
     std::smatch m;
     const std::string f = entry.path().filename().string();
-    if (entry.is_regular_file() && std::regex_match(f, m, kName)) {
-      files.push_back({std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), entry.path()});
+    if (!std::regex_match(f, m, kName)) continue;
+    std::error_code ec;
+    if (!entry.is_symlink(ec) && entry.is_regular_file(ec)) {
+      try {
+        files.push_back({std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), entry.path()});
+      } catch (const std::exception&) {
+        refused.push_back(f + ": a number in its name is out of range");
+      }
+    } else {
+      refused.push_back(f + ": a link or not a regular file; kloop imports regular files of the folder only");
     }
   }
   if (files.empty()) {
@@ -117,13 +132,15 @@ KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
   }
 
   std::string model = "unknown";
-  if (fs::exists(folder / "generation_config.yaml")) {
-    const json g = read_config_json((folder / "generation_config.yaml").string());
-    model = g.value("model_name", model);
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(folder / "generation_config.yaml", ec))) {
+    const json g = read_config_json((folder / "generation_config.yaml").string(), /*follow_links=*/false);
+    if (g.contains("model_name") && g["model_name"].is_string()) model = g["model_name"].get<std::string>();
   }
   const auto published = published_results(folder / "eval_results.json");
 
   KernelBenchImportSummary s;
+  s.skipped = refused;
   const std::string name = o.name.empty() ? folder.filename().string() : o.name;
   RunStore store(o.runs_dir, name);
   s.run_dir = store.path();
@@ -161,7 +178,13 @@ KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
       ++s.present;
       continue;
     }
-    const std::string code = read_file(f.path.string());
+    std::string code;
+    try {
+      code = read_file_nofollow(f.path.string(), kMaxKernelBytes);
+    } catch (const std::runtime_error& e) {
+      s.skipped.push_back(e.what());
+      continue;
+    }
     const std::string dir = store.attempt_dir(task.name, f.sample, 1);
     RunStore::write_text(dir + "/candidate.py", code);
     RunStore::write_text(dir + "/response.txt", code);
@@ -187,6 +210,7 @@ KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
       r.outcome = Outcome::kUnevaluated;
       r.message = "imported from " + f.path.string() + " without KernelBench's verdict (no eval_results.json entry)";
     }
+    store.seal_files(r.attempt_dir, {"candidate.py", "response.txt"});
     store.append(r);
     ++s.imported;
   }

@@ -47,6 +47,9 @@ EvalOptions eval_options(const json& config, const RescoreOptions& o) {
   if (max_timing > 0) e.max_timing_seconds = max_timing;
   e.worker_path = o.worker_path;
   e.isolation = parse_isolation(ev.value("isolation", std::string("strict"))).value_or(Isolation::kStrict);
+  // The candidates are model-written code: a config never runs them
+  // unsandboxed (none is for kloop's own children).
+  if (e.isolation == Isolation::kNone) e.isolation = Isolation::kStrict;
   e.candidate_format = config.value("candidate_format", std::string("auto"));
   return e;
 }
@@ -62,9 +65,9 @@ class AttemptRescorer {
  public:
   // `make_evaluator` is called at the first candidate that must be
   // evaluated: a rescore that only re-judges needs no device or worker.
-  AttemptRescorer(const std::string& run_dir, const ProblemRegistry& registry,
+  AttemptRescorer(const RunStore& store, const ProblemRegistry& registry,
                   std::function<std::unique_ptr<Evaluator>()> make_evaluator)
-      : run_dir_(run_dir), registry_(registry), make_evaluator_(std::move(make_evaluator)) {}
+      : store_(store), registry_(registry), make_evaluator_(std::move(make_evaluator)) {}
 
   // The rescored record; throws std::runtime_error (kloop-side) naming the
   // attempt. With `judging_only` (the protocols differ only in judging
@@ -79,16 +82,22 @@ class AttemptRescorer {
     rejudged = false;
     // No code (none in the answer, or no answer): it fails under any protocol.
     if (codeless(original.outcome)) return r;
-    const fs::path dir = fs::path(run_dir_) / rescore_verdict_root(protocol.name) / original.attempt_dir;
-    if (judging_only) {
-      const fs::path stored = fs::path(run_dir_) / original.attempt_dir / "verdict.json";
+    // Where the record points, checked to stay inside the run; what is read
+    // there, checked against the run's seal (RunStore::read_sealed).
+    store_.attempt_path(original.attempt_dir);
+    const std::string out_rel = rescore_verdict_root(protocol.name) + "/" + original.attempt_dir;
+    const fs::path dir = store_.attempt_path(out_rel);
+    if (judging_only && !store_.verifiable()) {
+      note = "the run's files cannot be verified here, so its observations are not re-judged; evaluated again";
+    } else if (judging_only) {
       try {
-        if (!fs::exists(stored)) throw std::invalid_argument("the attempt keeps no verdict.json");
         json j;
         try {
-          j = json::parse(std::ifstream(stored));
+          j = json::parse(store_.read_sealed(original.attempt_dir, "verdict.json"));
         } catch (const json::exception& e) {
           throw std::invalid_argument(std::string("its verdict.json cannot be read: ") + e.what());
+        } catch (const std::runtime_error& e) {
+          throw std::invalid_argument(e.what());
         }
         const Rejudged again = rejudge(j, protocol);
         r.outcome = outcome_of(again.verdict);
@@ -97,6 +106,7 @@ class AttemptRescorer {
         r.eval_seconds = 0;
         fs::create_directories(dir);
         RunStore::write_text((dir / "verdict.json").string(), again.verdict_json.dump(2) + "\n");
+        store_.seal_files(out_rel, {"verdict.json"});
         rejudged = true;
         return r;
       } catch (const std::invalid_argument& e) {
@@ -113,6 +123,7 @@ class AttemptRescorer {
     r.message = v.message;
     fs::create_directories(dir);
     RunStore::write_text((dir / "verdict.json").string(), v.to_json().dump(2) + "\n");
+    store_.seal_files(out_rel, {"verdict.json"});
     return r;
   }
 
@@ -121,13 +132,18 @@ class AttemptRescorer {
   }
 
  private:
+  // The attempt's code, once it matches its seal (throws when it does not).
   std::string code_file(const AttemptRecord& r) const {
+    const fs::path dir = store_.attempt_path(r.attempt_dir);
     for (const char* name : {"candidate.cu", "candidate.cpp", "candidate.py"}) {
-      const fs::path p = fs::path(run_dir_) / r.attempt_dir / name;
-      if (fs::exists(p)) return p.string();
+      const fs::path p = dir / name;
+      std::error_code ec;
+      if (!fs::exists(fs::symlink_status(p, ec))) continue;
+      store_.read_sealed(r.attempt_dir, name);
+      return p.string();
     }
     throw std::runtime_error(
-        (fs::path(run_dir_) / r.attempt_dir).string() +
+        dir.string() +
         ": no candidate.cpp or candidate.cu (nor candidate.py); the attempt's code is gone, so it cannot be rescored");
   }
 
@@ -137,7 +153,7 @@ class AttemptRescorer {
     return it->second;
   }
 
-  std::string run_dir_;
+  const RunStore& store_;
   const ProblemRegistry& registry_;
   std::function<std::unique_ptr<Evaluator>()> make_evaluator_;
   std::unique_ptr<Evaluator> evaluator_;
@@ -147,7 +163,18 @@ class AttemptRescorer {
 }  // namespace
 
 RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& options, std::ostream& progress) {
-  const json config = load_run_config_json(run_dir);
+  load_run_config_json(run_dir);  // a clear error where there is no run
+  fs::path folder = fs::absolute(run_dir).lexically_normal();
+  if (folder.filename().empty()) folder = folder.parent_path();
+  RunStore store(folder.parent_path().string(), folder.filename().string());
+  // The settings the candidates are evaluated under: as the run's driver
+  // wrote them (sealed), never as someone changed them since.
+  json config;
+  try {
+    config = json::parse(store.read_sealed("", "config.json"));
+  } catch (const json::exception& e) {
+    throw std::runtime_error((folder / "config.json").string() + ": not JSON (" + e.what() + ")");
+  }
   const Protocol target = protocol_by_name(options.protocol);  // throws naming the protocols
   const std::string own = config.value("protocol", std::string("strict"));
   if (options.protocol == own) {
@@ -155,9 +182,6 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
                                 "' is the run's own protocol, whose results are results.jsonl; rescore under another "
                                 "one (" + protocol_choices() + ")");
   }
-  fs::path folder = fs::absolute(run_dir).lexically_normal();
-  if (folder.filename().empty()) folder = folder.parent_path();
-  RunStore store(folder.parent_path().string(), folder.filename().string());
   const std::string file = rescore_results_file(options.protocol);
   const std::vector<AttemptRecord> records = store.load_results();
   if (records.empty()) {
@@ -182,7 +206,7 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
   // that cannot evaluate (no CUDA for a GPU run) says so once, before any
   // attempt; a rescore that re-judges makes one only if an attempt needs it.
   std::unique_ptr<Evaluator> first = s.judging_only ? nullptr : make_evaluator();
-  AttemptRescorer rescorer(folder.string(), registry, [&]() {
+  AttemptRescorer rescorer(store, registry, [&]() {
     return first ? std::move(first) : make_evaluator();
   });
   int index = 0;

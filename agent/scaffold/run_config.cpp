@@ -8,11 +8,13 @@
 #include <set>
 #include <stdexcept>
 
+#include "agent/store/run_store.h"
 #include "base/settings.h"
 #include "evaluator/build/build_config.h"
 #include "evaluator/build/environment.h"
 #include "evaluator/isolation/sandbox.h"
 #include "evaluator/problem/registry.h"
+#include "evaluator/problem/yaml_input.h"
 #include "evaluator/protocol.h"
 
 namespace kloop {
@@ -130,15 +132,10 @@ json RunConfig::to_json() const {
           {"compile_jobs", compile_jobs}};
 }
 
-json read_config_json(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw std::invalid_argument(path + ": cannot open the config");
-  } catch (const YAML::ParserException& e) {
-    throw std::invalid_argument(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
+json read_config_json(const std::string& path, bool follow_links) {
+  YamlLimits limits;
+  limits.follow_links = follow_links;
+  const YAML::Node root = load_yaml_file(path, limits);  // YamlInputError is an invalid_argument
   json j = yaml_to_json(root);
   if (!j.is_object()) throw std::invalid_argument(path + ": expected a YAML map at the top level");
   return j;
@@ -161,6 +158,9 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
   RunConfig c;
   c.path = path;
   c.name = r.get<std::string>("name", fs::path(path).stem().string());
+  if (const std::string why = run_name_problem(c.name); !why.empty()) {
+    r.fail("name", "'" + c.name.substr(0, 200) + "' cannot name a run: " + why);
+  }
   // Given in the config: relative to it; not given: runs/ in the working folder.
   c.runs_dir = j.contains("runs_dir") ? r.resolve_path(r.get<std::string>("runs_dir", ""))
                                       : (fs::current_path() / "runs").string();

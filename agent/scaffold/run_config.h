@@ -101,7 +101,9 @@ std::vector<std::string> evaluation_devices(const RunConfig& config);
 RunConfig load_run_config(const std::string& path);
 // The two halves of load_run_config: the YAML file as JSON (a map), and the
 // checked config from it (`path` for messages and relative paths).
-nlohmann::json read_config_json(const std::string& path);
+// (evaluator/problem/yaml_input.h's limits: size, alias expansion, depth;
+// `follow_links` false for a file in a folder someone else made.)
+nlohmann::json read_config_json(const std::string& path, bool follow_links = true);
 RunConfig run_config_from_json(const nlohmann::json& j, const std::string& path);
 
 }  // namespace kloop

@@ -97,6 +97,9 @@ std::vector<SweepRun> load_run_configs(const std::string& path) {
     axes.push_back(std::move(a));
   }
   const std::string name = base.value("name", fs::path(path).stem().string());
+  if (const std::string why = run_name_problem(name); !why.empty()) {
+    fail("name", "'" + name.substr(0, 200) + "' cannot name a sweep: " + why);
+  }
   std::vector<SweepRun> runs;
   std::vector<std::size_t> at(axes.size(), 0);
   for (;;) {
@@ -124,6 +127,9 @@ void write_sweep_index(const std::vector<SweepRun>& runs) {
   if (runs.empty() || runs.front().point.empty()) return;
   const RunConfig& first = runs.front().config;
   const std::string sweep_name = first.name.substr(0, first.name.size() - runs.front().point.size() - 1);
+  if (const std::string why = run_name_problem(sweep_name); !why.empty()) {
+    throw std::invalid_argument("sweep name '" + sweep_name.substr(0, 200) + "' cannot be used: " + why);
+  }
   const fs::path dir = fs::path(first.runs_dir) / sweep_name;
   fs::create_directories(dir);
   json index = {{"sweep", sweep_name}, {"config_file", first.path}, {"runs", json::array()}};

@@ -601,6 +601,10 @@ LoopSummary TurnLoop::run() {
       rec.chain_done = early || outcome || last_turn;
       rec.stop_reason = outcome ? outcome_name(*outcome) : early ? "early_stop" : (rec.chain_done ? "turns" : "");
       rec.timestamp = utc_timestamp();
+      // What a rescore re-judges or re-evaluates, and what fed the next
+      // turn, under the run's key before the record that points at it.
+      store.seal_files(rec.attempt_dir, {"candidate.cpp", "candidate.cu", "candidate.py", "verdict.json", "build.log",
+                                         "feedback.txt", "response.txt"});
       store.append(rec);
       {
         std::lock_guard<std::mutex> lock(summary_mutex);

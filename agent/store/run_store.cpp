@@ -3,19 +3,26 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
+
+#include "base/untrusted_tree.h"
+#include "evaluator/build/builder.h"
+#include "evaluator/build/content_hash.h"
 
 namespace kloop {
 namespace {
@@ -23,15 +30,43 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-constexpr const char* kRecordTag = "kloop-run-record-1";
+constexpr const char* kRecordTag = "kloop-run-record-1";     // run.key runs
+constexpr const char* kRecordTagV2 = "kloop-run-record-2";   // the user's key, bound to the run's id
+constexpr const char* kSealTag = "kloop-run-seal-1";
+constexpr uint64_t kMaxSmallFile = 1u << 20;  // signing.json, seal.json
 
-// The MAC binds a record to the file it was written to, so a genuine
-// results.jsonl record copied into a rescore file (or back) is rejected.
-std::string record_mac(const IntegrityKey& key, const std::string& file, const json& record) {
-  return key.tag({kRecordTag, file, record.dump()});
+// The MAC binds a record to the run (its id) and to the file it was written
+// to, so a genuine results.jsonl record copied into a rescore file (or
+// back), or into another run, is rejected.
+std::string record_mac(const IntegrityKey& key, const std::string& run_id, const std::string& file, const json& record) {
+  if (run_id.empty()) return key.tag({kRecordTag, file, record.dump()});
+  return key.tag({kRecordTagV2, run_id, file, record.dump()});
 }
-bool record_mac_holds(const IntegrityKey& key, const std::string& file, const json& record, const std::string& mac) {
-  return key.verify(mac, {kRecordTag, file, record.dump()});
+bool record_mac_holds(const IntegrityKey& key, const std::string& run_id, const std::string& file, const json& record,
+                      const std::string& mac) {
+  if (run_id.empty()) return key.verify(mac, {kRecordTag, file, record.dump()});
+  return key.verify(mac, {kRecordTagV2, run_id, file, record.dump()});
+}
+
+std::string key_id(const IntegrityKey& key) { return key.tag({"kloop-run-key-id"}).substr(0, 16); }
+
+std::string random_hex(int bytes) {
+  std::random_device rd;
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < bytes; ++i) {
+    const unsigned v = rd() & 0xff;
+    out += kHex[v >> 4];
+    out += kHex[v & 15];
+  }
+  return out;
+}
+
+// A file of the run's own (never through a link), or nullopt when absent.
+std::optional<std::string> read_run_file(const fs::path& p, uint64_t max_bytes) {
+  struct stat st {};
+  if (lstat(p.c_str(), &st) != 0 && errno == ENOENT) return std::nullopt;
+  return read_file_nofollow(p.string(), max_bytes);
 }
 
 // "results" of results.jsonl and results.shard-3.jsonl; "" for a name that
@@ -162,19 +197,32 @@ AttemptRecord AttemptRecord::from_json(const json& j) {
   return r;
 }
 
-RunStore::RunStore(const std::string& runs_dir, const std::string& name)
-    : path_((fs::path(runs_dir) / name).string()), name_(name) {
-  // A sweep's runs are named SWEEP/key=value/...: folders below the sweep's.
-  bool plain = !name.empty() && name.front() != '/' && name.back() != '/';
-  for (std::size_t from = 0; plain && from <= name.size();) {
+std::string run_name_problem(const std::string& name) {
+  if (name.empty()) return "it is empty";
+  if (name.size() > 200) return "it is longer than 200 characters";
+  if (name.front() == '/' || name.back() == '/') return "it starts or ends with '/'";
+  for (std::size_t from = 0; from <= name.size();) {
     const std::size_t slash = std::min(name.find('/', from), name.size());
     const std::string part = name.substr(from, slash - from);
-    plain = !part.empty() && part != "." && part != "..";
+    if (part.empty() || part == "." || part == "..") return "it has an empty, '.' or '..' part";
+    for (char c : part) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-' && c != '+' && c != '=') {
+        const std::string shown = std::isgraph(static_cast<unsigned char>(c)) ? "'" + std::string(1, c) + "'"
+                                  : c == ' '                                   ? "a space"
+                                                                               : "a control character";
+        return "it holds " + shown + " (letters, digits and . _ - + = only; '/' joins a sweep's parts)";
+      }
+    }
     from = slash + 1;
   }
-  if (!plain) {
-    throw std::invalid_argument("run name '" + name + "' must be a plain folder name (or names joined by '/', as a "
-                                "sweep's runs are)");
+  return "";
+}
+
+RunStore::RunStore(const std::string& runs_dir, const std::string& name)
+    : path_((fs::path(runs_dir) / name).string()), name_(name) {
+  if (const std::string why = run_name_problem(name); !why.empty()) {
+    throw std::invalid_argument("run name '" + name.substr(0, 200) + "' cannot be used: " + why +
+                                "; choose another (--name, or the config's name)");
   }
   fs::create_directories(fs::path(path_) / "attempts");
 }
@@ -234,7 +282,9 @@ void RunStore::write_config(const json& resolved, const std::vector<std::string>
   const fs::path p = fs::path(path_) / "config.json";
   write_text(p.string(), resolved.dump(2) + "\n");
   std::lock_guard<std::mutex> lock(mutex_);
-  record_key(true);
+  signing(true);
+  // kloop rescore evaluates under this config (its device, seed, isolation).
+  seal_files("", {"config.json"});
 }
 
 namespace {
@@ -329,12 +379,156 @@ bool RunStore::has_records() const {
   return false;
 }
 
-std::optional<IntegrityKey> RunStore::record_key(bool create) const {
-  const std::string key_path = (fs::path(path_) / kKeyFile).string();
-  // A run with records but no key predates signing: it stays unsigned, so
+std::string RunStore::user_key_path() {
+  if (const char* v = std::getenv("KLOOP_RUN_KEY"); v && *v) return v;
+  return (fs::path(BuilderConfig::from_environment().cache_dir) / "run-records.key").string();
+}
+
+RunStore::Signing RunStore::signing(bool create) const {
+  Signing s;
+  const fs::path file = fs::path(path_) / kSigningFile;
+  auto read_signing = [&]() -> bool {
+    const std::optional<std::string> text = read_run_file(file, kMaxSmallFile);
+    if (!text) return false;
+    json j;
+    try {
+      j = json::parse(*text);
+    } catch (const json::exception&) {
+    }
+    if (!j.is_object() || !j.contains("run_id") || !j["run_id"].is_string() || !j.contains("key_id") ||
+        !j["key_id"].is_string()) {
+      throw std::runtime_error(file.string() + ": not kloop's signing record (expected {\"run_id\": ..., \"key_id\": "
+                               "...}); a run whose signing record was changed cannot be trusted: restore it from a "
+                               "copy, or start a new run");
+    }
+    const std::string key_path = user_key_path();
+    IntegrityKey key = IntegrityKey::open_or_create(key_path);
+    if (key_id(key) != j["key_id"].get<std::string>()) {
+      s.unverified = "the run was signed with another run key (id " + j["key_id"].get<std::string>() + ") than " +
+                     key_path + " (id " + key_id(key) + "): a run made by another user or machine (KLOOP_RUN_KEY "
+                     "names the key to use)";
+      return true;
+    }
+    s.key = std::move(key);
+    s.run_id = j["run_id"].get<std::string>();
+    return true;
+  };
+  if (read_signing()) return s;
+  const std::string legacy = (fs::path(path_) / kKeyFile).string();
+  if (IntegrityKey::exists(legacy)) {
+    warn_untrusted(legacy + ": this run's records are signed with a key kept inside the run folder (an older kloop's): "
+                   "whoever could write the folder could sign records; new runs keep their key outside it");
+    s.key = IntegrityKey::open_or_create(legacy);
+    return s;
+  }
+  // A run with records but no signing predates it: it stays unsigned, so
   // that resuming it does not reject its own earlier records.
-  if (!IntegrityKey::exists(key_path) && (!create || has_records())) return std::nullopt;
-  return IntegrityKey::open_or_create(key_path);
+  if (!create || has_records()) {
+    s.unverified = "the run has no " + std::string(kSigningFile) +
+                   " (made before kloop signed its records, or it was removed)";
+    return s;
+  }
+  IntegrityKey key = IntegrityKey::open_or_create(user_key_path());
+  const json j = {{"format", 2}, {"run_id", random_hex(16)}, {"key_id", key_id(key)}};
+  // Written beside and linked into place: of two drivers starting the run
+  // at once (shards), the first one's id stands.
+  const std::string tmp = file.string() + ".tmp-" + random_hex(8);
+  replace_file(path_, fs::path(tmp).filename().string(), j.dump() + "\n");
+  const int linked = link(tmp.c_str(), file.c_str());
+  const int link_errno = errno;
+  unlink(tmp.c_str());
+  if (linked != 0 && link_errno != EEXIST) {
+    throw std::runtime_error(file.string() + ": cannot create (" + std::strerror(link_errno) + ")");
+  }
+  if (!read_signing() || !s.key) throw std::runtime_error(file.string() + ": cannot read back what was just written");
+  return s;
+}
+
+bool RunStore::verifiable() const {
+  const Signing sg = signing(false);
+  return sg.key.has_value() && !sg.run_id.empty();
+}
+
+std::string RunStore::attempt_path(const std::string& relative) const {
+  auto refuse = [&](const std::string& why) {
+    return std::runtime_error(path_ + ": the attempt folder '" + relative.substr(0, 300) + "' " + why +
+                              "; a record names a folder inside its run (attempts/PROBLEM/sampleK/turnT)");
+  };
+  if (relative.empty() || relative.front() == '/') throw refuse("is not a path relative to the run");
+  fs::path cur = path_;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t slash = relative.find('/', from);
+    const std::string part = relative.substr(from, slash == std::string::npos ? std::string::npos : slash - from);
+    if (part.empty() || part == "." || part == ".." || part.find('\0') != std::string::npos) {
+      throw refuse("has an empty, '.' or '..' part");
+    }
+    cur /= part;
+    struct stat st {};
+    if (lstat(cur.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) throw refuse("passes through something not a folder (a link?)");
+    if (slash == std::string::npos) break;
+    from = slash + 1;
+  }
+  return cur.string();
+}
+
+void RunStore::seal_files(const std::string& relative, const std::vector<std::string>& names) const {
+  const Signing sg = signing(true);
+  if (!sg.key || sg.run_id.empty()) return;  // nothing to sign with (an unsigned or run.key run)
+  const std::string dir = relative.empty() ? path_ : attempt_path(relative);
+  json files = json::object();
+  // Entries sealed before (a folder sealed in steps) stay, when their seal holds.
+  if (const std::optional<std::string> text = read_run_file(fs::path(dir) / kSealFile, kMaxSmallFile)) {
+    try {
+      const json old = json::parse(*text);
+      if (sg.key->verify(old.value("mac", ""), {kSealTag, sg.run_id, relative, old.at("files").dump()})) {
+        files = old.at("files");
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  for (const std::string& name : names) {
+    const std::optional<std::string> bytes = read_run_file(fs::path(dir) / name, 1ull << 32);
+    if (bytes) files[name] = ContentHash().add(*bytes).hex();
+  }
+  const json seal = {{"files", files}, {"mac", sg.key->tag({kSealTag, sg.run_id, relative, files.dump()})}};
+  write_text((fs::path(dir) / kSealFile).string(), seal.dump(2) + "\n");
+}
+
+std::string RunStore::read_sealed(const std::string& relative, const std::string& name, uint64_t max_bytes) const {
+  const std::string dir = relative.empty() ? path_ : attempt_path(relative);
+  const fs::path file = fs::path(dir) / name;
+  const std::optional<std::string> bytes = read_run_file(file, max_bytes);
+  if (!bytes) throw std::runtime_error(file.string() + ": missing");
+  const Signing sg = signing(false);
+  if (!sg.key || sg.run_id.empty()) {
+    warn_untrusted(path_ + ": files of this run are read unverified: " +
+                   (sg.key ? std::string("it was signed with a key inside its folder, before kloop sealed files")
+                           : sg.unverified));
+    return *bytes;
+  }
+  const fs::path seal_file = fs::path(dir) / kSealFile;
+  json seal;
+  try {
+    const std::optional<std::string> text = read_run_file(seal_file, kMaxSmallFile);
+    if (!text) throw std::runtime_error("missing");
+    seal = json::parse(*text);
+    if (!sg.key->verify(seal.value("mac", ""), {kSealTag, sg.run_id, relative, seal.at("files").dump()})) {
+      throw std::runtime_error("its MAC does not verify");
+    }
+  } catch (const std::exception& e) {
+    throw std::runtime_error(seal_file.string() + ": no seal of the run's driver (" + e.what() + "): " + file.string() +
+                             " is not trusted");
+  }
+  const json& files = seal.at("files");
+  if (!files.contains(name) || !files[name].is_string()) {
+    throw std::runtime_error(file.string() + ": not sealed by the run's driver (not in " + seal_file.string() + ")");
+  }
+  if (ContentHash().add(*bytes).hex() != files[name].get<std::string>()) {
+    throw std::runtime_error(file.string() + ": differs from what the run's driver wrote (its digest in " +
+                             seal_file.string() + ")");
+  }
+  return *bytes;
 }
 
 std::optional<int> RunStore::shard_count() const {
@@ -391,7 +585,8 @@ std::vector<std::string> RunStore::record_files(const std::string& file) const {
 
 std::vector<AttemptRecord> RunStore::load_results(const std::string& file) const {
   std::vector<AttemptRecord> out;
-  const std::optional<IntegrityKey> key = record_key(false);
+  const Signing sg = signing(false);
+  const std::optional<IntegrityKey>& key = sg.key;
   std::set<std::tuple<std::string, int, int>> seen;
   for (const std::string& name : record_files(file)) {
     const fs::path p = fs::path(path_) / name;
@@ -412,7 +607,7 @@ std::vector<AttemptRecord> RunStore::load_results(const std::string& file) const
         }
         // Under the name of the file it is in: a record moved to another
         // shard's file or another protocol's does not verify.
-        if (key && (mac.empty() || !record_mac_holds(*key, name, j, mac))) {
+        if (key && (mac.empty() || !record_mac_holds(*key, sg.run_id, name, j, mac))) {
           rejected.push_back(line_number);
           continue;
         }
@@ -430,11 +625,11 @@ std::vector<AttemptRecord> RunStore::load_results(const std::string& file) const
     if (!rejected.empty()) {
       warn_untrusted(p.string() + ": " + std::to_string(rejected.size()) + " of " + std::to_string(line_number) +
                      " line(s) rejected: not written by this run's driver (missing or wrong MAC under " +
-                     (fs::path(path_) / kKeyFile).string() + "; line " + line_list(rejected) + ")");
+                     (sg.run_id.empty() ? (fs::path(path_) / kKeyFile).string() : user_key_path()) + "; line " +
+                     line_list(rejected) + ")");
     }
     if (unverified > 0) {
-      warn_untrusted(p.string() + ": " + std::to_string(unverified) + " record(s) unverified: the run has no " +
-                     kKeyFile + " (made before kloop signed its records, or the key was removed)");
+      warn_untrusted(p.string() + ": " + std::to_string(unverified) + " record(s) unverified: " + sg.unverified);
     }
   }
   return out;
@@ -473,9 +668,13 @@ void RunStore::append(const AttemptRecord& record, const std::string& to) {
   const std::string file = shard_ ? shard_file(to, *shard_) : to;
   const std::string p = (fs::path(path_) / file).string();
   json signed_record = json::parse(record.to_json().dump());  // the fields as they will read back
-  if (const std::optional<IntegrityKey> key = record_key(true)) {
-    const std::string mac = record_mac(*key, file, signed_record);
-    signed_record["mac"] = mac;
+  const Signing sg = signing(true);
+  if (sg.key) {
+    signed_record["mac"] = record_mac(*sg.key, sg.run_id, file, signed_record);
+  } else if (IntegrityKey::exists((fs::path(path_) / kSigningFile).string())) {
+    // Signed under a key this user does not hold: an unsigned record among
+    // its signed ones would be taken for a forgery (or hide one).
+    throw std::runtime_error(path_ + ": cannot add records: " + sg.unverified);
   }
   int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(p + ": cannot open for appending");

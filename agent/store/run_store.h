@@ -4,15 +4,24 @@
 // per (problem, sample, turn). A killed run resumes from it without losing
 // or repeating finished attempts.
 //
-// Each record carries a MAC under the run's own key (run.key, 32 random
-// bytes, mode 0600, made with the run and travelling with its folder), so a
-// record the run's driver did not write (appended by model-written code, or
-// edited) is rejected on load with a warning. Runs made before records were
-// signed have no key: their records load, with one "unverified" warning.
+// Each record carries a MAC, and each attempt folder a seal (seal.json: the
+// SHA-256 of every file that enters a verdict or a rescore, under a MAC),
+// both under the user's run key, which lives outside every run folder
+// (RunStore::user_key_path: beside the build cache's key), so code that
+// could write a run folder still cannot sign. signing.json in the run names
+// the run's own random id, which every MAC covers (a record or a file
+// copied from another run does not verify), and the key's id. A record or
+// file the run's driver did not write (appended by model-written code, or
+// edited) is rejected with a warning. Runs made before records were signed
+// have no key: their records load, with one "unverified" warning; runs
+// signed with the older key inside the folder (run.key) still verify, with
+// a warning that whoever could write the folder could re-sign them; a run
+// signed under another user's key (a copied run) loads unverified.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -105,6 +114,13 @@ class RunLock {
   int run_fd_ = -1;  // `lock`, held shared by a shard's driver
 };
 
+// What is wrong with `name` as a run's name, or "" when nothing is: a
+// run's name becomes a folder under runs_dir, a Slurm job name on a
+// #SBATCH line and a word of a job script, so it is plain data: parts of
+// letters, digits and . _ - + = (a sweep's runs join parts with '/'), none
+// of them "." or "..", at most 200 characters.
+std::string run_name_problem(const std::string& name);
+
 class RunStore {
  public:
   // Creates runs_dir/name when missing.
@@ -156,17 +172,50 @@ class RunStore {
   std::string relative_attempt_dir(const std::string& problem, int sample, int turn) const;
   static void write_text(const std::string& path, const std::string& text);
 
+  // The folder a record's attempt_dir names, checked to stay inside the
+  // run: relative, no "." or ".." part, no link on the way (a record is
+  // data, and rescore compiles and writes where it points). Throws
+  // std::runtime_error naming the run and the path otherwise.
+  std::string attempt_path(const std::string& relative) const;
+  // Seals the files `names` of the folder `relative` ("" = the run's own
+  // folder) that exist: their digests under the run key, bound to the run
+  // and the folder, in RELATIVE/seal.json (replacing an earlier seal's
+  // entries of the same names).
+  void seal_files(const std::string& relative, const std::vector<std::string>& names) const;
+  // The bytes of `name` in folder `relative`, as sealed. Throws
+  // std::runtime_error naming the file when the run is signed and the file
+  // is missing from the seal, differs from it, or the seal does not verify;
+  // a run that cannot be verified here (no key, another user's) gives the
+  // bytes with one "unverified" warning. At most `max_bytes`.
+  std::string read_sealed(const std::string& relative, const std::string& name, uint64_t max_bytes = 256ull << 20) const;
+
+  // Whether this run's records and sealed files can be verified here (a run
+  // signed with the user's key; not an unsigned, run.key or another user's).
+  bool verifiable() const;
+
+  // Where the user's run key lives: $KLOOP_RUN_KEY, else run-records.key in
+  // the build cache's folder ($KLOOP_CACHE_DIR, ~/.cache/kloop).
+  static std::string user_key_path();
+
   // Appends one record durably (O_APPEND, fsync) to `file`, signed with the
   // run's key (made here when the run has no record yet). Thread-safe.
   void append(const AttemptRecord& record, const std::string& file = kResultsFile);
 
   static constexpr const char* kResultsFile = "results.jsonl";
+  static constexpr const char* kSigningFile = "signing.json";
+  static constexpr const char* kSealFile = "seal.json";
+  // The key older kloops kept inside the run folder (still read, never made).
   static constexpr const char* kKeyFile = "run.key";
 
  private:
-  // The run's key; made when `create` and the run has no record yet. None
-  // for a run whose records predate signing.
-  std::optional<IntegrityKey> record_key(bool create) const;
+  // How this run's records and files are signed.
+  struct Signing {
+    std::optional<IntegrityKey> key;  // none: unverifiable here (see `unverified`)
+    std::string run_id;               // "" for a run.key run (format 1)
+    std::string unverified;           // why nothing can be verified, when key is none
+  };
+  // Made (signing.json) when `create` and the run has no record yet.
+  Signing signing(bool create) const;
   bool has_records() const;
 
   std::string path_;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -83,19 +84,119 @@ std::string read_text(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-TEST_F(RunStoreTest, TheRunKeyIsMadeWithTheRunAndIsPrivate) {
+// The key that signs a run lives outside it (beside the build cache's, per
+// user): whoever can write the run folder cannot re-sign what is in it.
+TEST_F(RunStoreTest, TheRunKeyLivesOutsideTheRunFolder) {
   RunStore store(dir_.string(), "r1");
   store.write_config({{"seed", 1}}, {"seed"});
-  const fs::path key = dir_ / "r1" / RunStore::kKeyFile;
-  ASSERT_TRUE(fs::exists(key));
+  store.append(rec("a", 0, 1, "incorrect"));
+  EXPECT_FALSE(fs::exists(dir_ / "r1" / RunStore::kKeyFile));
+  EXPECT_TRUE(fs::exists(dir_ / "r1" / RunStore::kSigningFile));
+  const fs::path key = RunStore::user_key_path();
+  ASSERT_TRUE(fs::exists(key)) << key;
+  EXPECT_NE(fs::absolute(key).string().rfind(fs::absolute(dir_).string(), 0), 0u) << "the key is inside the runs";
   struct stat st {};
   ASSERT_EQ(stat(key.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  store.append(rec("a", 0, 1, "correct"));
   EXPECT_NE(read_text(dir_ / "r1" / "results.jsonl").find("\"mac\""), std::string::npos);
-  // A run copied elsewhere (another machine) carries its key and still verifies.
-  fs::copy(dir_ / "r1", dir_ / "copied", fs::copy_options::recursive);
-  EXPECT_EQ(RunStore(dir_.string(), "copied").load_results().size(), 1u);
+  // Attack: a key planted in the folder (as older runs kept theirs) and a
+  // record signed with it: not believed.
+  {
+    std::ofstream(dir_ / "r1" / RunStore::kKeyFile) << std::string(32, 'k');
+  }
+  chmod((dir_ / "r1" / RunStore::kKeyFile).c_str(), 0600);
+  const IntegrityKey planted = IntegrityKey::open_or_create((dir_ / "r1" / RunStore::kKeyFile).string());
+  nlohmann::json forged = rec("b", 0, 1, "correct").to_json();
+  forged["speedup"] = 1000.0;
+  forged["mac"] = planted.tag({"kloop-run-record-1", "results.jsonl", rec("b", 0, 1, "correct").to_json().dump()});
+  std::ofstream(dir_ / "r1" / "results.jsonl", std::ios::app) << forged.dump() << "\n";
+  ::testing::internal::CaptureStderr();
+  const auto back = store.load_results();
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(back.size(), 1u) << warning;
+  EXPECT_EQ(back[0].problem, "a");
+  EXPECT_NE(warning.find("1 of 2 line(s) rejected"), std::string::npos) << warning;
+  // A run moved within the user's runs keeps verifying (its id travels with it).
+  fs::rename(dir_ / "r1", dir_ / "moved");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunStore(dir_.string(), "moved").load_results().size(), 1u);
+  ::testing::internal::GetCapturedStderr();
+}
+
+// A run made under another key (another user's, another machine's) loads
+// unverified with a warning, and takes no new record: an unsigned record
+// among signed ones would pass for one of them.
+TEST_F(RunStoreTest, ARunSignedWithAnotherKeyLoadsUnverifiedAndTakesNoRecord) {
+  RunStore store(dir_.string(), "r1");
+  store.append(rec("a", 0, 1, "correct"));
+  const char* before = std::getenv("KLOOP_RUN_KEY");
+  const std::string saved = before ? before : "";
+  setenv("KLOOP_RUN_KEY", (dir_ / "another-users.key").c_str(), 1);
+  ::testing::internal::CaptureStderr();
+  const auto back = store.load_results();
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(back.size(), 1u);
+  EXPECT_NE(warning.find("1 record(s) unverified: the run was signed with another run key"), std::string::npos)
+      << warning;
+  EXPECT_FALSE(store.verifiable());
+  EXPECT_THROW(store.append(rec("a", 0, 2, "correct")), std::runtime_error);
+  if (before) {
+    setenv("KLOOP_RUN_KEY", saved.c_str(), 1);
+  } else {
+    unsetenv("KLOOP_RUN_KEY");
+  }
+  EXPECT_TRUE(store.verifiable());
+}
+
+// Every file that enters a verdict or a rescore is sealed with its attempt:
+// changed, or swapped for another attempt's (file, or file and seal), it
+// is refused.
+TEST_F(RunStoreTest, SealedFilesAreBoundToTheirAttempt) {
+  RunStore store(dir_.string(), "r1");
+  const std::string a = store.relative_attempt_dir("p", 0, 1), b = store.relative_attempt_dir("p", 0, 2);
+  RunStore::write_text(store.attempt_dir("p", 0, 1) + "/verdict.json", "{\"verdict\": \"integrity_violation\"}");
+  RunStore::write_text(store.attempt_dir("p", 0, 2) + "/verdict.json", "{\"verdict\": \"correct\"}");
+  store.seal_files(a, {"verdict.json", "candidate.cpp"});
+  store.seal_files(b, {"verdict.json"});
+  EXPECT_EQ(store.read_sealed(a, "verdict.json"), "{\"verdict\": \"integrity_violation\"}");
+  auto refused = [&](const std::string& rel, const std::string& name, const std::string& why) {
+    try {
+      store.read_sealed(rel, name);
+      ADD_FAILURE() << rel << "/" << name << " was believed";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  fs::copy_file(dir_ / "r1" / b / "verdict.json", dir_ / "r1" / a / "verdict.json",
+                fs::copy_options::overwrite_existing);
+  refused(a, "verdict.json", "differs from what the run's driver wrote");
+  fs::copy_file(dir_ / "r1" / b / "seal.json", dir_ / "r1" / a / "seal.json", fs::copy_options::overwrite_existing);
+  refused(a, "verdict.json", "no seal of the run's driver (its MAC does not verify)");
+  RunStore::write_text(store.attempt_dir("p", 0, 2) + "/candidate.cpp", "planted");
+  refused(b, "candidate.cpp", "not sealed by the run's driver");
+}
+
+// A record's attempt_dir is data: it must name a folder inside the run.
+TEST_F(RunStoreTest, AttemptPathsStayInsideTheRun) {
+  RunStore store(dir_.string(), "r1");
+  EXPECT_EQ(store.attempt_path("attempts/p/sample0/turn1"), store.path() + "/attempts/p/sample0/turn1");
+  for (const char* bad : {"../../etc", "/etc", "attempts/../..", "attempts//x", "", "attempts/./x"}) {
+    EXPECT_THROW(store.attempt_path(bad), std::runtime_error) << bad;
+  }
+  fs::create_symlink("/etc", dir_ / "r1" / "attempts" / "linked");
+  EXPECT_THROW(store.attempt_path("attempts/linked/passwd"), std::runtime_error);
+}
+
+// A run's name becomes a folder, a Slurm job name and a word of a script.
+TEST_F(RunStoreTest, RunNamesArePlainData) {
+  for (const char* good : {"r1", "demo-2026.01", "sweep/lr=0.1/model=gpt-5+x"}) {
+    EXPECT_EQ(run_name_problem(good), "") << good;
+  }
+  for (const char* bad : {"x --hold", "a b", "../..", "a/../b", "/abs", "tab\there", "new\nline", "$(id)", "a;b", ""}) {
+    EXPECT_NE(run_name_problem(bad), "") << bad;
+    EXPECT_THROW(RunStore(dir_.string(), bad), std::invalid_argument) << bad;
+  }
+  EXPECT_NE(run_name_problem("x --hold").find("a space"), std::string::npos);
 }
 
 // Attack: code that reaches the run folder appends records of its own (a
@@ -153,6 +254,7 @@ TEST_F(RunStoreTest, RunsMadeBeforeSigningLoadUnverifiedAndStayUnsigned) {
   RunStore store(dir_.string(), "old");
   store.write_config({{"seed", 1}}, {"seed"});  // resumed with this kloop
   EXPECT_FALSE(fs::exists(dir_ / "old" / RunStore::kKeyFile)) << "a key now would reject the run's own records";
+  EXPECT_FALSE(fs::exists(dir_ / "old" / RunStore::kSigningFile)) << "a key now would reject the run's own records";
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(store.load_results().size(), 2u);
   const std::string warning = ::testing::internal::GetCapturedStderr();

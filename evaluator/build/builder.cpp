@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/untrusted_tree.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -307,6 +309,9 @@ std::string Builder::cache_key(const std::string& source_text, ModuleRole role, 
   ContentHash h;
   h.add(kBuildFormat).add(role_name(role)).add(target == BuildTarget::kCpu ? "cpu" : "cuda");
   h.add(compiler_identity_cached(compiler_for(role, target)));
+  // A candidate's compile runs in the sandbox of its level, which decides
+  // what it could read: a weak build never serves a strict evaluation.
+  if (role == ModuleRole::kCandidate) h.add("isolation").add(isolation_name(config_.isolation));
   for (const auto& part : command(role, target, "SOURCE", "OUTPUT")) h.add(part);
   // The PCH in use (its folder is a hash of what built it), so that a build
   // made with one is never confused with a build made without.
@@ -348,6 +353,7 @@ BuildResult Builder::build_python(const std::string& source_path, BuildTarget ta
   ContentHash h;
   h.add(kBuildFormat).add("python-candidate").add(target == BuildTarget::kCpu ? "cpu" : "cuda");
   h.add(py.executable).add(py.version).add(py.torch_version).add(compiler_identity_cached(config_.cxx));
+  h.add("isolation").add(isolation_name(config_.isolation));
   if (target == BuildTarget::kCuda) h.add(compiler_identity_cached(config_.nvcc)).add(config_.cuda_arch);
   h.add(host).add(source);
   recipe.key = h.hex();
@@ -368,6 +374,27 @@ BuildResult Builder::build_python(const std::string& source_path, BuildTarget ta
   return build_entry(recipe);
 }
 
+namespace {
+
+// Whether a failed build is the compiler's own verdict on the source, to be
+// cached like a success: it ran to its end and said so. A build ended by a
+// signal, one of kloop's deadlines or limits, or the machine (no memory, no
+// space) says nothing of the source, and is built again next time.
+std::string not_a_verdict(const CommandResult& c) {
+  if (!c.status.exited) return "the build was " + c.status.describe();
+  for (const char* fault : {"signal terminated program", "died due to signal", "virtual memory exhausted",
+                            "out of memory", "Cannot allocate memory", "MemoryError", "std::bad_alloc",
+                            "No space left on device", "Disk quota exceeded", "File size limit exceeded",
+                            "Resource temporarily unavailable", "BlockingIOError", "Killed"}) {
+    if (c.output.find(fault) != std::string::npos) {
+      return std::string("the build ran into a limit or a fault of the machine (its output says \"") + fault + "\")";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 BuildResult Builder::build_entry(const Recipe& recipe) {
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
@@ -375,11 +402,12 @@ BuildResult Builder::build_entry(const Recipe& recipe) {
   r.key = recipe.key;
   const fs::path builds = fs::path(config_.cache_dir) / "builds";
   const fs::path entry = builds / r.key;
+  const TreeLimits& limits = config_.limits.entry;
   fs::create_directories(builds);
 
   const IntegrityKey ik = IntegrityKey::for_cache(config_.cache_dir);
   std::string why;
-  if (load_entry(entry, r.key, ik, r, why) == EntryState::kTrusted) {
+  if (load_entry(entry, r.key, ik, limits, r, why) == EntryState::kTrusted) {
     r.cached = true;
     r.seconds = elapsed();
     return r;
@@ -388,7 +416,7 @@ BuildResult Builder::build_entry(const Recipe& recipe) {
   // Checked again under the lock: another process may have finished it
   // while we waited, and only a lock holder moves a bad entry aside (so a
   // fresh entry another process just made is never taken for a bad one).
-  const EntryState locked = load_entry(entry, r.key, ik, r, why);
+  const EntryState locked = load_entry(entry, r.key, ik, limits, r, why);
   if (locked == EntryState::kTrusted) {
     r.cached = true;
     r.seconds = elapsed();
@@ -397,10 +425,19 @@ BuildResult Builder::build_entry(const Recipe& recipe) {
   if (locked == EntryState::kUntrusted) quarantine(config_.cache_dir, entry, "build cache entry", why);
 
   static std::atomic<int> counter{0};
-  const fs::path tmp = builds / (r.key + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-  fs::remove_all(tmp);
+  const std::string tag = owner_tag() + "-" + std::to_string(counter++);
+  const fs::path tmp = builds / (r.key + ".tmp-" + tag);
+  // Model-written code runs in `tmp` (the sandbox's only writable folder)
+  // and may leave anything there; a folder it could have changed is either
+  // made fit to keep (sanitize_tree) or removed, and kloop's own files go
+  // in by descriptor, never through a name it could have planted.
+  auto discard = [&](const fs::path& dir) {
+    const std::string left = remove_tree(dir.string());
+    if (!left.empty()) throw std::runtime_error("cannot clean up the build folder " + dir.string() + ": " + left);
+  };
+  discard(tmp);
   fs::create_directories(tmp);
-  for (const auto& [name, text] : recipe.files) write_text((tmp / name).string(), text);
+  for (const auto& [name, text] : recipe.files) replace_file(tmp.string(), name, text);
   std::vector<std::string> command = recipe.command;
   if (recipe.compile_only_flags) {
     std::vector<std::string> flags = recipe.compile_only_flags();
@@ -410,36 +447,54 @@ BuildResult Builder::build_entry(const Recipe& recipe) {
 
   SandboxSpec sandbox;
   if (recipe.sandboxed) {
+    const BuildLimits& l = config_.limits;
     sandbox.level = config_.isolation;
     sandbox.read_only = recipe.read_only;
     sandbox.writable = {tmp.string()};
-    sandbox.file_size_bytes = 4ull << 30;
+    sandbox.data_bytes = l.memory_bytes;
+    sandbox.file_size_bytes = l.file_size_bytes;
+    sandbox.processes = l.processes;
+    sandbox.group_memory_bytes = l.memory_bytes;
+    sandbox.group_processes = l.processes;
     sandbox.environment = recipe.environment;
-    sandbox.weak_as_sandbox_uid = recipe.runs_model_code;
+    // Weak as root: the sandbox's uid, never a root without capabilities
+    // (which still reads root's files: `.incbin "../../integrity.key"`).
+    sandbox.weak_as_sandbox_uid = true;
+    sandbox.hidden = {config_.cache_dir};  // its own folder, inside, stays open
   }
   CommandResult c = run_command(command, tmp.string(), config_.timeout, sandbox);
-  std::error_code ec;
-  if (recipe.sandboxed) {
-    for (auto f = fs::recursive_directory_iterator(tmp, ec); !ec && f != fs::recursive_directory_iterator(); ++f) {
-      // Back from the sandbox's uid to ours, before the entry is trusted;
-      // and nothing but files and folders in what the worker will read.
-      if (geteuid() == 0) (void)!lchown(f->path().c_str(), 0, 0);
-      if (f->is_symlink(ec) || (!f->is_regular_file(ec) && !f->is_directory(ec))) fs::remove(f->path(), ec);
-    }
-    if (geteuid() == 0) (void)!chown(tmp.c_str(), 0, 0);
-  }
   r.log = c.output;
   r.compile_seconds = c.seconds;
   r.diagnostics = parse_compiler_output(r.log);
-  if (c.timed_out) {  // not cached: a rerun on a quieter machine may finish
-    r.timed_out = true;
-    fs::remove_all(tmp);
+  auto uncached = [&](const std::string& failure) {
+    discard(tmp);
+    r.failure = failure;
+    if (r.log.empty()) r.log = failure;
     r.seconds = elapsed();
     return r;
+  };
+  if (recipe.sandboxed) {
+    // Back from the sandbox's uid to ours, links and special files gone,
+    // within what an entry may hold.
+    const std::string unfit = sanitize_tree(tmp.string(), geteuid() == 0 ? std::optional<uid_t>(0) : std::nullopt, limits);
+    if (!unfit.empty()) {
+      r.log += "\n[kloop: the build's folder is not kept: " + unfit + "]\n";
+      return uncached("the build left a folder kloop does not keep: " + unfit);
+    }
   }
-  r.ok = c.status.exited && c.status.code == 0 && fs::is_regular_file(tmp / recipe.product, ec);
+  if (c.timed_out) {  // not cached: a rerun on a quieter machine may finish
+    r.timed_out = true;
+    return uncached("the build did not finish within " + std::to_string(config_.timeout.count()) + " s");
+  }
+  std::error_code ec;
+  struct stat product {};
+  r.ok = c.status.exited && c.status.code == 0 && lstat((tmp / recipe.product).c_str(), &product) == 0 &&
+         S_ISREG(product.st_mode);
+  if (!r.ok) {
+    const std::string fault = not_a_verdict(c);
+    if (!fault.empty()) return uncached(fault);
+  }
   if (!r.ok && r.log.empty()) r.log = "the compiler " + c.status.describe() + " without output";
-  write_text((tmp / "build.log").string(), r.log);
   nlohmann::json meta = recipe.meta;
   meta["ok"] = r.ok;
   meta["command"] = r.command;
@@ -447,13 +502,20 @@ BuildResult Builder::build_entry(const Recipe& recipe) {
   // The tag is over the fields as they will read back (a JSON number
   // round-trips to the same text).
   meta = nlohmann::json::parse(meta.dump());
+  std::string digest;
+  try {
+    digest = r.ok ? entry_digest(tmp, meta, limits) : "";
+  } catch (const std::exception& e) {
+    return uncached(std::string("the build's product cannot be signed: ") + e.what());
+  }
   nlohmann::json signed_meta = meta;
-  signed_meta["mac"] = entry_tag(ik, r.key, meta, r.log, r.ok ? entry_payload(tmp, meta) : "");
-  write_text((tmp / "result.json").string(), signed_meta.dump(2));
+  signed_meta["mac"] = entry_tag(ik, r.key, meta, r.log, digest);
+  replace_file(tmp.string(), "build.log", r.log);
+  replace_file(tmp.string(), "result.json", signed_meta.dump(2));
   fs::rename(tmp, entry, ec);
   if (ec) {  // someone else's entry won the race: use it
-    fs::remove_all(tmp);
-    load_entry(entry, r.key, ik, r, why);
+    discard(tmp);
+    load_entry(entry, r.key, ik, limits, r, why);
   } else {
     r.library_path = r.ok ? (entry / recipe.product).string() : "";
   }

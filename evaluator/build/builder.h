@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/untrusted_tree.h"
 #include "evaluator/build/diagnostics.h"
 #include "evaluator/isolation/sandbox.h"
 
@@ -23,6 +24,18 @@ enum class ModuleRole { kCandidate, kReference };
 enum class BuildTarget { kCpu, kCuda };
 
 const char* role_name(ModuleRole role);
+
+// What a candidate's build may use: the limits its worker runs under
+// (EvalOptions; the Evaluator sets them), since the build runs model-written
+// code too (a Python file's top level, a compiler fed `#include "/dev/zero"`).
+struct BuildLimits {
+  uint64_t memory_bytes = 8ull << 30;  // each process's data (RLIMIT_DATA); the tree's memory where a cgroup can be made
+  uint64_t processes = 512;            // the tree's processes (a pids cgroup; else RLIMIT_NPROC)
+  uint64_t file_size_bytes = 4ull << 30;  // each file written (RLIMIT_FSIZE)
+  // What the build's folder may hold when it ends (else the build fails,
+  // uncached): depth, entries, bytes (sparse files count in full).
+  TreeLimits entry;
+};
 
 struct BuilderConfig {
   std::string cache_dir;  // builds live in <cache_dir>/builds
@@ -38,8 +51,10 @@ struct BuilderConfig {
   std::string optimization = "-O2";
   bool use_reference_pch = true;  // precompile reference_api.h once per configuration
   std::chrono::seconds timeout{300};
-  // The sandbox a candidate's compile runs in (references are kloop's own).
+  // The sandbox a candidate's compile runs in (references are kloop's own);
+  // part of a candidate's cache key, so a weak build never serves strict.
   Isolation isolation = Isolation::kStrict;
+  BuildLimits limits;
 
   // Compiler, LibTorch and kernel API locations found when kloop was configured;
   // KLOOP_CACHE_DIR, KLOOP_CXX, KLOOP_REFERENCE_CXX and KLOOP_NVCC override.
@@ -50,6 +65,10 @@ struct BuildResult {
   bool ok = false;
   bool cached = false;
   bool timed_out = false;
+  // Why a failed build is no verdict of the compiler's and was not cached
+  // (killed by a signal, a limit of the sandbox hit, the machine's fault, a
+  // folder unfit to keep): "" for a build the compiler itself judged.
+  std::string failure;
   std::string key;
   std::string library_path;  // the .so when ok
   // The module's entry tag in a reference bundle ("e3": its symbols are
@@ -87,6 +106,7 @@ class Builder {
   const BuilderConfig& config() const { return config_; }
   void set_cuda_arch(const std::string& arch) { config_.cuda_arch = arch; }
   void set_isolation(Isolation level) { config_.isolation = level; }
+  void set_limits(const BuildLimits& limits) { config_.limits = limits; }
 
  private:
   BuildResult build_text(const std::string& source, const std::string& source_path, ModuleRole role,

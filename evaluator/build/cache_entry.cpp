@@ -3,7 +3,11 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <atomic>
@@ -51,29 +55,39 @@ std::string entry_product(const nlohmann::json& meta) {
   return meta.value("format", std::string()) == "python" ? "module.py" : "module.so";
 }
 
-std::string entry_payload(const fs::path& dir, const nlohmann::json& meta) {
-  if (entry_product(meta) != "module.py") return file_or_empty(dir / "module.so");
+std::string entry_digest(const fs::path& dir, const nlohmann::json& meta, const TreeLimits& limits) {
+  ContentHash h;
+  auto add_file = [&](const std::string& rel, uint64_t size) {
+    const int fd = open_beneath(dir.string(), rel, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) throw std::runtime_error((dir / rel).string() + ": cannot open (" + std::strerror(errno) + ")");
+    struct stat st {};
+    const bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == size;
+    const bool read = regular && h.add_fd(fd, size);
+    close(fd);
+    if (!read) throw std::runtime_error((dir / rel).string() + ": changed or unreadable while it was hashed");
+  };
+  if (entry_product(meta) != "module.py") {
+    struct stat st {};
+    if (lstat((dir / "module.so").c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      throw std::runtime_error((dir / "module.so").string() + ": missing or not a regular file");
+    }
+    if (static_cast<uint64_t>(st.st_size) > limits.max_bytes) {
+      throw std::runtime_error((dir / "module.so").string() + ": larger than an entry may be");
+    }
+    h.add("module.so");
+    add_file("module.so", static_cast<uint64_t>(st.st_size));
+    return h.hex();
+  }
   // Every file the worker may import, in a fixed order; the builder leaves
-  // only folders and regular files in a Python entry.
-  // (A link or special file is named, never followed: it makes the payload
-  // differ from what was signed.)
-  std::vector<std::pair<std::string, bool>> files;  // path, is a regular file
-  std::error_code ec;
-  for (const auto& f : fs::recursive_directory_iterator(dir, ec)) {
-    const std::string rel = fs::relative(f.path(), dir, ec).string();
-    const bool link = f.is_symlink(ec);
-    if (!link && f.is_directory(ec)) continue;
-    const bool regular = !link && f.is_regular_file(ec);
-    if (regular && (rel == "build.log" || rel == "result.json")) continue;
-    files.emplace_back(rel, regular);
+  // only folders and regular files in a Python entry (a link or special
+  // file is named, never followed: the digest then differs from the one
+  // signed).
+  for (const TreeFile& f : list_tree(dir.string(), limits)) {
+    if (f.regular && (f.path == "build.log" || f.path == "result.json")) continue;
+    h.add(f.path).add(f.regular ? "file" : "other");
+    if (f.regular) add_file(f.path, f.size);
   }
-  std::sort(files.begin(), files.end());
-  std::string payload;
-  for (const auto& [rel, regular] : files) {
-    const std::string bytes = regular ? read_file((dir / rel).string()) : std::string();
-    payload += rel + '\0' + (regular ? "file " : "other ") + std::to_string(bytes.size()) + '\0' + bytes;
-  }
-  return payload;
+  return h.hex();
 }
 
 std::string file_or_empty(const fs::path& p) {
@@ -83,12 +97,12 @@ std::string file_or_empty(const fs::path& p) {
 }
 
 std::string entry_tag(const IntegrityKey& ik, const std::string& key, const nlohmann::json& meta,
-                      const std::string& log, const std::string& payload) {
-  return ik.tag({kBuildFormat, "build-entry", key, meta.dump(), log, payload});
+                      const std::string& log, const std::string& digest) {
+  return ik.tag({kBuildFormat, "build-entry", key, meta.dump(), log, digest});
 }
 
-EntryState load_entry(const fs::path& dir, const std::string& key, const IntegrityKey& ik, BuildResult& r,
-                      std::string& why) {
+EntryState load_entry(const fs::path& dir, const std::string& key, const IntegrityKey& ik, const TreeLimits& limits,
+                      BuildResult& r, std::string& why) {
   std::ifstream in(dir / "result.json");
   if (!in) {
     std::error_code ec;
@@ -111,8 +125,14 @@ EntryState load_entry(const fs::path& dir, const std::string& key, const Integri
   j.erase("mac");
   const bool ok = j.value("ok", false);
   const std::string log = file_or_empty(dir / "build.log");
-  const std::string library = ok ? entry_payload(dir, j) : "";
-  if (!ik.verify(mac, {kBuildFormat, "build-entry", key, j.dump(), log, library})) {
+  std::string digest;
+  try {
+    digest = ok ? entry_digest(dir, j, limits) : "";
+  } catch (const std::exception& e) {
+    why = e.what();
+    return EntryState::kUntrusted;
+  }
+  if (!ik.verify(mac, {kBuildFormat, "build-entry", key, j.dump(), log, digest})) {
     why = "its MAC does not match its files, build.log and result.json";
     return EntryState::kUntrusted;
   }
@@ -133,7 +153,7 @@ void quarantine(const fs::path& cache_dir, const fs::path& dir, const std::strin
   std::error_code ec;
   fs::create_directories(aside, ec);
   fs::rename(dir, target, ec);
-  if (ec) fs::remove_all(dir, ec);
+  if (ec) remove_tree(dir.string());
   warn_untrusted(what + " " + dir.string() + " is not trusted (" + why + "); moved to " + target.string() +
                  " and built again");
 }

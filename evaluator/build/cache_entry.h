@@ -12,7 +12,9 @@
 
 namespace kloop::build_cache {
 
-constexpr const char* kBuildFormat = "kloop-build-2";
+// 3: the MAC covers a digest of the entry's files (streamed, with limits),
+// and a candidate's key names the isolation level it was built under.
+constexpr const char* kBuildFormat = "kloop-build-3";
 
 // Holds an exclusive flock for its lifetime.
 class FileLock {
@@ -38,19 +40,22 @@ enum class EntryState { kMissing, kTrusted, kUntrusted };
 // candidate (result.json's format "python") module.py, with everything else
 // in the folder it imports (candidate_host.py, extensions/).
 std::string entry_product(const nlohmann::json& meta);
-// The bytes the MAC covers: the product's, or for a Python entry every
-// file's path and bytes but the log's and result.json's.
-std::string entry_payload(const std::filesystem::path& dir, const nlohmann::json& meta);
+// A SHA-256 over what the MAC covers, streamed from the files (never one
+// string of them all): the product's bytes, or for a Python entry every
+// file's path, kind and bytes but the log's and result.json's. Throws
+// std::runtime_error when the entry breaks `limits` or a file cannot be
+// read as listed.
+std::string entry_digest(const std::filesystem::path& dir, const nlohmann::json& meta, const TreeLimits& limits);
 
-// The MAC of a build entry: which key it answers for, what it says, and the
-// bytes it hands out (`payload`) or feeds back (the log).
+// The MAC of a build entry: which key it answers for, what it says, and a
+// digest of what it hands out (entry_digest) and the log it feeds back.
 std::string entry_tag(const IntegrityKey& ik, const std::string& key, const nlohmann::json& meta,
-                      const std::string& log, const std::string& payload);
+                      const std::string& log, const std::string& digest);
 
 // Loads a finished cache entry into `r` when its MAC holds; `why` says what
 // is wrong with an untrusted one.
-EntryState load_entry(const std::filesystem::path& dir, const std::string& key, const IntegrityKey& ik, BuildResult& r,
-                      std::string& why);
+EntryState load_entry(const std::filesystem::path& dir, const std::string& key, const IntegrityKey& ik,
+                      const TreeLimits& limits, BuildResult& r, std::string& why);
 
 // Moves an untrusted entry out of the way (kept for inspection) and says so.
 void quarantine(const std::filesystem::path& cache_dir, const std::filesystem::path& dir, const std::string& what,

@@ -3,8 +3,13 @@
 
 #include <openssl/evp.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <fstream>
+#include <vector>
 #include <sstream>
 #include <stdexcept>
 
@@ -24,6 +29,22 @@ ContentHash& ContentHash::add(std::string_view part) {
 }
 
 ContentHash& ContentHash::add_file(const std::string& path) { return add(read_file(path)); }
+
+bool ContentHash::add_fd(int fd, uint64_t size) {
+  auto* ctx = static_cast<EVP_MD_CTX*>(ctx_);
+  EVP_DigestUpdate(ctx, &size, sizeof(size));
+  std::vector<char> buf(1 << 20);
+  uint64_t done = 0;
+  while (done < size) {
+    const ssize_t n = pread(fd, buf.data(), static_cast<std::size_t>(std::min<uint64_t>(buf.size(), size - done)),
+                            static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    EVP_DigestUpdate(ctx, buf.data(), static_cast<std::size_t>(n));
+    done += static_cast<uint64_t>(n);
+  }
+  return true;
+}
 
 std::string ContentHash::hex() {
   unsigned char digest[EVP_MAX_MD_SIZE];

@@ -1,6 +1,7 @@
 // SHA-256 content hashes for cache keys.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,9 @@ class ContentHash {
   ContentHash& operator=(const ContentHash&) = delete;
   ContentHash& add(std::string_view part);
   ContentHash& add_file(const std::string& path);  // throws when unreadable
+  // A part of `size` bytes read from `fd` as it goes (what add() of those
+  // bytes gives, without holding them); false when fewer could be read.
+  bool add_fd(int fd, uint64_t size);
   std::string hex();                               // finishes the hash
 
  private:

@@ -3,11 +3,19 @@
 
 #include "evaluator/build/python_env.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
+#include <set>
+
+#include "base/process.h"
+#include "base/untrusted_tree.h"
 
 namespace kloop::detail {
 
@@ -18,13 +26,45 @@ bool noexec(const std::string& path) {
   return statvfs(path.c_str(), &sv) == 0 && (sv.f_flag & ST_NOEXEC) != 0;
 }
 
+std::vector<std::string> remove_dead_kloops_work_folders(const std::string& base) {
+  std::vector<std::string> removed;
+  DIR* d = opendir(base.c_str());
+  if (!d) return removed;
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) names.emplace_back(e->d_name);
+  closedir(d);
+  for (const std::string& name : names) {
+    const std::string owner = owner_tag_in(name, kWorkFolderPrefix);
+    if (owner.empty() || owner_alive(owner)) continue;
+    const std::string dir = base + "/" + name;
+    struct stat st {};
+    if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (geteuid() != 0 && st.st_uid != geteuid()) continue;  // another user's, for them to remove
+    const std::string left = remove_tree(dir);
+    if (left.empty()) {
+      removed.push_back(dir);
+    } else {
+      std::fprintf(stderr, "kloop: warning: cannot remove %s, left by a kloop that is gone: %s\n", dir.c_str(), left.c_str());
+    }
+  }
+  return removed;
+}
+
 WorkDir::WorkDir(const std::string& root, bool keep) : keep_(keep) {
   std::string base = root;
   if (base.empty()) {
     // /dev/shm when it can hold the staged module (containers often mount it noexec).
     base = (access("/dev/shm", W_OK) == 0 && !noexec("/dev/shm")) ? "/dev/shm" : fs::temp_directory_path().string();
   }
-  std::string tmpl = base + "/kloop-eval-XXXXXX";
+  {
+    // What killed kloops left here goes before this one adds its own (a
+    // candidate's folder there may hold gigabytes of /dev/shm).
+    static std::mutex mutex;
+    static std::set<std::string> swept;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (swept.insert(base).second) remove_dead_kloops_work_folders(base);
+  }
+  std::string tmpl = base + "/" + kWorkFolderPrefix + owner_tag() + "-XXXXXX";
   if (!mkdtemp(tmpl.data())) throw EvaluationError("cannot create a work folder under " + base);
   path_ = tmpl;
   // Traversable (the sandbox's uid needs the two folders), not listable.
@@ -36,9 +76,13 @@ WorkDir::WorkDir(const std::string& root, bool keep) : keep_(keep) {
 }
 
 WorkDir::~WorkDir() {
-  if (!keep_) {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
+  if (keep_) return;
+  // The candidate's folder is its own: whatever it made there (links,
+  // chains deeper than PATH_MAX, a folder made read-only) goes too.
+  const std::string left = remove_tree(path_);
+  if (!left.empty()) {
+    std::fprintf(stderr, "kloop: warning: cannot remove the work folder %s: %s (the next kloop to start removes it)\n",
+                 path_.c_str(), left.c_str());
   }
 }
 

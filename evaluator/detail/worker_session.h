@@ -29,6 +29,14 @@ inline double since(Clock::time_point t) { return std::chrono::duration<double>(
 // True when the filesystem of `path` is mounted noexec.
 bool noexec(const std::string& path);
 
+// Work folders are named kloop-work-OWNER-XXXXXX (OWNER: base/process.h's
+// owner_tag), so that what a killed kloop left can be told apart.
+constexpr const char* kWorkFolderPrefix = "kloop-work-";
+
+// Removes the work folders under `base` whose kloop is gone (this user's,
+// or anyone's as root); returns them. WorkDir runs it once per base.
+std::vector<std::string> remove_dead_kloops_work_folders(const std::string& base);
+
 // A per-evaluation scratch folder, removed on scope exit unless kept:
 //   shared/   written by the reference (weights, published inputs), read-only
 //             to the candidate;

@@ -4,8 +4,10 @@
 // child makes system calls only.
 #include "evaluator/isolation/sandbox.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -24,14 +26,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <set>
+#include <sstream>
 
+#include "base/process.h"
 #include "evaluator/build/build_config.h"
 #include "evaluator/isolation/sandbox_confine.h"
 
@@ -82,7 +91,75 @@ bool exists(const std::string& p) {
   return fs::exists(p, ec);
 }
 
+constexpr const char* kRootPrefix = "kloop-root-";
+
+// A mount of this process's namespace: where, and the flags a remount
+// must keep (a user namespace may not drop a locked one).
+struct HostMount {
+  std::string point;
+  unsigned long flags = 0;
+};
+
+// /proc/self/mountinfo's mount points (octal escapes undone) and their
+// per-mount flags, in mount order.
+std::vector<HostMount> host_mounts() {
+  std::vector<HostMount> out;
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, point, options;
+    if (!(fields >> id >> parent >> devno >> root >> point >> options)) continue;
+    std::string unescaped;
+    for (std::size_t i = 0; i < point.size(); ++i) {
+      if (point[i] == '\\' && i + 3 < point.size() && std::isdigit(static_cast<unsigned char>(point[i + 1]))) {
+        unescaped += static_cast<char>(std::stoi(point.substr(i + 1, 3), nullptr, 8));
+        i += 3;
+      } else {
+        unescaped += point[i];
+      }
+    }
+    HostMount m{unescaped, 0};
+    std::istringstream opts(options);
+    for (std::string o; std::getline(opts, o, ',');) {
+      if (o == "nosuid") m.flags |= MS_NOSUID;
+      if (o == "nodev") m.flags |= MS_NODEV;
+      if (o == "noexec") m.flags |= MS_NOEXEC;
+      if (o == "noatime") m.flags |= MS_NOATIME;
+      if (o == "nodiratime") m.flags |= MS_NODIRATIME;
+      if (o == "relatime") m.flags |= MS_RELATIME;
+      if (o == "strictatime") m.flags |= MS_STRICTATIME;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::string> remove_dead_kloops_sandbox_leftovers() {
+  static std::mutex mutex;
+  static bool done = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (done) return {};
+  done = true;
+  std::vector<std::string> removed = SandboxGroup::remove_dead_owners();
+  // A sandbox's mount point lives from its preparation to its spawn: one
+  // is left only by a kloop killed in between. It is empty (the mounts on
+  // it were the child's, in its own namespace).
+  const std::string tmp = fs::temp_directory_path().string();
+  if (DIR* d = opendir(tmp.c_str())) {
+    std::vector<std::string> names;
+    while (dirent* e = readdir(d)) names.emplace_back(e->d_name);
+    closedir(d);
+    for (const std::string& name : names) {
+      const std::string owner = owner_tag_in(name, kRootPrefix);
+      if (owner.empty() || owner_alive(owner)) continue;
+      const std::string dir = tmp + "/" + name;
+      if (rmdir(dir.c_str()) == 0) removed.push_back(dir);
+    }
+  }
+  return removed;
+}
 
 struct PreparedSandbox::Plan {
   struct Mount {
@@ -100,6 +177,9 @@ struct PreparedSandbox::Plan {
   std::vector<std::string> dirs;   // to create inside the new root, parents first
   std::vector<std::string> files;  // empty files to bind a file onto
   std::vector<Mount> binds;
+  // Mounts of the host beneath a read-only bind (MS_REC brings them along
+  // as they are: /sys/fs/cgroup under /sys, writable): made read-only too.
+  std::vector<Mount> submounts;
   std::string proc, tmp, dev, dev_shm, put_old;
   std::vector<std::pair<std::string, std::string>> symlinks;  // target, link path
   std::string uid_map, gid_map;
@@ -109,7 +189,67 @@ struct PreparedSandbox::Plan {
   std::vector<std::string> env;
   std::vector<char*> envp;
   int landlock_abi = 0;  // 0: the kernel has no Landlock
+  // Weak with hidden folders: the paths the Landlock domain grants.
+  std::vector<std::string> landlock_paths;
+  std::vector<const char*> landlock_path_ptrs;
+  std::vector<unsigned char> landlock_path_dirs;
+  bool landlock_confines_files = false;
 };
+
+namespace {
+
+// Whether `a` is `b` or one of its folders.
+bool contains(const std::string& a, const std::string& b) {
+  return a == b || a == "/" || (b.size() > a.size() && b.compare(0, a.size(), a) == 0 && b[a.size()] == '/');
+}
+
+// What a Landlock domain grants so that `hidden` stays out of reach and
+// everything else of the filesystem stays as it was: every entry beside
+// each hidden folder and beside each of its parents (links by their
+// target, dropped when that leads into or above a hidden folder), then
+// `explicit_paths` whatever they lie in. Folders and files apart.
+std::vector<std::pair<std::string, bool>> landlock_grants(const std::vector<std::string>& hidden_in,
+                                                          const std::vector<std::string>& explicit_paths) {
+  std::vector<std::string> hidden;
+  for (const auto& h : hidden_in) {
+    std::error_code ec;
+    const std::string c = fs::weakly_canonical(h, ec).string();
+    if (!ec && !c.empty() && c != "/") hidden.push_back(c);
+  }
+  auto touches_hidden = [&](const std::string& p) {
+    for (const auto& h : hidden) {
+      if (contains(p, h) || contains(h, p)) return true;
+    }
+    return false;
+  };
+  std::set<std::string> seen;
+  std::vector<std::pair<std::string, bool>> out;
+  auto grant = [&](const std::string& p) {
+    std::error_code ec;
+    const fs::path c = fs::weakly_canonical(p, ec);
+    if (ec || !fs::exists(c, ec) || !seen.insert(c.string()).second) return;
+    out.push_back({c.string(), fs::is_directory(c, ec)});
+  };
+  for (const auto& h : hidden) {
+    fs::path cur = "/";
+    for (const auto& part : fs::path(h).relative_path()) {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(cur, ec)) {
+        std::error_code ec2;
+        const std::string target = fs::weakly_canonical(e.path(), ec2).string();
+        if (ec2 || touches_hidden(e.path().string()) || touches_hidden(target)) continue;
+        grant(target);
+      }
+      cur /= part;
+    }
+  }
+  for (const auto& p : explicit_paths) {
+    if (!p.empty()) grant(p);
+  }
+  return out;
+}
+
+}  // namespace
 
 const char* isolation_name(Isolation level) {
   switch (level) {
@@ -190,6 +330,7 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
   // driver's uid, and /proc/DRIVER/{mem,environ,fd} would be open to it
   // (tests/fixtures/attacks, weak as uid 65534). Children get it back at exec.
   if (spec.level != Isolation::kNone) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (spec.level != Isolation::kNone) remove_dead_kloops_sandbox_leftovers();
   p.strict = spec.level == Isolation::kStrict;
   p.as_root = geteuid() == 0;
   p.new_network = !spec.host_network;
@@ -210,6 +351,34 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
                    "and only kloop's undumpable processes are out of its reach\n");
     }
   }
+  if (spec.level == Isolation::kWeak && !p.as_root) {
+    // The candidate has this user's uid: the folders it must not open at
+    // all are closed by the Landlock domain (the keys kloop signs with).
+    std::vector<std::string> hidden = spec.hidden;
+    if (const char* run_key = std::getenv("KLOOP_RUN_KEY"); run_key && *run_key) {
+      hidden.push_back(fs::path(run_key).parent_path().string());
+    }
+    if (!hidden.empty() && abi > 0) {
+      std::vector<std::string> explicit_paths = sandbox_system_paths();
+      explicit_paths.insert(explicit_paths.end(), spec.read_only.begin(), spec.read_only.end());
+      explicit_paths.insert(explicit_paths.end(), spec.writable.begin(), spec.writable.end());
+      explicit_paths.push_back(cwd);
+      explicit_paths.push_back(tmp_inside);
+      for (auto& [path, dir] : landlock_grants(hidden, explicit_paths)) {
+        p.landlock_paths.push_back(path);
+        p.landlock_path_dirs.push_back(dir ? 1 : 0);
+      }
+      for (const auto& path : p.landlock_paths) p.landlock_path_ptrs.push_back(path.c_str());
+      p.landlock_confines_files = true;
+    } else if (!hidden.empty()) {
+      static std::atomic<bool> warned_keys{false};
+      if (!warned_keys.exchange(true)) {
+        std::fprintf(stderr,
+                     "kloop: warning: this kernel has no Landlock: under --isolation weak the candidate can read "
+                     "the build cache's and the run's keys (README: What weak gives up)\n");
+      }
+    }
+  }
   if (!p.keep_environment) p.env = sandbox_environment(spec.level, tmp_inside);
   p.env.insert(p.env.end(), spec.environment.begin(), spec.environment.end());  // none when keep_environment
   p.weak_drop_uid = spec.level == Isolation::kWeak && p.as_root && spec.weak_as_sandbox_uid;
@@ -226,8 +395,8 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
   p.envp.push_back(nullptr);
   if (!p.strict) return;
 
-  char tmpl[] = "/tmp/kloop-root-XXXXXX";
-  if (!mkdtemp(tmpl)) throw IsolationError(std::string("cannot create the sandbox's mount point: ") + strerror(errno));
+  std::string tmpl = fs::temp_directory_path().string() + "/" + kRootPrefix + owner_tag() + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw IsolationError(std::string("cannot create the sandbox's mount point: ") + strerror(errno));
   p.root = tmpl;
   std::set<std::string> made;
   auto make_parents = [&](const std::string& inside, bool self_too) {
@@ -270,6 +439,20 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
   for (const auto& s : spec.read_only) bind(s, true);
   for (const auto& s : spec.writable) bind(s, false);
   bind("/sys", true);
+  {
+    std::vector<std::string> read_only_sources;
+    for (const auto& b : p.binds) {
+      if (b.read_only) read_only_sources.push_back(b.source);
+    }
+    for (const HostMount& m : host_mounts()) {
+      for (const auto& src : read_only_sources) {
+        if (m.point.size() > src.size() + 1 && m.point.compare(0, src.size(), src) == 0 && m.point[src.size()] == '/') {
+          p.submounts.push_back({m.point, p.root + m.point, true, m.flags});
+          break;
+        }
+      }
+    }
+  }
   p.proc = p.root + "/proc";
   p.tmp = p.root + "/tmp";
   p.dev = p.root + "/dev";
@@ -346,10 +529,11 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
     // Into the group first: everything it forks is counted with it. A
     // group that will not take it (a container's cgroup rules) is dropped
     // by the parent, which finds it empty; the per-process limits remain.
-    for (const auto& procs : p.group.procs_files()) {
-      int g = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    bool in_pids_group = false;
+    for (std::size_t i = 0; i < p.group.procs_files().size(); ++i) {
+      int g = open(p.group.procs_files()[i].c_str(), O_WRONLY | O_CLOEXEC);
       if (g >= 0) {
-        (void)!write(g, "0", 1);
+        if (write(g, "0", 1) == 1 && p.group.limits_processes(i)) in_pids_group = true;
         close(g);
       }
     }
@@ -404,6 +588,15 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
           fail(fd, m.read_only ? "making a bound path read-only" : "remounting a writable path");
         }
       }
+      // What lies mounted beneath a read-only path: read-only as well. One
+      // the child cannot reach (a root-only folder in a user namespace) the
+      // candidate cannot reach either.
+      for (const auto& m : p.submounts) {
+        if (mount(nullptr, m.target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | m.locked_flags, nullptr) != 0 &&
+            errno != EACCES && errno != ENOENT) {
+          fail(fd, "making a mount beneath a read-only path read-only");
+        }
+      }
       for (const auto& [target, link] : p.symlinks) {
         if (symlink(target.c_str(), link.c_str()) != 0 && errno != EEXIST) fail(fd, "creating a link in the sandbox root");
       }
@@ -447,16 +640,31 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
     if (spec_.level != Isolation::kNone) {
       if (spec_.address_space_bytes) confine::set_limit(RLIMIT_AS, *spec_.address_space_bytes);
       if (spec_.cpu_seconds) confine::set_limit(RLIMIT_CPU, *spec_.cpu_seconds);
+      if (spec_.data_bytes) confine::set_limit(RLIMIT_DATA, spec_.data_bytes);
       if (spec_.file_size_bytes) confine::set_limit(RLIMIT_FSIZE, spec_.file_size_bytes);
-      if (spec_.processes) confine::set_limit(RLIMIT_NPROC, spec_.processes);
+      // Per uid: only where no pids cgroup of its own counts the tree.
+      if (spec_.processes && !in_pids_group) confine::set_limit(RLIMIT_NPROC, spec_.processes);
     }
     confine::set_limit(RLIMIT_CORE, 0);
+    if (spec_.after_credentials_for_test) spec_.after_credentials_for_test();
     // A change of uid clears the parent-death signal: armed again, so a
-    // driver killed with SIGKILL takes the sandbox with it.
+    // driver killed with SIGKILL takes the sandbox with it. A driver that
+    // died before this line sent nothing, and inside a PID namespace
+    // getppid() says 0 whoever lives: the report pipe tells instead, whose
+    // only reader is the driver (gone: the write end polls POLLERR).
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(fd, "PR_SET_PDEATHSIG");
+    {
+      struct pollfd reader = {fd, POLLOUT, 0};
+      struct timespec now = {0, 0};
+      if (syscall(SYS_ppoll, &reader, 1, &now, nullptr, 0) < 0 || (reader.revents & (POLLERR | POLLHUP))) _exit(125);
+    }
     if (!p.cwd.empty() && chdir(p.cwd.c_str()) != 0) fail(fd, "entering the working folder");
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(fd, "PR_SET_NO_NEW_PRIVS");
-    if (p.landlock_abi > 0 && !confine::enter_landlock_domain(p.landlock_abi)) fail(fd, "entering a Landlock domain");
+    if (p.landlock_abi > 0 &&
+        !confine::enter_landlock_domain(p.landlock_abi, p.landlock_path_ptrs.data(), p.landlock_path_dirs.data(),
+                                        p.landlock_confines_files ? static_cast<int>(p.landlock_path_ptrs.size()) : -1)) {
+      fail(fd, "entering a Landlock domain");
+    }
     if (spec_.level != Isolation::kNone) {
       struct sock_filter filter[confine::kMaxFilter];
       const int n = confine::build_filter(filter, !p.strict, getpid());
@@ -484,11 +692,32 @@ pid_t PreparedSandbox::spawn(const std::vector<std::string>& argv, void (*setup_
     fail(fd, "exec");
   }
   close(report[1]);
+  // The child's report, or the pipe closing at its exec, within the set-up
+  // deadline: a child stuck before exec is killed, never waited for.
   SetupFailure f;
-  ssize_t n;
-  do {
-    n = read(report[0], &f, sizeof(f));
-  } while (n < 0 && errno == EINTR);
+  ssize_t n = -1;
+  const auto deadline = std::chrono::steady_clock::now() + spec_.setup_timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    struct pollfd pf = {report[0], POLLIN, 0};
+    const int ready = left.count() > 0 ? poll(&pf, 1, static_cast<int>(std::min<long long>(left.count(), 1000))) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready > 0) {
+      do {
+        n = read(report[0], &f, sizeof(f));
+      } while (n < 0 && errno == EINTR);
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      close(report[0]);
+      ::kill(pid, SIGKILL);
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      throw IsolationError("the " + std::string(isolation_name(spec_.level)) + " sandbox's set-up did not finish within " +
+                           std::to_string(spec_.setup_timeout.count() / 1000.0).substr(0, 5) +
+                           " s (the child was killed before it ran " + argv[0] + ")");
+    }
+  }
   close(report[0]);
   if (n == static_cast<ssize_t>(sizeof(f))) {
     int status = 0;

@@ -19,6 +19,7 @@
 // missing, never a silent downgrade.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -56,18 +57,40 @@ struct SandboxSpec {
   // (and whose work done on a GPU would be neither a CPU kernel nor CPU
   // time the timing check sees).
   bool gpu_devices = true;
+  // Weak, as a user other than root (the candidate then has that user's
+  // uid): folders it must not open at all, where the kernel has Landlock
+  // (the build cache with its integrity key, and the run key's folder,
+  // which is added from $KLOOP_RUN_KEY). The Landlock domain then grants
+  // the filesystem only beneath everything else: the siblings of those
+  // folders and of their parents, the system paths, `read_only`,
+  // `writable` and the working folder (which may lie inside them).
+  std::vector<std::string> hidden;
   // NAME=VALUE added to the child's environment (all levels).
   std::vector<std::string> environment;
   // The limits (all levels).
   std::optional<uint64_t> address_space_bytes;  // RLIMIT_AS
   std::optional<uint64_t> cpu_seconds;          // RLIMIT_CPU
+  uint64_t data_bytes = 0;                      // RLIMIT_DATA (heap and private writable mappings); 0 = none
   uint64_t file_size_bytes = 0;                 // RLIMIT_FSIZE; 0 = none
-  uint64_t processes = 0;                       // new processes/threads allowed (cgroup-free: RLIMIT_NPROC); 0 = none
+  // Processes and threads allowed. RLIMIT_NPROC counts every process of a
+  // uid, so it is set only where the child did not join a pids cgroup of
+  // its own (group_processes): concurrent sandboxes of one uid would
+  // otherwise share one budget (as root all run as the sandbox uid). A
+  // strict sandbox of an unprivileged kloop has a user namespace of its own,
+  // where the kernel counts RLIMIT_NPROC per namespace. 0 = none.
+  uint64_t processes = 0;
   // Limits for the whole process tree, where kloop runs as root and the
   // machine has a cgroup memory / pids controller (v2, or v1): a forked
   // child's memory counts with its parent's. 0 = none.
   uint64_t group_memory_bytes = 0;
   uint64_t group_processes = 0;
+  // How long the child may take from clone to exec (mounts, credentials,
+  // filters) before it is killed and the sandbox refused.
+  std::chrono::milliseconds setup_timeout{60000};
+  // Tests only: called in the child right after its credentials changed
+  // (before the parent-death signal is armed again), to widen the window
+  // in which the driver may die unseen. System calls only.
+  void (*after_credentials_for_test)() = nullptr;
 };
 
 // A cgroup (one folder per controller) holding one sandboxed tree; removed
@@ -89,15 +112,29 @@ class SandboxGroup {
   bool has_members() const;
   // cgroup.procs of each folder: the child writes "0" to them to enter.
   const std::vector<std::string>& procs_files() const { return procs_; }
+  // Whether procs_files()[i] belongs to a folder that limits processes.
+  bool limits_processes(std::size_t i) const { return i < pids_.size() && pids_[i]; }
   // "cgroup v2 (memory, pids)" and the like, for the record.
   std::string describe() const;
+  // Removes the groups of kloop processes that are gone (killed before
+  // they could), ending whatever still runs in them; returns their folders.
+  static std::vector<std::string> remove_dead_owners();
 
  private:
   void remove();
   std::vector<std::string> dirs_;
   std::vector<std::string> procs_;
+  std::vector<bool> pids_;
   std::string kind_;
 };
+
+// Removes what kloop processes that died without cleaning up (kill -9)
+// left outside their own folders: their cgroups (SIGKILL to any process
+// still in one first) and their sandboxes' empty mount points. Their owner
+// tag (base/process.h) names them; a live owner's are left alone. Runs
+// once per process (the first sandbox prepared calls it); returns what it
+// removed, for the record.
+std::vector<std::string> remove_dead_kloops_sandbox_leftovers();
 
 // The system folders every sandbox sees read-only, plus the LibTorch and
 // CUDA folders kloop was built against and $KLOOP_SANDBOX_BINDS

@@ -95,7 +95,13 @@ const long kDeniedWithoutPidNamespace[] = {
 // kernel speaks).
 constexpr uint64_t kLandlockMakeChar = 1ull << 6;
 constexpr uint64_t kLandlockMakeBlock = 1ull << 11;
-constexpr uint64_t kLandlockRefer = 1ull << 13;  // ABI 2
+constexpr uint64_t kLandlockRefer = 1ull << 13;     // ABI 2
+constexpr uint64_t kLandlockTruncate = 1ull << 14;  // ABI 3
+constexpr uint64_t kLandlockIoctlDev = 1ull << 15;  // ABI 5
+// Every filesystem right of ABI 1 (execute ... make_sym), and those that
+// apply to a file rather than a folder (execute, write, read).
+constexpr uint64_t kLandlockAbi1Rights = (1ull << 13) - 1;
+constexpr uint64_t kLandlockFileRights = (1ull << 0) | (1ull << 1) | (1ull << 2);
 constexpr uint64_t kLandlockScopeSignal = 1ull << 1;
 
 }  // namespace
@@ -158,6 +164,19 @@ int build_filter(struct sock_filter* out, bool confine_signals, pid_t self) {
       b.stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
       b.stmt(BPF_RET | BPF_K, deny);
     }
+    // Calls that change another process's limits or scheduling by pid (the
+    // kernel lets a process of the same uid, which a weak candidate as
+    // root without capabilities is to the driver: prlimit64 once set the
+    // driver's RLIMIT_FSIZE to 0): only pid 0 or itself.
+    for (long nr : {static_cast<long>(SYS_prlimit64), static_cast<long>(SYS_sched_setaffinity),
+                    static_cast<long>(SYS_sched_setscheduler), static_cast<long>(SYS_sched_setparam)}) {
+      b.jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 5);
+      b.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
+      b.jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0);
+      b.jump(BPF_JMP | BPF_JEQ | BPF_K, me, 0, 1);
+      b.stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+      b.stmt(BPF_RET | BPF_K, deny);
+    }
   }
   b.stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
   return b.n < kMaxFilter ? b.n : -1;
@@ -190,33 +209,44 @@ int landlock_abi() {
 // (EXDEV) unless it handles the refer right and grants it: from ABI 2 it is
 // granted beneath the root, so that what a candidate may write it may also
 // move (Triton's cache, for one, renames a finished file into place).
-bool enter_landlock_domain(int abi) {
+bool enter_landlock_domain(int abi, const char* const* allowed, const unsigned char* allowed_dirs, int n_allowed) {
 #ifdef SYS_landlock_create_ruleset
+  const bool confine_files = n_allowed >= 0;
+  uint64_t all = kLandlockAbi1Rights | (abi >= 2 ? kLandlockRefer : 0) | (abi >= 3 ? kLandlockTruncate : 0) |
+                 (abi >= 5 ? kLandlockIoctlDev : 0);
+  uint64_t file_rights = kLandlockFileRights | (abi >= 3 ? kLandlockTruncate : 0) | (abi >= 5 ? kLandlockIoctlDev : 0);
   struct {
     uint64_t handled_access_fs, handled_access_net, scoped;
-  } attr = {kLandlockMakeChar | kLandlockMakeBlock | (abi >= 2 ? kLandlockRefer : 0), 0,
+  } attr = {confine_files ? all : (kLandlockMakeChar | kLandlockMakeBlock | (abi >= 2 ? kLandlockRefer : 0)), 0,
             abi >= 6 ? kLandlockScopeSignal : 0};
   const size_t size = abi >= 6 ? 24 : abi >= 4 ? 16 : 8;
   long ruleset = syscall(SYS_landlock_create_ruleset, &attr, size, 0u);
   if (ruleset < 0) return false;
-  if (abi >= 2) {
-    struct __attribute__((packed)) {
-      uint64_t allowed_access;
-      int32_t parent_fd;
-    } beneath = {kLandlockRefer, open("/", O_PATH | O_CLOEXEC)};
-    const bool added = beneath.parent_fd >= 0 && syscall(SYS_landlock_add_rule, static_cast<int>(ruleset),
-                                                         1 /* LANDLOCK_RULE_PATH_BENEATH */, &beneath, 0u) == 0;
-    if (beneath.parent_fd >= 0) close(beneath.parent_fd);
-    if (!added) {
-      close(static_cast<int>(ruleset));
-      return false;
-    }
+  struct __attribute__((packed)) Beneath {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+  };
+  auto add = [&](const char* path, uint64_t rights) -> bool {
+    Beneath rule = {rights, open(path, O_PATH | O_CLOEXEC)};
+    if (rule.parent_fd < 0) return errno == ENOENT || errno == EACCES;  // nothing there to grant
+    const bool ok = syscall(SYS_landlock_add_rule, static_cast<int>(ruleset), 1 /* LANDLOCK_RULE_PATH_BENEATH */,
+                            &rule, 0u) == 0;
+    close(rule.parent_fd);
+    return ok;
+  };
+  bool ok = true;
+  if (abi >= 2) ok = add("/", kLandlockRefer);
+  for (int i = 0; ok && confine_files && i < n_allowed; ++i) {
+    ok = add(allowed[i], allowed_dirs[i] ? (all & ~(kLandlockMakeChar | kLandlockMakeBlock)) : file_rights);
   }
-  const bool ok = syscall(SYS_landlock_restrict_self, static_cast<int>(ruleset), 0u) == 0;
+  ok = ok && syscall(SYS_landlock_restrict_self, static_cast<int>(ruleset), 0u) == 0;
   close(static_cast<int>(ruleset));
   return ok;
 #else
   (void)abi;
+  (void)allowed;
+  (void)allowed_dirs;
+  (void)n_allowed;
   return false;
 #endif
 }

@@ -27,6 +27,12 @@ void set_limit(int resource, uint64_t value);
 int landlock_abi();
 
 // Enters a Landlock domain of the sandbox's own (see sandbox_confine.cpp).
-bool enter_landlock_domain(int abi);
+// With `allowed` (n_allowed >= 0), the domain also handles every filesystem
+// right and grants them (but making device nodes) beneath those paths only
+// (`allowed_dirs[i]`: a folder; else a file, which takes file rights only):
+// what is not beneath one of them cannot be opened at all. Paths that do
+// not exist are skipped.
+bool enter_landlock_domain(int abi, const char* const* allowed = nullptr, const unsigned char* allowed_dirs = nullptr,
+                           int n_allowed = -1);
 
 }  // namespace kloop::confine

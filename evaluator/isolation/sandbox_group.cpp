@@ -1,5 +1,6 @@
 // The sandbox's control group of sandbox.h: its memory and process limits,
 // cgroup v2 or v1, and whether anything still runs in it.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -8,8 +9,10 @@
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "base/process.h"
 #include "evaluator/isolation/sandbox.h"
 
 namespace kloop {
@@ -36,18 +39,62 @@ std::string read_first_line(const std::string& path) {
   return s.substr(0, s.find('\n'));
 }
 
+constexpr const char* kGroupPrefix = "kloop-group-";
+
+// The cgroup folders kloop makes its groups in (v2's root, v1's memory and
+// pids hierarchies).
+const char* const kGroupParents[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids"};
+
 }  // namespace
+
+std::vector<std::string> SandboxGroup::remove_dead_owners() {
+  std::vector<std::string> removed;
+  if (geteuid() != 0) return removed;
+  for (const char* parent : kGroupParents) {
+    DIR* d = opendir(parent);
+    if (!d) continue;
+    std::vector<std::string> names;
+    while (dirent* e = readdir(d)) names.emplace_back(e->d_name);
+    closedir(d);
+    for (const std::string& name : names) {
+      const std::string owner = owner_tag_in(name, kGroupPrefix);
+      if (owner.empty() || owner_alive(owner)) continue;
+      const std::string dir = std::string(parent) + "/" + name;
+      // What still runs there was a dead driver's sandbox: it goes first.
+      for (int round = 0; round < 200; ++round) {
+        std::ifstream procs(dir + "/cgroup.procs");
+        bool any = false;
+        for (long pid = 0; procs >> pid;) {
+          if (pid > 0) {
+            ::kill(static_cast<pid_t>(pid), SIGKILL);
+            any = true;
+          }
+        }
+        if (rmdir(dir.c_str()) == 0) {
+          removed.push_back(dir);
+          break;
+        }
+        if (errno != EBUSY) break;
+        if (!any && round > 20) break;
+        usleep(10000);
+      }
+    }
+  }
+  return removed;
+}
 
 SandboxGroup SandboxGroup::create(uint64_t memory_bytes, uint64_t processes) {
   SandboxGroup g;
   if (geteuid() != 0 || (memory_bytes == 0 && processes == 0)) return g;
   static std::atomic<int> counter{0};
-  const std::string name = "kloop-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-  auto make = [&](const std::string& parent) -> std::string {
+  // The owner tag lets a later kloop remove what a killed one left.
+  const std::string name = std::string(kGroupPrefix) + owner_tag() + "-" + std::to_string(counter++);
+  auto make = [&](const std::string& parent, bool pids) -> std::string {
     const std::string dir = parent + "/" + name;
     if (mkdir(dir.c_str(), 0755) != 0) return "";
     g.dirs_.push_back(dir);
     g.procs_.push_back(dir + "/cgroup.procs");
+    g.pids_.push_back(pids);
     return dir;
   };
   const std::string v2 = "/sys/fs/cgroup";
@@ -61,13 +108,12 @@ SandboxGroup SandboxGroup::create(uint64_t memory_bytes, uint64_t processes) {
       }
     }
     const std::string now = read_first_line(v2 + "/cgroup.subtree_control");
-    const std::string dir = now.find("memory") != std::string::npos ? make(v2) : "";
+    const bool pids = processes && now.find("pids") != std::string::npos;
+    const std::string dir = now.find("memory") != std::string::npos ? make(v2, pids) : "";
     if (dir.empty()) return g;
     bool ok = memory_bytes == 0 || (write_text_file(dir + "/memory.max", std::to_string(memory_bytes)) &&
                                     (write_text_file(dir + "/memory.swap.max", "0") || true));
-    if (processes && now.find("pids") != std::string::npos) {
-      ok = ok && write_text_file(dir + "/pids.max", std::to_string(processes));
-    }
+    if (pids) ok = ok && write_text_file(dir + "/pids.max", std::to_string(processes));
     if (!ok) return SandboxGroup();  // the destructor of the partial one removes its folder
     g.kind_ = "cgroup v2";
     return g;
@@ -75,14 +121,14 @@ SandboxGroup SandboxGroup::create(uint64_t memory_bytes, uint64_t processes) {
   // v1: a folder per controller.
   bool ok = true;
   if (memory_bytes && access((v2 + "/memory/cgroup.procs").c_str(), W_OK) == 0) {
-    const std::string dir = make(v2 + "/memory");
+    const std::string dir = make(v2 + "/memory", false);
     ok = !dir.empty() && write_text_file(dir + "/memory.limit_in_bytes", std::to_string(memory_bytes));
     if (ok)
       write_text_file(dir + "/memory.memsw.limit_in_bytes",
                       std::to_string(memory_bytes));  // absent without swap accounting
   }
   if (ok && processes && access((v2 + "/pids/cgroup.procs").c_str(), W_OK) == 0) {
-    const std::string dir = make(v2 + "/pids");
+    const std::string dir = make(v2 + "/pids", true);
     ok = !dir.empty() && write_text_file(dir + "/pids.max", std::to_string(processes));
   }
   if (!ok) return SandboxGroup();
@@ -98,6 +144,7 @@ void SandboxGroup::remove() {
   }
   dirs_.clear();
   procs_.clear();
+  pids_.clear();
 }
 
 SandboxGroup::~SandboxGroup() { remove(); }
@@ -107,9 +154,11 @@ SandboxGroup& SandboxGroup::operator=(SandboxGroup&& o) noexcept {
     remove();
     dirs_ = std::move(o.dirs_);
     procs_ = std::move(o.procs_);
+    pids_ = std::move(o.pids_);
     kind_ = std::move(o.kind_);
     o.dirs_.clear();
     o.procs_.clear();
+    o.pids_.clear();
   }
   return *this;
 }

@@ -65,7 +65,7 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
     close(sv[1]);
     throw std::runtime_error(std::string("pipe: ") + strerror(errno));
   }
-  log_fd_ = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  log_fd_ = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   auto cleanup = [&] {
     close(sv[0]);

@@ -67,8 +67,17 @@ at::Tensor to_device(const at::Tensor& tensor, const std::string& device) {
   return tensor.to(at::Device(device));
 }
 
-std::vector<std::pair<std::string, at::Tensor>> read_tensors(const std::string& path, const std::string& device) {
+std::vector<std::pair<std::string, at::Tensor>> read_tensors(const std::string& path, const std::string& device,
+                                                             uint64_t max_bytes) {
   const TensorFileReader file(path);
+  if (max_bytes) {
+    uint64_t total = 0;
+    for (const TensorFileEntry& e : file.entries()) total += e.bytes;
+    if (total > max_bytes) {
+      throw std::runtime_error(path + ": its tensors hold " + std::to_string(total) + " bytes, more than the " +
+                               std::to_string(max_bytes) + " the problem's tensors can have");
+    }
+  }
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (std::size_t i = 0; i < file.entries().size(); ++i) {
     const TensorFileEntry& e = file.entries()[i];

@@ -17,7 +17,11 @@ HostTensor tensor_to_host(const at::Tensor& tensor, const std::string& name);
 at::Tensor to_device(const at::Tensor& tensor, const std::string& device);
 // A tensor file's tensors by name, in its order, on `device`: each read
 // straight into a CPU tensor's storage (no HostTensor between), then moved.
-std::vector<std::pair<std::string, at::Tensor>> read_tensors(const std::string& path, const std::string& device);
+// With `max_bytes` (a candidate's file), a file whose tensors hold more is
+// refused before anything is allocated (a sparse file passes every size
+// check a file's own length can make).
+std::vector<std::pair<std::string, at::Tensor>> read_tensors(const std::string& path, const std::string& device,
+                                                             uint64_t max_bytes = 0);
 // `tensors` written as a tensor file, tensor i named PREFIX<i> ("output0"),
 // from their own memory (a device tensor is copied to the host first).
 void write_tensors(const std::string& path, const std::vector<at::Tensor>& tensors, const std::string& prefix);

@@ -89,10 +89,12 @@ json ExchangeExport::publish(const std::vector<at::Tensor>& outputs, const std::
 #endif
 }
 
-ExchangeImport::ExchangeImport(const json& d, const std::string& device, int fd) {
+ExchangeImport::ExchangeImport(const json& d, const std::string& device, int fd, const ExchangeLimits& limits) {
   const std::string transport = d.at("transport");
   if (transport == "file") {
-    for (auto& [name, t] : read_tensors(d.at("outputs").at("path"), device)) outputs_.push_back(std::move(t));
+    for (auto& [name, t] : read_tensors(d.at("outputs").at("path"), device, limits.output_bytes)) {
+      outputs_.push_back(std::move(t));
+    }
     // Without inputs (a trusted program's outputs alone, port parity) the
     // inputs after the call are not looked at. A candidate's description is
     // the driver's rebuild, which always names them.
@@ -100,7 +102,9 @@ ExchangeImport::ExchangeImport(const json& d, const std::string& device, int fd)
       inputs_published_ = false;
       return;
     }
-    for (auto& [name, t] : read_tensors(d.at("inputs").at("path"), device)) inputs_.push_back(std::move(t));
+    for (auto& [name, t] : read_tensors(d.at("inputs").at("path"), device, limits.input_bytes)) {
+      inputs_.push_back(std::move(t));
+    }
     return;
   }
   if (transport != "cuda_ipc") throw std::invalid_argument("unknown tensor transport '" + transport + "'");
@@ -108,6 +112,14 @@ ExchangeImport::ExchangeImport(const json& d, const std::string& device, int fd)
   const at::Device dev(device);
   const int ordinal = dev.has_index() ? dev.index() : 0;
   const uint64_t total = d.at("bytes");
+  // Alignment pads each tensor by less than 256 bytes.
+  const uint64_t tensors = d.at("tensors").size();
+  if (limits.output_bytes && limits.input_bytes &&
+      total > limits.output_bytes + limits.input_bytes + tensors * kAlign) {
+    throw std::runtime_error("CUDA IPC: a published buffer of " + std::to_string(total) + " bytes, more than the " +
+                             std::to_string(limits.output_bytes + limits.input_bytes) +
+                             " the problem's outputs and inputs can have");
+  }
   mapped_ = vmm_import(fd, total, ordinal, "the published buffer");
   char* base = reinterpret_cast<char*>(mapped_.address);
   for (const auto& e : d.at("tensors")) {

@@ -49,12 +49,23 @@ class ExchangeExport {
   int fd_ = -1;
 };
 
+// What the judge takes from a candidate's publication: the bytes the
+// problem's outputs and inputs can have (the judge's own tensors' element
+// counts at the widest dtype). 0 = no limit (a trusted publisher).
+struct ExchangeLimits {
+  uint64_t output_bytes = 0;
+  uint64_t input_bytes = 0;
+};
+
 // The judge's side: the published tensors, on `device`. cuda_ipc tensors are
 // views of the mapped allocation, valid while this object lives.
 class ExchangeImport {
  public:
-  // `fd`: the descriptor that came with a cuda_ipc description (not taken over).
-  ExchangeImport(const nlohmann::json& description, const std::string& device, int fd = -1);
+  // `fd`: the descriptor that came with a cuda_ipc description (not taken
+  // over). A publication larger than `limits` is refused before anything
+  // is allocated or mapped.
+  ExchangeImport(const nlohmann::json& description, const std::string& device, int fd = -1,
+                 const ExchangeLimits& limits = {});
   ~ExchangeImport();
   ExchangeImport(const ExchangeImport&) = delete;
   ExchangeImport& operator=(const ExchangeImport&) = delete;

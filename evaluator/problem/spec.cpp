@@ -3,6 +3,8 @@
 // them by hand.
 #include "evaluator/problem/spec.h"
 
+#include "evaluator/problem/yaml_input.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -226,11 +228,9 @@ ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& s
   SpecReader r(yaml_path);
   YAML::Node root;
   try {
-    root = YAML::LoadFile(yaml_path);
-  } catch (const YAML::BadFile&) {
-    throw SpecError(yaml_path + ": cannot open the file");
-  } catch (const YAML::ParserException& e) {
-    throw SpecError(yaml_path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+    root = load_yaml_file(yaml_path);
+  } catch (const YamlInputError& e) {
+    throw SpecError(e.what());
   }
   if (!root.IsMap()) throw SpecError(yaml_path + ": expected a YAML map at the top level");
 

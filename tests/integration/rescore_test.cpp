@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -45,6 +46,7 @@ class RescoreTest : public ::testing::Test {
                          {"scaffold", {{"kind", "iterative"}, {"samples", 1}, {"turns", 3}}},
                          {"evaluation", {{"timeout_s", 60}, {"max_timing_seconds", 0.05}, {"threads", 2}}}};
     RunStore::write_text(run_ + "/config.json", config.dump(2));
+    store.seal_files("", {"config.json"});  // as RunStore::write_config does
     add(store, 1, "slightly_off.cpp", "incorrect", std::nullopt);
     add(store, 2, "", "no_code", std::nullopt);
     add(store, 3, "correct.cpp", "correct", 1.0);
@@ -67,7 +69,15 @@ class RescoreTest : public ::testing::Test {
     r.device = "cpu";
     r.input_tokens = 100;
     r.attempt_dir = store.relative_attempt_dir("19_ReLU", 0, turn);
+    store.seal_files(r.attempt_dir, {"candidate.cpp"});  // as the turn loop does
     store.append(r);
+  }
+
+  // The attempt's verdict.json as the turn loop writes it: sealed.
+  void store_verdict(int turn, const json& verdict) const {
+    const std::string rel = "attempts/19_ReLU/sample0/turn" + std::to_string(turn);
+    RunStore::write_text(run_ + "/" + rel + "/verdict.json", verdict.dump(2));
+    RunStore(runs_.string(), "tiny").seal_files(rel, {"verdict.json"});
   }
 
   static std::string read(const fs::path& p) {
@@ -165,7 +175,7 @@ TEST_F(RescoreTest, AProtocolThatOnlyJudgesDifferentlyJudgesTheStoredVerdictsAga
   for (int turn : {1, 3}) {
     const fs::path dir = fs::path(run_) / ("attempts/19_ReLU/sample0/turn" + std::to_string(turn));
     stored[turn] = evaluator.evaluate(spec, (dir / "candidate.cpp").string());
-    RunStore::write_text((dir / "verdict.json").string(), stored[turn].to_json().dump(2));
+    store_verdict(turn, stored[turn].to_json());
   }
   ASSERT_EQ(stored[1].verdict, VerdictClass::kIncorrect) << stored[1].message;
   ASSERT_EQ(stored[3].verdict, VerdictClass::kCorrect) << stored[3].message;
@@ -205,7 +215,7 @@ TEST_F(RescoreTest, AProtocolThatOnlyJudgesDifferentlyJudgesTheStoredVerdictsAga
   fs::remove_all(fs::path(run_) / "rescore-strict-libraries");
   json older = stored[3].to_json();
   older.erase("observed");
-  RunStore::write_text(run_ + "/attempts/19_ReLU/sample0/turn3/verdict.json", older.dump(2));
+  store_verdict(3, older);
   std::ostringstream again;
   const RescoreSummary t = rescore_run(run_, options("strict-libraries"), again);
   EXPECT_TRUE(t.errors.empty()) << again.str();
@@ -237,6 +247,74 @@ TEST_F(RescoreTest, LostCodeIsAnErrorForThatAttemptOnly) {
   EXPECT_EQ(s.copied, 3);
   EXPECT_EQ((s.transitions.at({Outcome::kRefused, Outcome::kRefused})), 1);
   EXPECT_EQ((s.transitions.at({Outcome::kContextOverflow, Outcome::kContextOverflow})), 1);
+}
+
+// Attack (issue 48): an integrity_violation attempt given an honest
+// attempt's verdict.json (its observations) became correct, signed, when
+// rescore re-judged it. The seal ties each file to its attempt: the swapped
+// file is refused, and the attempt is evaluated again (here there is no
+// worker, so it is not rescored at all) rather than judged from the copy.
+TEST_F(RescoreTest, AnotherAttemptsObservationsAreNeverReJudged) {
+  // Turn 3's genuine verdict (correct, with its observations), as stored.
+  Builder builder(BuilderConfig::from_environment());
+  EvalOptions eo;
+  eo.protocol = "strict";
+  eo.worker_path = KLOOP_TEST_WORKER;
+  eo.max_timing_seconds = 0.05;
+  eo.threads = 2;
+  const Verdict honest = Evaluator(builder, eo).evaluate(ProblemRegistry(ProblemRegistry::default_root()).load("19_ReLU"),
+                                                         run_ + "/attempts/19_ReLU/sample0/turn3/candidate.cpp");
+  ASSERT_EQ(honest.verdict, VerdictClass::kCorrect) << honest.message;
+  store_verdict(1, {{"verdict", "integrity_violation"}});
+  store_verdict(3, honest.to_json());
+  fs::copy_file(fs::path(run_) / "attempts/19_ReLU/sample0/turn3/verdict.json",
+                fs::path(run_) / "attempts/19_ReLU/sample0/turn1/verdict.json", fs::copy_options::overwrite_existing);
+  RescoreOptions o = options("strict-libraries");
+  o.worker_path = (runs_ / "no-such-worker").string();
+  std::ostringstream progress;
+  const RescoreSummary s = rescore_run(run_, o, progress);
+  for (const auto& r : RunStore(runs_.string(), "tiny").load_results("rescore-strict-libraries.jsonl")) {
+    EXPECT_NE(r.turn, 1) << "ESCAPED: turn 1 was rescored from turn 3's observations: " << outcome_name(r.outcome);
+  }
+  EXPECT_EQ(s.rejudged, 1) << "turn 3, whose own verdict it is\n" << progress.str();
+  ASSERT_GE(s.errors.size(), 1u) << progress.str();
+  EXPECT_NE(s.errors[0].find("turn 1"), std::string::npos) << s.errors[0];
+}
+
+// Attack: a record whose attempt_dir leads out of the run (rescore once
+// compiled and wrote outside the run folder), and a config changed to run
+// candidates without a sandbox.
+TEST_F(RescoreTest, RecordsAndConfigsAreDataRescoreChecks) {
+  RunStore store(runs_.string(), "tiny");
+  AttemptRecord r = store.load_results().front();
+  r.sample = 5;
+  r.attempt_dir = "../../outside";
+  store.append(r);
+  RescoreOptions o = options("kernelbench");
+  o.worker_path = (runs_ / "no-such-worker").string();
+  std::ostringstream progress;
+  RescoreSummary s;
+  try {
+    s = rescore_run(run_, o, progress);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+  }
+  bool named = false;
+  for (const auto& e : s.errors) named = named || e.find("'../../outside' has an empty, '.' or '..' part") != std::string::npos;
+  EXPECT_TRUE(named) << progress.str();
+  EXPECT_FALSE(fs::exists(runs_.parent_path() / "outside"));
+  EXPECT_FALSE(fs::exists(fs::path(run_) / "rescore-kernelbench" / ".." / ".." / "outside"));
+
+  json config = json::parse(read(fs::path(run_) / "config.json"));
+  config["evaluation"]["isolation"] = "none";
+  RunStore::write_text(run_ + "/config.json", config.dump(2));
+  try {
+    rescore_run(run_, options("kernelbench"), progress);
+    ADD_FAILURE() << "a changed config was believed";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("config.json: differs from what the run's driver wrote"), std::string::npos)
+        << e.what();
+  }
 }
 
 // Attack: a forged record in results.jsonl is not rescored nor counted.
@@ -312,6 +390,67 @@ TEST_F(RescoreTest, AKernelBenchGenerationFolderIsImportedAndRescored) {
   EXPECT_NO_THROW(load_run_view(run, "", nullptr)) << "the published verdicts are a view of their own";
 
   EXPECT_EQ(import_kernelbench(io).imported, 0) << "importing again adds nothing";
+}
+
+// Attack (issue 48): `kloop import kernelbench` of a hostile folder. A
+// kernel file that is a link to /proc/self/environ (the API key in it), a
+// 2 GiB sparse kernel file, a generation_config.yaml of nested aliases (a
+// billion values from 448 bytes), a folder name that is #SBATCH syntax.
+// Each is refused by name; nothing of the environment reaches the run.
+TEST_F(RescoreTest, AHostileKernelBenchFolderIsData) {
+  const fs::path gen = runs_ / "hostile";
+  fs::create_directories(gen);
+  const std::string secret = "kloop_import_secret_" + std::to_string(getpid());
+  setenv("KLOOP_TEST_IMPORT_API_KEY", secret.c_str(), 1);
+  fs::create_symlink("/proc/self/environ", gen / "level_1_problem_19_sample_0_kernel.py");
+  {
+    std::ofstream(gen / "level_1_problem_19_sample_1_kernel.py") << "import torch\n";
+  }
+  fs::resize_file(gen / "level_1_problem_19_sample_1_kernel.py", 2ull << 30);
+  fs::copy_file(std::string(KLOOP_TEST_FIXTURES) + "/kernelbench/relu_correct.py",
+                gen / "level_1_problem_19_sample_2_kernel.py");
+  KernelBenchImportOptions io;
+  io.generations = gen.string();
+  io.runs_dir = runs_.string();
+  io.name = "hostile-import";
+  io.problems_dir = ProblemRegistry::default_root();
+  const KernelBenchImportSummary s = import_kernelbench(io);
+  EXPECT_EQ(s.imported, 1);
+  std::string skipped;
+  for (const auto& x : s.skipped) skipped += x + "\n";
+  EXPECT_NE(skipped.find("level_1_problem_19_sample_0_kernel.py: a link or not a regular file"), std::string::npos)
+      << skipped;
+  EXPECT_NE(skipped.find("more than the 4194304 kloop reads"), std::string::npos) << skipped;
+  for (const auto& e : fs::recursive_directory_iterator(runs_ / "hostile-import")) {
+    if (e.is_regular_file()) {
+      EXPECT_EQ(read(e.path()).find(secret), std::string::npos) << "ESCAPED into " << e.path();
+    }
+  }
+  // 448 bytes of nested aliases.
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'j'; ++c) {
+    const char prev = static_cast<char>(c - 1);
+    bomb += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
+            ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+  }
+  bomb += "model_name: *j\n";
+  std::ofstream(gen / "generation_config.yaml") << bomb;
+  io.name = "hostile-import-2";
+  try {
+    import_kernelbench(io);
+    ADD_FAILURE() << "an alias bomb was read";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("expands to more than 1000000 values"), std::string::npos) << e.what();
+  }
+  fs::remove(gen / "generation_config.yaml");
+  io.name = "x --hold";
+  try {
+    import_kernelbench(io);
+    ADD_FAILURE() << "a run named like #SBATCH options was made";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("holds a space"), std::string::npos) << e.what();
+  }
+  unsetenv("KLOOP_TEST_IMPORT_API_KEY");
 }
 
 }  // namespace

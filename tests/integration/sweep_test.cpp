@@ -101,6 +101,15 @@ TEST_F(SweepTest, BadSweepsNameTheFieldAndThePoint) {
                "distinct");
   expect_error(base + "sweep: {protocol: [strict, sloppy]}\n", "protocol", "sweep point protocol=sloppy");
   expect_error(base + "sweep: {scaffold.turnz: [1, 2]}\n", "scaffold.turnz", "unknown field");
+  // Attack (issue 48): names are data. A sweep named ../.. once wrote its
+  // sweep.json outside runs_dir; a key with a blank names runs that are
+  // #SBATCH syntax.
+  std::string escaping = base;
+  escaping.replace(escaping.find("name: abl"), 9, "name: ../..");
+  expect_error(escaping + "sweep: {protocol: [strict, verified]}\n", "name", "cannot name a sweep");
+  EXPECT_FALSE(fs::exists(dir_.parent_path().parent_path() / "sweep.json"));
+  expect_error(base + "sweep: {\"scaffold.turns --hold\": [1, 2]}\n", "name", "holds a space");
+  expect_error(std::string(kBase).replace(0, 9, "name: \"a b\"") , "name", "cannot name a run");
   // One run's loader refuses a sweep rather than running one point of it.
   try {
     load_run_config(write(base + "sweep: {protocol: [strict, verified]}\n").string());

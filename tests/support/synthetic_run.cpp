@@ -102,13 +102,16 @@ AttemptRecord record_of(const Planned& p, const std::string& run, RunStore& stor
 std::string write_synthetic_run(const std::string& runs_dir, const std::string& name) {
   RunStore store(runs_dir, name);
   RunStore::write_text(store.path() + "/config.json", config_json(name).dump(2) + "\n");
+  store.seal_files("", {"config.json"});
   for (const Planned& p : kAttempts) {
     const std::string dir = store.attempt_dir(p.problem, 0, p.turn);
     RunStore::write_text(dir + "/candidate.cpp",
                          "// " + std::string(p.problem) + " turn " + std::to_string(p.turn) + "\n");
     RunStore::write_text(dir + "/feedback.txt", std::string("Your kernel: ") + p.verdict + "\n");
     RunStore::write_text(dir + "/verdict.json", verdict_json(p).dump(2) + "\n");
-    store.append(record_of(p, name, store));
+    const AttemptRecord r = record_of(p, name, store);
+    store.seal_files(r.attempt_dir, {"candidate.cpp", "feedback.txt", "verdict.json"});
+    store.append(r);
   }
   return store.path();
 }
@@ -119,6 +122,7 @@ std::string write_synthetic_provider_run(const std::string& runs_dir, const std:
   config["scaffold"]["turns"] = 2;
   config["provider"]["prices"] = {{"input", 3.0}, {"output", 15.0}, {"cached_input", 0.3}, {"cache_write", 3.75}};
   RunStore::write_text(store.path() + "/config.json", config.dump(2) + "\n");
+  store.seal_files("", {"config.json"});
   auto calls = [&](const char* problem, int turn, const std::vector<std::string>& lines) {
     std::string text;
     for (const auto& l : lines) text += l + "\n";

@@ -283,8 +283,15 @@ wire::JudgeReply Worker::judge(const wire::Judge& cmd) {
   // What the candidate published is untrusted: any failure to read it is
   // its failure (exchange_error), not the judge's.
   std::unique_ptr<ExchangeImport> imported;
+  // No more than the problem's tensors can hold is taken from the candidate
+  // (their element counts at the widest dtype, 8 bytes), whatever its
+  // files' headers claim: a sparse file of 10 GiB passes a file-size check.
+  const auto& held = cmd.post ? retained_expected_ : expected_;
+  ExchangeLimits limits{64u << 10, 64u << 10};
+  for (const auto& t : held) limits.output_bytes += static_cast<uint64_t>(t.numel()) * 8;
+  for (const auto& t : pristine_) limits.input_bytes += static_cast<uint64_t>(t.numel()) * 8;
   try {
-    imported = std::make_unique<ExchangeImport>(cmd.exchange, device_, incoming_fd());
+    imported = std::make_unique<ExchangeImport>(cmd.exchange, device_, incoming_fd(), limits);
   } catch (const std::exception& e) {
     throw WorkerError{"exchange_error", e.what()};
   }
