@@ -72,29 +72,6 @@ void ConcurrencyLimit::release() {
   freed_.notify_one();
 }
 
-double token_cost(const TokenPrices& prices, const TokenUsage& u) {
-  const long long fresh = std::max(0LL, u.input - u.cached_input - u.cache_write);
-  return (static_cast<double>(fresh) * prices.input +
-          static_cast<double>(u.cached_input) * prices.cached_input.value_or(prices.input) +
-          static_cast<double>(u.cache_write) * prices.cache_write.value_or(prices.input) +
-          static_cast<double>(u.output) * prices.output) /
-         1e6;
-}
-
-long long json_count(const nlohmann::json& object, const char* field) {
-  if (!object.is_object()) return 0;
-  auto it = object.find(field);
-  if (it == object.end() || !it->is_number()) return 0;
-  return it->get<long long>();
-}
-
-std::string json_text(const nlohmann::json& object, const char* field) {
-  if (!object.is_object()) return "";
-  auto it = object.find(field);
-  if (it == object.end() || !it->is_string()) return "";
-  return it->get<std::string>();
-}
-
 HttpProvider::HttpProvider(const ProviderConfig& config, std::string default_base_url, std::string default_key_env,
                            const ProviderHooks& hooks)
     : config_(config),

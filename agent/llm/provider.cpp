@@ -192,6 +192,29 @@ void read_extras(const SettingsReader& r, ProviderConfig& c) {
 
 }  // namespace
 
+double token_cost(const TokenPrices& prices, const TokenUsage& u) {
+  const long long fresh = std::max(0LL, u.input - u.cached_input - u.cache_write);
+  return (static_cast<double>(fresh) * prices.input +
+          static_cast<double>(u.cached_input) * prices.cached_input.value_or(prices.input) +
+          static_cast<double>(u.cache_write) * prices.cache_write.value_or(prices.input) +
+          static_cast<double>(u.output) * prices.output) /
+         1e6;
+}
+
+long long json_count(const nlohmann::json& object, const char* field) {
+  if (!object.is_object()) return 0;
+  auto it = object.find(field);
+  if (it == object.end() || !it->is_number()) return 0;
+  return it->get<long long>();
+}
+
+std::string json_text(const nlohmann::json& object, const char* field) {
+  if (!object.is_object()) return "";
+  auto it = object.find(field);
+  if (it == object.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
 std::optional<long long> max_billed_output_tokens(const ProviderConfig& c) {
   const long long thinking = c.thinking_budget && *c.thinking_budget > 0 ? *c.thinking_budget : 0;
   if (c.kind == "anthropic") return static_cast<long long>(c.max_tokens.value_or(kAnthropicDefaultMaxTokens)) + thinking;

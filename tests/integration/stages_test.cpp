@@ -87,6 +87,16 @@ class StagesTest : public ::testing::Test {
     return out;
   }
 
+  // The next run of `name` finishes it with no request beyond the first:
+  // the kept answer is judged, one correct record.
+  void expect_resumed_without_a_request(const std::string& name, const std::string& env = "") {
+    const CommandResult resumed = kloop(name, env);
+    ASSERT_EQ(resumed.status.code, 0) << resumed.output;
+    EXPECT_EQ(requests(), 1) << "the answer was paid for once";
+    ASSERT_EQ(records(name).size(), 1u);
+    EXPECT_EQ(records(name)[0]["verdict"], "correct");
+  }
+
   fs::path dir_;
   test_support::FakeHttpServer server_;
 };
@@ -131,11 +141,7 @@ TEST_F(StagesTest, AnInterruptedRunKeepsTheAnswerInFlight) {
       << stopped.output;
   EXPECT_TRUE(records("int").empty());
   EXPECT_EQ(lines("int", "answered"), 1);
-  const CommandResult resumed = kloop("int");
-  ASSERT_EQ(resumed.status.code, 0) << resumed.output;
-  EXPECT_EQ(requests(), 1);
-  ASSERT_EQ(records("int").size(), 1u);
-  EXPECT_EQ(records("int")[0]["verdict"], "correct");
+  expect_resumed_without_a_request("int");
 }
 
 // An error of kloop's own while judging an answer (here the reference does
@@ -159,11 +165,7 @@ TEST_F(StagesTest, AKloopErrorKeepsThePaidAnswerForTheNextRun) {
   EXPECT_NE(read_file((dir_ / "runs/err/attempts/19_ReLU/sample0/turn1/kloop_error.log").string()).find("does not build"),
             std::string::npos);
   fs::copy_file(level + "/19_ReLU.cpp", problems / "kernelbench/level1/19_ReLU.cpp", fs::copy_options::overwrite_existing);
-  const CommandResult fixed = kloop("err", here);
-  ASSERT_EQ(fixed.status.code, 0) << fixed.output;
-  EXPECT_EQ(requests(), 1) << "the answer was paid for once";
-  ASSERT_EQ(records("err").size(), 1u);
-  EXPECT_EQ(records("err")[0]["verdict"], "correct");
+  expect_resumed_without_a_request("err", here);
 }
 
 // A worker that cannot start (here: one that exits before it says
@@ -177,11 +179,7 @@ TEST_F(StagesTest, AWorkerThatCannotStartIsNeverTheCandidatesVerdict) {
   EXPECT_NE(down.output.find("environment_error while evaluating the answered attempt"), std::string::npos)
       << down.output;
   EXPECT_TRUE(records("env").empty()) << "no verdict stored for the candidate";
-  const CommandResult up = kloop("env");
-  ASSERT_EQ(up.status.code, 0) << up.output;
-  EXPECT_EQ(requests(), 1);
-  ASSERT_EQ(records("env").size(), 1u);
-  EXPECT_EQ(records("env")[0]["verdict"], "correct");
+  expect_resumed_without_a_request("env");
 }
 
 // The reference out of memory beside the candidate may be another
