@@ -66,7 +66,22 @@ WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const
   try {
     return WorkerSession(o.worker_path, "candidate", work, work.sandbox(), s);
   } catch (const IsolationError& e) {
+    // Out of processes or memory (the sandbox's clone or its uid change
+    // failed with EAGAIN): the machine's, for now; otherwise the sandbox
+    // cannot be made here at all.
+    if (machine_exhausted(e.what())) throw EnvironmentError(std::string("the candidate's worker could not start: ") + e.what());
     throw EvaluationError(std::string("refusing to run the candidate: ") + e.what());
+  } catch (const std::runtime_error& e) {  // a socket, pipe or log file for it
+    throw EnvironmentError(std::string("the candidate's worker could not start: ") + e.what());
+  }
+}
+
+// The reference's worker: one that cannot be started is the machine's fault.
+WorkerSession reference_session(const EvalOptions& o, const WorkDir& work) {
+  try {
+    return WorkerSession(o.worker_path, "reference", work);
+  } catch (const std::runtime_error& e) {
+    throw EnvironmentError(std::string("the reference's worker could not start: ") + e.what());
   }
 }
 
@@ -150,6 +165,16 @@ std::string detect_cuda_arch(const std::string& device) {
   // Hopper's wgmma and TMA instructions need the architecture-specific target.
   if (arch == "sm_90") arch = "sm_90a";
   return arch;
+}
+
+bool machine_exhausted(const std::string& text) {
+  // strerror(EAGAIN), strerror(ENOMEM), Python's and glibc's words for a
+  // thread or process that could not be made.
+  for (const char* sign : {"Resource temporarily unavailable", "Cannot allocate memory", "can't start new thread",
+                           "EAGAIN", "BlockingIOError", "pthread_create failed"}) {
+    if (text.find(sign) != std::string::npos) return true;
+  }
+  return false;
 }
 
 bool candidate_is_python(const std::string& path, const std::string& format) {
@@ -292,12 +317,15 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
 
   // 3. The two workers. The reference's failures are kloop's (an
   // EvaluationError); the candidate's end in a verdict.
-  WorkerSession ref(options_.worker_path, "reference", work);
+  WorkerSession ref = reference_session(options_, work);
   // A reference call before the candidate exists (after, CandidateSteps makes them).
   auto ref_call = [&](const auto& cmd, std::chrono::milliseconds timeout, double& phase_seconds) {
     const auto t0 = Clock::now();
     auto reply = ref.call(cmd, timeout);
     phase_seconds += since(t0);
+    if (!reply && !ref.started()) {
+      throw EnvironmentError("the reference's worker ended before it started (" + ref.failure() + ")");
+    }
     if (!reply || !reply->ok()) {
       throw EvaluationError("the reference of " + spec.name + " failed (" +
                             (reply ? reply->message() : ref.failure()) + ")\n" + ref.log_tail());

@@ -31,6 +31,19 @@ class EvaluationError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The machine, not the candidate nor kloop's code: a worker that could not
+// start (fork or clone failed: EAGAIN, ENOMEM; it died before it loaded
+// anything). Passes: a caller evaluates again, a bounded number of times,
+// and stores nothing as the candidate's verdict meanwhile.
+class EnvironmentError : public EvaluationError {
+ public:
+  using EvaluationError::EvaluationError;
+};
+
+// Whether a failure's words are the machine's lack of processes or memory
+// (EAGAIN from fork, clone or thread creation; ENOMEM).
+bool machine_exhausted(const std::string& text);
+
 struct EvalOptions {
   std::string device = "cpu";
   std::string protocol = "strict";

@@ -107,6 +107,7 @@ json Verdict::to_json() const {
   if (!exchange.empty()) j["exchange"] = exchange;
   if (!input_exchange.empty()) j["input_exchange"] = input_exchange;
   if (!isolation.empty()) j["isolation"] = isolation;
+  if (!environment_fault.empty()) j["environment_fault"] = environment_fault;
   if (!timing_check.is_null()) j["timing_check"] = timing_check;
   if (!error_analysis.is_null()) j["error_analysis"] = error_analysis;
   if (!fp64_unavailable.empty()) j["fp64_unavailable"] = fp64_unavailable;

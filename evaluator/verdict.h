@@ -153,6 +153,12 @@ struct Verdict {
   // with why (e.g. strict's non-identity norm parameters where ModelNew's
   // norm layers do not match the reference's).
   std::vector<std::string> checks_not_applied;
+  // What on the machine, rather than the candidate, may have caused this
+  // verdict: the reference out of memory beside it (another evaluation's
+  // memory), the candidate's process unable to fork or start a thread
+  // (EAGAIN: the processes of other evaluations). "" when nothing. A run
+  // evaluates again before such a verdict stands (evaluation.environment_retries).
+  std::string environment_fault;
   // What the judge decided from, for judging again under a protocol with the
   // same measurements (judge.h: rejudge): {"format": 1, "timing": null, or
   // the timing phase (timing_stage_to_json)}; null only for a verdict made

@@ -32,20 +32,62 @@ AuditReport report_of(const nlohmann::json& row) {
   return r;
 }
 
+// Each flag of the task with its spec's decision, and the decisions of
+// flags not raised; whether a flag has no decision yet.
+bool print_decisions(const AuditReport& r, const ProblemSpec& spec) {
+  bool task_undecided = false;
+  for (const auto& f : r.flags) {
+    std::printf("    %s: %s\n", f.check.c_str(), f.reason.c_str());
+    auto d = std::find_if(spec.audit.begin(), spec.audit.end(),
+                          [&](const AuditDecision& a) { return a.flag == f.check; });
+    if (f.check.rfind("centered_", 0) == 0) {
+      // Decided by the spec's centered_inputs, not an audit entry; a resumed row keeps a flag
+      // raised before the spec left the case out.
+      if (!spec.centered_inputs) {
+        std::printf("      decision: centered_inputs: false (strict leaves the zero-mean case out)\n");
+      } else {
+        task_undecided = true;
+        std::printf("      decision: none yet (centered_inputs: false in %s leaves the case out)\n",
+                    spec.spec_path.c_str());
+      }
+    } else if (d == spec.audit.end()) {
+      task_undecided = true;
+      std::printf("      decision: none yet (add an audit entry to %s)\n", spec.spec_path.c_str());
+    } else if (d->decision == "fixed") {
+      task_undecided = true;
+      std::printf("      decision: fixed, but still flagged: %s\n", d->note.c_str());
+    } else {
+      std::printf("      decision: %s: %s\n", d->decision.c_str(), d->note.c_str());
+    }
+  }
+  for (const auto& a : spec.audit) {
+    bool raised = std::any_of(r.flags.begin(), r.flags.end(), [&](const AuditFlag& f) { return f.check == a.flag; });
+    if (!raised) std::printf("    (%s %s: %s)\n", a.flag.c_str(), a.decision.c_str(), a.note.c_str());
+  }
+  for (const auto& p : spec.excluded_from) std::printf("    (excluded from %s by its spec)\n", p.c_str());
+  return task_undecided;
+}
+
+}  // namespace
+
+namespace {
+
+// The command's options.
+struct AuditState {
+  std::vector<std::string> names;
+  std::string suite;
+  int level = 0;
+  std::string device = "cpu";
+  std::string protocol = "strict";
+  std::string dims = "small";
+  std::string json_out;
+  std::string resume;
+};
+
 }  // namespace
 
 Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
-  struct State {
-    std::vector<std::string> names;
-    std::string suite;
-    int level = 0;
-    std::string device = "cpu";
-    std::string protocol = "strict";
-    std::string dims = "small";
-    std::string json_out;
-    std::string resume;
-  };
-  auto st = std::make_shared<State>();
+  auto st = std::make_shared<AuditState>();
   app.add_option("names", st->names, "problems to audit (default: all selected)");
   app.add_option("--suite", st->suite, "only this suite");
   app.add_option("--level", st->level, "only this level");
@@ -109,36 +151,7 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
       for (const auto& f : r.flags) flags += (flags.empty() ? "" : ", ") + f.check;
       std::printf("%-60s %-12.3g %s%s\n", e.name.c_str(), r.max_abs_output, flags.empty() ? "-" : flags.c_str(),
                   earlier ? "  (resumed)" : "");
-      bool task_undecided = false;
-      for (const auto& f : r.flags) {
-        std::printf("    %s: %s\n", f.check.c_str(), f.reason.c_str());
-        auto d = std::find_if(spec.audit.begin(), spec.audit.end(),
-                              [&](const AuditDecision& a) { return a.flag == f.check; });
-        if (f.check.rfind("centered_", 0) == 0) {
-          // Decided by the spec's centered_inputs, not an audit entry; a resumed row keeps a flag
-          // raised before the spec left the case out.
-          if (!spec.centered_inputs) {
-            std::printf("      decision: centered_inputs: false (strict leaves the zero-mean case out)\n");
-          } else {
-            task_undecided = true;
-            std::printf("      decision: none yet (centered_inputs: false in %s leaves the case out)\n",
-                        spec.spec_path.c_str());
-          }
-        } else if (d == spec.audit.end()) {
-          task_undecided = true;
-          std::printf("      decision: none yet (add an audit entry to %s)\n", spec.spec_path.c_str());
-        } else if (d->decision == "fixed") {
-          task_undecided = true;
-          std::printf("      decision: fixed, but still flagged: %s\n", d->note.c_str());
-        } else {
-          std::printf("      decision: %s: %s\n", d->decision.c_str(), d->note.c_str());
-        }
-      }
-      for (const auto& a : spec.audit) {
-        bool raised = std::any_of(r.flags.begin(), r.flags.end(), [&](const AuditFlag& f) { return f.check == a.flag; });
-        if (!raised) std::printf("    (%s %s: %s)\n", a.flag.c_str(), a.decision.c_str(), a.note.c_str());
-      }
-      for (const auto& p : spec.excluded_from) std::printf("    (excluded from %s by its spec)\n", p.c_str());
+      const bool task_undecided = print_decisions(r, spec);
       flagged += r.flags.empty() ? 0 : 1;
       undecided += task_undecided ? 1 : 0;
       std::fflush(stdout);

@@ -45,21 +45,59 @@ Runner add_calibrate_command(CLI::App& app, const GlobalOptions& global) {
   };
 }
 
+namespace {
+
+// A measured reference's line on stdout and its row in the table.
+nlohmann::json baseline_row(const ProblemSpec& spec, const BaselineReport& r) {
+  nlohmann::json row = {{"task", spec.name}, {"level", spec.level}, {"cached", r.cached}};
+  if (!r.error.empty()) {
+    std::string first = r.error.substr(0, r.error.find('\n'));
+    std::printf("%-62s %10s %10s %6s %6s %9s FAILED: %s\n", spec.name.c_str(), "-", "-", "-", "-", "-",
+                first.substr(0, 160).c_str());
+    row["error"] = r.error;
+  } else {
+    const double tf = r.tf32 ? r.tf32->median * 1e3 : 0;
+    const std::string tf_s = r.tf32 ? fmt::format("{:.4f}", tf) : "-";
+    std::printf("%-62s %10.4f %10s %6d %6.2f %8.2fG %s\n", spec.name.c_str(), r.fp32->median * 1e3, tf_s.c_str(),
+                r.fp32->n, r.fp32->rel_stdev * 100, r.input_bytes / 1e9,
+                r.cached                ? "cached"
+                : !r.not_cached.empty() ? "throttled throughout: not cached"
+                : r.throttled_discarded ? "throttled samples discarded"
+                                        : "");
+    row["fp32_ms"] = r.fp32->median * 1e3;
+    if (r.tf32) row["tf32_ms"] = r.tf32->median * 1e3;
+    row["fp32"] = to_json(*r.fp32);
+    if (r.tf32) row["tf32"] = to_json(*r.tf32);
+    row["input_bytes"] = r.input_bytes;
+    if (!r.not_cached.empty()) row["not_cached"] = r.not_cached;
+    row["seconds"] = r.seconds;
+  }
+  return row;
+}
+
+}  // namespace
+
+namespace {
+
+// The command's options.
+struct BaselineState {
+  std::vector<std::string> names;
+  std::string suite;
+  int level = 0;
+  std::string device = "cuda:0";
+  std::string protocol = "strict";
+  std::string dims = "full";
+  double max_timing_s = 0;
+  bool remeasure = false;
+  std::string json_out;
+  std::string resume;
+  double timeout_s = 300;
+};
+
+}  // namespace
+
 Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
-  struct State {
-    std::vector<std::string> names;
-    std::string suite;
-    int level = 0;
-    std::string device = "cuda:0";
-    std::string protocol = "strict";
-    std::string dims = "full";
-    double max_timing_s = 0;
-    bool remeasure = false;
-    std::string json_out;
-    std::string resume;
-    double timeout_s = 300;
-  };
-  auto st = std::make_shared<State>();
+  auto st = std::make_shared<BaselineState>();
   app.add_option("names", st->names, "problems (default: all selected)");
   app.add_option("--suite", st->suite, "only this suite");
   app.add_option("--level", st->level, "only this level");
@@ -123,30 +161,8 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
       BaselineReport r = evaluator.measure_baseline(spec, !st->remeasure);
       status.end("eval");
       auto quiet = status.quiet();
-      nlohmann::json row = {{"task", spec.name}, {"level", spec.level}, {"cached", r.cached}};
-      if (!r.error.empty()) {
-        ++failed;
-        std::string first = r.error.substr(0, r.error.find('\n'));
-        std::printf("%-62s %10s %10s %6s %6s %9s FAILED: %s\n", spec.name.c_str(), "-", "-", "-", "-", "-",
-                    first.substr(0, 160).c_str());
-        row["error"] = r.error;
-      } else {
-        const double tf = r.tf32 ? r.tf32->median * 1e3 : 0;
-        const std::string tf_s = r.tf32 ? fmt::format("{:.4f}", tf) : "-";
-        std::printf("%-62s %10.4f %10s %6d %6.2f %8.2fG %s\n", spec.name.c_str(), r.fp32->median * 1e3, tf_s.c_str(),
-                    r.fp32->n, r.fp32->rel_stdev * 100, r.input_bytes / 1e9,
-                    r.cached                ? "cached"
-                    : !r.not_cached.empty() ? "throttled throughout: not cached"
-                    : r.throttled_discarded ? "throttled samples discarded"
-                                            : "");
-        row["fp32_ms"] = r.fp32->median * 1e3;
-        if (r.tf32) row["tf32_ms"] = r.tf32->median * 1e3;
-        row["fp32"] = to_json(*r.fp32);
-        if (r.tf32) row["tf32"] = to_json(*r.tf32);
-        row["input_bytes"] = r.input_bytes;
-        if (!r.not_cached.empty()) row["not_cached"] = r.not_cached;
-        row["seconds"] = r.seconds;
-      }
+      nlohmann::json row = baseline_row(spec, r);
+      failed += row.contains("error") ? 1 : 0;
       table.add(row);  // the --json file kept current
       std::fflush(stdout);
     }

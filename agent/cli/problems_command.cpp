@@ -234,6 +234,60 @@ struct ParityArgs {
   std::string weights = "drawn";
 };
 
+// The parity table as Markdown, by level, then by the task's number.
+std::string parity_markdown(const nlohmann::json& table_rows, bool seeded) {
+  std::vector<nlohmann::json> rows(table_rows.begin(), table_rows.end());
+  auto number = [](const std::string& name) { return std::atoi(name.c_str()); };
+  std::stable_sort(rows.begin(), rows.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
+    const int lx = x.value("level", 0), ly = y.value("level", 0);
+    if (lx != ly) return lx < ly;
+    return number(x.value("problem", "")) < number(y.value("problem", ""));
+  });
+  std::ostringstream md;
+  md << "| level | problem | parity | " << (seeded ? "seeded weights (tensors) | " : "")
+     << "bitwise | max abs error | max rel error | what differs | "
+        "deviations from upstream (the spec's) | GPU |\n|--:|---|---|"
+     << (seeded ? "---|" : "") << "---|--:|--:|---|---|---|\n";
+  for (const auto& row : rows) {
+    std::string dev;
+    for (const auto& d : row.value("deviations", nlohmann::json::array())) dev += (dev.empty() ? "" : "; ") + d.get<std::string>();
+    for (auto& ch : dev) ch = ch == '|' ? '/' : ch;
+    const std::string nums =
+        fmt::format("{:.3g} | {:.3g}", row.value("max_abs_error", 0.0), row.value("max_rel_error", 0.0));
+    md << "| " << row.value("level", 0) << " | " << row.value("problem", "") << " | " << row.value("status", "") << " | ";
+    if (seeded) {
+      const std::string w = row.value("weights", "");
+      md << (w.empty() ? "-" : w + " (" + std::to_string(row.value("weights_compared", 0)) + ")") << " | ";
+    }
+    md << (row.value("bitwise", false) ? "yes" : "no") << " | " << nums << " | ";
+    std::string what;
+    for (const auto& d : row.value("details", nlohmann::json::array())) what += (what.empty() ? "" : "; ") + d.get<std::string>();
+    for (auto& ch : what) ch = ch == '|' ? '/' : ch == '\n' ? ' ' : ch;
+    md << what.substr(0, 300) << " | " << dev << " | " << row.value("gpu", "") << " |\n";
+  }
+  return md.str();
+}
+
+// A task's row in the --json table.
+nlohmann::json parity_row(const ParityResult& r, const ProblemSpec& spec, const ParityArgs& a) {
+  return {{"problem", r.problem},
+          {"level", spec.level},
+          {"upstream_file", r.upstream_file},
+          {"status", r.status},
+          {"bitwise", r.bitwise},
+          {"max_abs_error", r.max_abs_error},
+          {"max_rel_error", r.max_rel_error},
+          {"details", r.details},
+          {"deviations", r.deviations},
+          {"device", a.device},
+          {"gpu", r.gpu},
+          {"dims", a.dims},
+          {"construction", a.weights},
+          {"weights", r.weights},
+          {"weights_compared", r.weights_compared},
+          {"seconds", {{"reference", r.reference_seconds}, {"upstream", r.upstream_seconds}, {"compare", r.compare_seconds}}}};
+}
+
 // The port of each selected task against its upstream Python file: one row
 // per task, optionally kept in a JSON table that --resume continues.
 int parity(const GlobalOptions& g, const ParityArgs& a) {
@@ -288,59 +342,9 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
     std::fprintf(stderr, "kloop: %s: reference %.1f s, upstream %.1f s, compare %.1f s\n", r.problem.c_str(),
                  r.reference_seconds, r.upstream_seconds, r.compare_seconds);
     std::fflush(stdout);
-    table.add(
-        {{"problem", r.problem},
-         {"level", spec.level},
-         {"upstream_file", r.upstream_file},
-         {"status", r.status},
-         {"bitwise", r.bitwise},
-         {"max_abs_error", r.max_abs_error},
-         {"max_rel_error", r.max_rel_error},
-         {"details", r.details},
-         {"deviations", r.deviations},
-         {"device", a.device},
-         {"gpu", r.gpu},
-         {"dims", a.dims},
-         {"construction", a.weights},
-         {"weights", r.weights},
-         {"weights_compared", r.weights_compared},
-         {"seconds",
-          {{"reference", r.reference_seconds}, {"upstream", r.upstream_seconds}, {"compare", r.compare_seconds}}}});
+    table.add(parity_row(r, spec, a));
   }
-  if (!a.markdown.empty()) {
-    // By level, then by the task's number.
-    std::vector<nlohmann::json> rows(table.rows().begin(), table.rows().end());
-    auto number = [](const std::string& name) { return std::atoi(name.c_str()); };
-    std::stable_sort(rows.begin(), rows.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
-      const int lx = x.value("level", 0), ly = y.value("level", 0);
-      if (lx != ly) return lx < ly;
-      return number(x.value("problem", "")) < number(y.value("problem", ""));
-    });
-    std::ostringstream md;
-    const bool seeded = a.weights == "seeded";
-    md << "| level | problem | parity | " << (seeded ? "seeded weights (tensors) | " : "")
-       << "bitwise | max abs error | max rel error | what differs | "
-          "deviations from upstream (the spec's) | GPU |\n|--:|---|---|"
-       << (seeded ? "---|" : "") << "---|--:|--:|---|---|---|\n";
-    for (const auto& row : rows) {
-      std::string dev;
-      for (const auto& d : row.value("deviations", nlohmann::json::array())) dev += (dev.empty() ? "" : "; ") + d.get<std::string>();
-      for (auto& ch : dev) ch = ch == '|' ? '/' : ch;
-      const std::string nums =
-          fmt::format("{:.3g} | {:.3g}", row.value("max_abs_error", 0.0), row.value("max_rel_error", 0.0));
-      md << "| " << row.value("level", 0) << " | " << row.value("problem", "") << " | " << row.value("status", "") << " | ";
-      if (seeded) {
-        const std::string w = row.value("weights", "");
-        md << (w.empty() ? "-" : w + " (" + std::to_string(row.value("weights_compared", 0)) + ")") << " | ";
-      }
-      md << (row.value("bitwise", false) ? "yes" : "no") << " | " << nums << " | ";
-      std::string what;
-      for (const auto& d : row.value("details", nlohmann::json::array())) what += (what.empty() ? "" : "; ") + d.get<std::string>();
-      for (auto& ch : what) ch = ch == '|' ? '/' : ch == '\n' ? ' ' : ch;
-      md << what.substr(0, 300) << " | " << dev << " | " << row.value("gpu", "") << " |\n";
-    }
-    RunStore::write_text(a.markdown, md.str());
-  }
+  if (!a.markdown.empty()) RunStore::write_text(a.markdown, parity_markdown(table.rows(), a.weights == "seeded"));
   int bad = 0;
   std::string summary;
   for (const auto& [status, n] : counts) {

@@ -1,6 +1,8 @@
 // kloop run CONFIG: an experiment from a YAML config; resumable. With
 // --shards N one shard of it (a Slurm array task's); with --slurm, the
 // whole run as a Slurm job array of its shards.
+#include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -17,6 +19,40 @@ namespace kloop::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Interrupts (Ctrl-C, and SIGTERM as Slurm sends it on a cancel or a
+// preemption) while a run goes on: the run follows the count
+// (TurnLoop::set_interrupts); a third one ends the process at once.
+std::atomic<int> interrupts{0};
+
+extern "C" void on_interrupt(int signal) {
+  if (++interrupts >= 3) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+  }
+}
+
+// Installed for the life of a run.
+class InterruptHandler {
+ public:
+  InterruptHandler() {
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~InterruptHandler() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptHandler(const InterruptHandler&) = delete;
+  InterruptHandler& operator=(const InterruptHandler&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
 
 struct State {
   std::string config;
@@ -99,6 +135,39 @@ int submit(const State& st, const RunConfig& config, LlmProvider& provider, cons
   return 1;
 }
 
+// One run of a config (a sweep's point): --slurm, --check, or the run
+// itself, with Ctrl-C and SIGTERM followed. Its exit status.
+int run_one(const State& st, const RunConfig& config, const GlobalOptions& global) {
+  std::unique_ptr<LlmProvider> provider;
+  try {
+    provider = make_provider(config.provider);
+  } catch (const std::invalid_argument& e) {  // "field 'provider.x': ...": the file it is in
+    throw std::invalid_argument(config.path + ": " + e.what());
+  }
+  if (st.slurm) return submit(st, config, *provider, global);
+  std::optional<Shard> shard;
+  if (st.shards > 0) shard = Shard{shard_index(st.shard, st.shards), st.shards};
+  if (st.check) {
+    TurnLoop loop(config, *provider, std::cerr);
+    loop.set_provider_check(!st.no_provider_check);
+    if (shard) loop.set_shard(*shard);
+    return loop.check(std::cout);
+  }
+  std::cerr << "kloop: run '" << config.name << "'"
+            << (shard ? " shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) : "") << " with "
+            << provider->describe() << ", scaffold " << config.scaffold.kind << " (" << config.scaffold.samples
+            << " sample(s) x " << config.scaffold.turns << " turn(s)), protocol " << config.protocol << " on "
+            << config.device << "\n";
+  TurnLoop loop(config, *provider, std::cout);
+  loop.set_provider_check(!st.no_provider_check);
+  if (shard) loop.set_shard(*shard);
+  const InterruptHandler handler;
+  loop.set_interrupts(&interrupts);
+  LoopSummary summary = loop.run();
+  std::cout << format_summary(summary);
+  return !summary.fatal_error.empty() ? 2 : !summary.stopped.empty() ? 130 : summary.chains_incomplete ? 1 : 0;
+}
+
 }  // namespace
 
 Runner add_run_command(CLI::App& app, const GlobalOptions& global) {
@@ -165,39 +234,8 @@ Runner add_run_command(CLI::App& app, const GlobalOptions& global) {
     }
     int status = 0;
     for (const auto& r : runs) {
-      const RunConfig& config = r.config;
-      std::unique_ptr<LlmProvider> provider;
-      try {
-        provider = make_provider(config.provider);
-      } catch (const std::invalid_argument& e) {  // "field 'provider.x': ...": the file it is in
-        throw std::invalid_argument(config.path + ": " + e.what());
-      }
-      int code = 0;
-      if (st->slurm) {
-        code = submit(*st, config, *provider, global);
-      } else {
-        std::optional<Shard> shard;
-        if (st->shards > 0) shard = Shard{shard_index(st->shard, st->shards), st->shards};
-        if (st->check) {
-          TurnLoop loop(config, *provider, std::cerr);
-          loop.set_provider_check(!st->no_provider_check);
-          if (shard) loop.set_shard(*shard);
-          code = loop.check(std::cout);
-        } else {
-          std::cerr << "kloop: run '" << config.name << "'"
-                    << (shard ? " shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) : "")
-                    << " with " << provider->describe() << ", scaffold " << config.scaffold.kind << " ("
-                    << config.scaffold.samples << " sample(s) x " << config.scaffold.turns << " turn(s)), protocol "
-                    << config.protocol << " on " << config.device << "\n";
-          TurnLoop loop(config, *provider, std::cout);
-          loop.set_provider_check(!st->no_provider_check);
-          if (shard) loop.set_shard(*shard);
-          LoopSummary summary = loop.run();
-          std::cout << format_summary(summary);
-          code = !summary.fatal_error.empty() ? 2 : summary.chains_incomplete ? 1 : 0;
-        }
-      }
-      status = std::max(status, code);
+      status = std::max(status, run_one(*st, r.config, global));
+      if (interrupts > 0) break;  // a sweep's later runs are not started
     }
     if (sweep && !st->check && !st->slurm) {
       const RunConfig& first = runs.front().config;

@@ -19,7 +19,6 @@ namespace {
 constexpr char kDefaultBaseUrl[] = "https://api.anthropic.com";
 constexpr char kDefaultKeyEnv[] = "ANTHROPIC_API_KEY";
 constexpr char kApiVersion[] = "2023-06-01";
-constexpr int kDefaultMaxTokens = 8192;
 constexpr int kMinThinkingBudget = 1024;  // the API's floor
 
 std::string normalise_stop_reason(const nlohmann::json& value) {
@@ -75,7 +74,7 @@ class AnthropicProvider : public HttpProvider {
     const ProviderConfig& c = config();
     nlohmann::json messages = nlohmann::json::array();
     for (const auto& m : request.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
-    long long max_tokens = c.max_tokens.value_or(kDefaultMaxTokens);
+    long long max_tokens = c.max_tokens.value_or(kAnthropicDefaultMaxTokens);
     if (c.thinking_budget) max_tokens += *c.thinking_budget;
     const bool thinking = c.thinking_budget || c.reasoning_effort;
     nlohmann::json body = {{"model", c.model}, {"max_tokens", max_tokens}, {"messages", messages}};
@@ -100,7 +99,7 @@ class AnthropicProvider : public HttpProvider {
   // usage), message_stop; an `error` event (overloaded_error) may come at
   // any point.
   void ask_for_stream(nlohmann::json& body, HttpRequest&) const override { body["stream"] = true; }
-  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, std::string& stream_error) const override {
+  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, StreamEnd& end) const override {
     nlohmann::json blocks = nlohmann::json::array(), usage = nlohmann::json::object(), stop = nullptr;
     bool started = false;
     for (const auto& e : events) {
@@ -108,7 +107,9 @@ class AnthropicProvider : public HttpProvider {
       if (!d.is_object()) continue;
       const std::string type = e.event.empty() ? json_text(d, "type") : e.event;
       if (type == "error") {
-        stream_error = server_error_message(e.data);
+        end.error = server_error_message(e.data);
+      } else if (type == "message_stop") {
+        end.complete = true;
       } else if (type == "message_start" && d.contains("message")) {
         started = true;
         if (d["message"].contains("usage")) usage.update(d["message"]["usage"]);
@@ -130,9 +131,17 @@ class AnthropicProvider : public HttpProvider {
       }
     }
     if (!started && blocks.empty()) {
-      throw MalformedResponse("a stream without a message" + (stream_error.empty() ? "" : ": " + stream_error));
+      throw MalformedResponse("a stream without a message" + (end.error.empty() ? "" : ": " + end.error));
     }
     return {{"content", blocks}, {"stop_reason", stop}, {"usage", usage}, {"streamed", true}};
+  }
+
+  // Deltas of text or thinking and the events that end the message;
+  // message_start, block starts and stops and pings carry nothing generated.
+  bool carries_tokens(const SseEvent& e) const override {
+    std::string type = e.event;
+    if (type.empty()) type = json_text(nlohmann::json::parse(e.data, nullptr, false), "type");
+    return type == "content_block_delta" || type == "message_delta" || type == "message_stop" || type == "error";
   }
 
   void read_response(const nlohmann::json& body, GenerationResult& out) const override {

@@ -117,7 +117,7 @@ ErrorReading classify_error(const std::string& kind, const HttpResponse& respons
   ErrorReading r;
   if (!response.received()) return r;  // network error or timeout: transient
   const long status = response.status;
-  const nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
+  const nlohmann::json body = parse_error_body(response.body);
   const std::string code = error_field(body, "code"), type = error_field(body, "type");
   r.retry_delay = requested_retry_delay(response, now);
 

@@ -100,31 +100,43 @@ class GeminiProvider : public HttpProvider {
     const std::string plain = ":generateContent";
     http.url.replace(http.url.rfind(plain), plain.size(), ":streamGenerateContent?alt=sse");
   }
-  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, std::string& stream_error) const override {
+  // The last chunk carries finishReason (a blocked prompt: promptFeedback
+  // with its blockReason); an error comes as a chunk with an "error".
+  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, StreamEnd& end) const override {
     nlohmann::json parts = nlohmann::json::array(), usage = nullptr, finish = nullptr, feedback = nullptr;
     bool any = false;
     for (const auto& e : events) {
       const auto d = nlohmann::json::parse(e.data, nullptr, false);
       if (!d.is_object()) continue;
-      if (d.contains("error")) stream_error = server_error_message(e.data);
+      if (d.contains("error")) end.error = server_error_message(e.data);
       if (d.contains("usageMetadata")) usage = d["usageMetadata"];
       if (d.contains("promptFeedback")) feedback = d["promptFeedback"];
+      if (d.contains("promptFeedback") && d["promptFeedback"].contains("blockReason")) end.complete = true;
       if (!d.contains("candidates") || !d["candidates"].is_array() || d["candidates"].empty()) continue;
       any = true;
       const auto& c = d["candidates"][0];
       if (c.contains("content") && c["content"].contains("parts")) {
         for (const auto& p : c["content"]["parts"]) parts.push_back(p);
       }
-      if (c.contains("finishReason")) finish = c["finishReason"];
+      if (c.contains("finishReason") && c["finishReason"].is_string()) {
+        finish = c["finishReason"];
+        end.complete = true;
+      }
     }
     nlohmann::json body = {{"streamed", true}};
     if (!usage.is_null()) body["usageMetadata"] = usage;
     if (!feedback.is_null()) body["promptFeedback"] = feedback;
     if (any) body["candidates"] = nlohmann::json::array({{{"content", {{"parts", parts}}}, {"finishReason", finish}}});
     if (!any && feedback.is_null()) {
-      throw MalformedResponse("a stream without candidates" + (stream_error.empty() ? "" : ": " + stream_error));
+      throw MalformedResponse("a stream without candidates" + (end.error.empty() ? "" : ": " + end.error));
     }
     return body;
+  }
+
+  // Every chunk with candidates carries the next parts; an error ends it.
+  bool carries_tokens(const SseEvent& e) const override {
+    const auto d = nlohmann::json::parse(e.data, nullptr, false);
+    return d.is_object() && (d.contains("candidates") || d.contains("error") || d.contains("promptFeedback"));
   }
 
   void read_response(const nlohmann::json& body, GenerationResult& out) const override {

@@ -27,30 +27,57 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
-// The body, and when its last bytes came (for the idle timeout).
+// The body, and when its last token came (for the first-token and idle
+// timeouts).
 struct BodySink {
+  const HttpRequest* request;
   std::string* body;
-  Clock::time_point last_byte;
-  std::chrono::milliseconds idle{0};
-  bool went_idle = false;
+  Clock::time_point start;
+  Clock::time_point last_token;
+  bool any_token = false;
+  std::string stalled;  // which clock ran out
+  bool cancelled = false;
 };
 
 std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
   auto* sink = static_cast<BodySink*>(user);
   sink->body->append(data, size * count);
-  sink->last_byte = Clock::now();
+  const bool token = sink->request->on_chunk ? sink->request->on_chunk(data, size * count) : true;
+  if (token) {
+    sink->last_token = Clock::now();
+    sink->any_token = true;
+  }
   return size * count;
 }
 
-// Called about once a second and on progress: a transfer with no byte for
-// `idle` is aborted.
+// Called about once a second and on progress: a transfer is aborted when
+// it is cancelled, when no token came for first_token_timeout after the
+// request, or for idle_timeout after the last token.
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* sink = static_cast<BodySink*>(user);
-  if (sink->idle.count() > 0 && Clock::now() - sink->last_byte > sink->idle) {
-    sink->went_idle = true;
+  const HttpRequest& r = *sink->request;
+  if (r.cancel && r.cancel->load()) {
+    sink->cancelled = true;
+    return 1;
+  }
+  const auto now = Clock::now();
+  if (!sink->any_token && r.first_token_timeout.count() > 0 && now - sink->start > r.first_token_timeout) {
+    sink->stalled = "first_token";
+    return 1;
+  }
+  if (sink->any_token && r.idle_timeout.count() > 0 && now - sink->last_token > r.idle_timeout) {
+    sink->stalled = "idle";
     return 1;
   }
   return 0;
+}
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+  const double s = static_cast<double>(ms.count()) / 1000.0;
+  std::string text = std::to_string(s);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text;
 }
 
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
@@ -86,6 +113,39 @@ std::optional<std::string> HttpResponse::header(const std::string& lower_name) c
 
 namespace {
 
+// What a transfer that did not complete leaves: why (a token clock, a
+// cancel, curl's words), whether the request had gone out, and, when a 2xx
+// answer had begun, what of it arrived (`interrupted`).
+void read_failed_transfer(CURL* h, CURLcode rc, const char* error_buffer, const BodySink& sink,
+                          const HttpRequest& request, bool post, HttpResponse& response) {
+  // The error text names the host and the failure, never request headers.
+  response.error = curl_easy_strerror(rc);
+  if (error_buffer[0]) response.error += std::string(": ") + error_buffer;
+  response.stalled = sink.stalled;
+  response.cancelled = sink.cancelled;
+  response.timed_out = rc == CURLE_OPERATION_TIMEDOUT || !sink.stalled.empty();
+  if (sink.stalled == "first_token") {
+    response.error = "no token for " + seconds_text(request.first_token_timeout) +
+                     " s after the request (provider.first_token_timeout_s)";
+  } else if (sink.stalled == "idle") {
+    response.error = "no token for " + seconds_text(request.idle_timeout) + " s after the last one (provider.idle_timeout_s)";
+  } else if (sink.cancelled) {
+    response.error = "cancelled (the run was stopped)";
+  }
+  long status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_off_t uploaded = 0;
+  curl_easy_getinfo(h, CURLINFO_SIZE_UPLOAD_T, &uploaded);
+  response.request_sent = uploaded >= static_cast<curl_off_t>(request.body.size()) && (post ? uploaded > 0 : true);
+  if (status >= 200 && status < 300 && !response.body.empty()) {
+    response.status = status;
+    response.interrupted = true;
+    return;
+  }
+  response.status = 0;
+  response.body.clear();
+}
+
 HttpResponse perform(const HttpRequest& request, bool post) {
   init_curl_once();
   HttpResponse response;
@@ -115,10 +175,10 @@ HttpResponse perform(const HttpRequest& request, bool post) {
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
   }
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, header_list.get());
-  BodySink sink{&response.body, start, request.idle_timeout, false};
+  BodySink sink{&request, &response.body, start, start, false, "", false};
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
-  if (request.idle_timeout.count() > 0) {
+  if (request.idle_timeout.count() > 0 || request.first_token_timeout.count() > 0 || request.cancel) {
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, &sink);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -136,27 +196,9 @@ HttpResponse perform(const HttpRequest& request, bool post) {
 
   CURLcode rc = curl_easy_perform(h);
   response.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  response.any_token = sink.any_token;
   if (rc != CURLE_OK) {
-    // The error text names the host and the failure, never request headers.
-    response.error = curl_easy_strerror(rc);
-    if (error_buffer[0]) response.error += std::string(": ") + error_buffer;
-    response.timed_out = rc == CURLE_OPERATION_TIMEDOUT || sink.went_idle;
-    if (sink.went_idle) {
-      response.error = "no data for " + std::to_string(request.idle_timeout.count() / 1000) +
-                       " s (provider.idle_timeout_s)";
-    }
-    long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_off_t uploaded = 0;
-    curl_easy_getinfo(h, CURLINFO_SIZE_UPLOAD_T, &uploaded);
-    response.request_sent = uploaded >= static_cast<curl_off_t>(request.body.size()) && (post ? uploaded > 0 : true);
-    if (status >= 200 && status < 300 && !response.body.empty()) {
-      response.status = status;
-      response.interrupted = true;
-      return response;
-    }
-    response.status = 0;
-    response.body.clear();
+    read_failed_transfer(h, rc, error_buffer, sink, request, post, response);
     return response;
   }
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
@@ -197,6 +239,21 @@ std::vector<SseEvent> parse_sse(const std::string& text) {
       has_data = true;
     }
   }
+  return events;
+}
+
+std::vector<SseEvent> SseSplitter::feed(const char* data, std::size_t size) {
+  pending_.append(data, size);
+  // An event ends at a blank line ("\n\n", or "\r\n\r\n" from some servers).
+  std::size_t end = std::string::npos;
+  for (std::size_t at = pending_.find('\n'); at != std::string::npos; at = pending_.find('\n', at + 1)) {
+    std::size_t next = at + 1;
+    if (next < pending_.size() && pending_[next] == '\r') ++next;
+    if (next < pending_.size() && pending_[next] == '\n') end = next + 1;
+  }
+  if (end == std::string::npos) return {};
+  std::vector<SseEvent> events = parse_sse(pending_.substr(0, end));
+  pending_.erase(0, end);
   return events;
 }
 

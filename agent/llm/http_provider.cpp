@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <thread>
 
 #include "agent/llm/error_class.h"
 #include "agent/llm/http_client.h"
@@ -48,6 +49,7 @@ class ConcurrencySlot {
 };
 
 std::string describe_transport_failure(const HttpResponse& response) {
+  if (response.cancelled || !response.stalled.empty()) return response.error;
   if (response.timed_out) {
     return "no response in time (provider.timeout_s / connect_timeout_s): " + response.error;
   }
@@ -70,36 +72,14 @@ void ConcurrencyLimit::release() {
   freed_.notify_one();
 }
 
-double token_cost(const TokenPrices& prices, const TokenUsage& u) {
-  const long long fresh = std::max(0LL, u.input - u.cached_input - u.cache_write);
-  return (static_cast<double>(fresh) * prices.input +
-          static_cast<double>(u.cached_input) * prices.cached_input.value_or(prices.input) +
-          static_cast<double>(u.cache_write) * prices.cache_write.value_or(prices.input) +
-          static_cast<double>(u.output) * prices.output) /
-         1e6;
-}
-
-long long json_count(const nlohmann::json& object, const char* field) {
-  if (!object.is_object()) return 0;
-  auto it = object.find(field);
-  if (it == object.end() || !it->is_number()) return 0;
-  return it->get<long long>();
-}
-
-std::string json_text(const nlohmann::json& object, const char* field) {
-  if (!object.is_object()) return "";
-  auto it = object.find(field);
-  if (it == object.end() || !it->is_string()) return "";
-  return it->get<std::string>();
-}
-
 HttpProvider::HttpProvider(const ProviderConfig& config, std::string default_base_url, std::string default_key_env,
                            const ProviderHooks& hooks)
     : config_(config),
       base_url_(strip_trailing_slashes(config.base_url.empty() ? default_base_url : config.base_url)),
       policy_(config.max_retries, config.initial_backoff, config.max_backoff, hooks.sleep),
       limit_(config.concurrency),
-      notify_(hooks.notify ? hooks.notify : [](const std::string& line) { std::cerr << line << std::endl; }) {
+      notify_(hooks.notify ? hooks.notify : [](const std::string& line) { std::cerr << line << std::endl; }),
+      real_sleep_(!hooks.sleep) {
   identity_.kind = config.kind;
   identity_.model = config.model;
   identity_.url = base_url_;
@@ -180,15 +160,59 @@ std::string utc_now_text() {
   return buf;
 }
 
+// Tokens of text the provider sent no usage for: 4 characters a token.
+long long estimated_tokens(std::size_t chars) { return static_cast<long long>((chars + 3) / 4); }
+
+nlohmann::json token_json(const GenerationResult& r) {
+  return {{"input", r.input_tokens},   {"cached_input", r.cached_input_tokens}, {"cache_write", r.cache_write_tokens},
+          {"output", r.output_tokens}, {"reasoning", r.reasoning_tokens}};
+}
+
 }  // namespace
 
-GenerationResult HttpProvider::generate(const GenerationRequest& request) {
-  auto start = Clock::now();
+// One generate(): its HTTP request and every attempt's record so far.
+struct HttpProvider::Exchange {
+  const GenerationRequest& request;
+  std::string body;  // the request body as sent (estimates of unreported input)
+  Clock::time_point start = Clock::now();
+  nlohmann::json calls = nlohmann::json::array();
+  int attempt = 0;
+  int broken = 0;  // attempts whose answer broke after HTTP 200
+  // Keeps one attempt's record and tells the caller at once.
+  void emit(nlohmann::json call) {
+    calls.push_back(std::move(call));
+    if (request.on_call) request.on_call(calls.back());
+  }
+};
+
+// What became of one HTTP attempt: an answer, or a failure to try again
+// under the transient budget (kRetry) or the broken-stream one (kResend).
+struct HttpProvider::Step {
+  enum Kind { kAnswer, kRetry, kResend } kind = kRetry;
+  GenerationResult result;  // kAnswer
+  nlohmann::json call;      // the attempt's record (a retry adds its wait)
+  std::string failure;      // what went wrong, for messages
+  std::string error_class;
+  std::optional<std::chrono::milliseconds> requested_delay;
+  bool cancelled = false;
+};
+
+nlohmann::json HttpProvider::call_record(int attempt, const HttpResponse& r, const std::string& error_class,
+                                         const std::string& message) const {
+  nlohmann::json c = {{"attempt", attempt}, {"status", r.status}, {"latency_s", r.seconds}, {"at", utc_now_text()}};
+  if (const std::string id = redactor_.redact(request_id(r)); !id.empty()) c["request_id"] = id;
+  if (!error_class.empty()) c["error_class"] = error_class;
+  if (!message.empty()) c["message"] = redactor_.redact(message);
+  return c;
+}
+
+HttpRequest HttpProvider::http_request(const GenerationRequest& request) const {
   nlohmann::json body = request_body(request);
   HttpRequest http;
   http.url = endpoint_url();
   if (config_.stream) {
     ask_for_stream(body, http);
+    http.first_token_timeout = config_.first_token_timeout;
     http.idle_timeout = config_.idle_timeout;
   }
   // merge_patch: extra_body overrides ours, and a null there removes a field we set.
@@ -198,150 +222,259 @@ GenerationResult HttpProvider::generate(const GenerationRequest& request) {
   http.body = body.dump();
   http.connect_timeout = config_.connect_timeout;
   http.total_timeout = config_.total_timeout;
+  http.cancel = request.cancel;
+  return http;
+}
 
-  // Every attempt leaves a record (calls.jsonl), whatever became of it.
-  nlohmann::json calls = nlohmann::json::array();
-  auto record = [&](int attempt, const HttpResponse& r, const std::string& error_class, const std::string& message) {
-    nlohmann::json c = {{"attempt", attempt}, {"status", r.status}, {"latency_s", r.seconds}, {"at", utc_now_text()}};
-    if (const std::string id = redactor_.redact(request_id(r)); !id.empty()) c["request_id"] = id;
-    if (!error_class.empty()) c["error_class"] = error_class;
-    if (!message.empty()) c["message"] = redactor_.redact(message);
-    calls.push_back(std::move(c));
-  };
-  std::string last_failure;
-  for (int attempt = 1;; ++attempt) {
-    HttpResponse response;
-    {
-      ConcurrencySlot slot(limit_);
-      response = http_post_json(http);
-    }
-    std::optional<std::chrono::milliseconds> requested_delay;
-    const bool sse = response.header("content-type").value_or("").find("text/event-stream") != std::string::npos;
-    if (classify_status(response.status) == StatusClass::kSuccess) {
-      try {
-        // A streamed answer (or one cut part way, or with an error event in
-        // it) is assembled into the shape of a whole one first.
-        std::string stream_error;
-        const bool streamed = sse || (response.interrupted && response.body.find("data:") != std::string::npos);
-        auto json = streamed ? assemble_stream(parse_sse(response.body), stream_error) : nlohmann::json::parse(response.body);
-        GenerationResult result;
-        read_response(json, result);
-        const bool cut = response.interrupted || !stream_error.empty();
-        const std::string why_cut = response.interrupted ? response.error : stream_error;
-        if (cut && result.text.empty() && result.reasoning.empty()) {
-          // Nothing generated yet: nothing billed beyond the prompt; tried again.
-          throw MalformedResponse("the stream broke before any answer (" + why_cut + ")");
-        }
-        if (cut) {
-          result.finish_reason = "interrupted";
-          if (config_.resend_interrupted) {
-            throw MalformedResponse("the stream broke part way (" + why_cut + "); provider.retry.resend_interrupted");
-          }
-        }
-        result.text = redactor_.redact(result.text);
-        result.reasoning = redactor_.redact(result.reasoning);
-        result.refusal = redactor_.redact(result.refusal);
-        result.finish_reason = redactor_.redact(result.finish_reason);
-        result.raw_response = redactor_.redact_json(json);
-        result.attempts = attempt;
-        result.latency_seconds = response.seconds;
-        result.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        result.cost_usd = token_cost(config_.prices, result.usage());
-        record(attempt, response, cut ? "interrupted" : "", cut ? "the answer was cut part way: " + why_cut : "");
-        calls.back()["finish_reason"] = result.finish_reason;
-        calls.back()["streamed"] = streamed;
-        calls.back()["tokens"] = {{"input", result.input_tokens},
-                                  {"cached_input", result.cached_input_tokens},
-                                  {"cache_write", result.cache_write_tokens},
-                                  {"output", result.output_tokens},
-                                  {"reasoning", result.reasoning_tokens}};
-        calls.back()["cost_usd"] = result.cost_usd;
-        result.calls = std::move(calls);
-        return result;
-      } catch (const nlohmann::json::exception& e) {
-        last_failure = "HTTP " + std::to_string(response.status) + " with an unreadable body: " + e.what();
-      } catch (const MalformedResponse& e) {
-        last_failure = "HTTP " + std::to_string(response.status) + " without an answer: " + e.what();
-      }
-      record(attempt, response, "malformed", last_failure);  // proxies, overloaded servers, broken streams: retried
-    } else if (!response.received()) {
-      last_failure = describe_transport_failure(response);
-      // A request that reached the server and then ran out of time may have
-      // been generating all along: not sent again (and billed twice) unless
-      // the config says so. A stream would have kept what arrived.
-      if (response.timed_out && response.request_sent && !config_.resend_interrupted) {
-        record(attempt, response, "timeout_after_send", last_failure);
-        throw ProviderError(redactor_.redact(describe() + ": " + last_failure +
-                                             " after the request was sent; not sent again, since the provider may "
-                                             "have generated (and billed) the answer: raise provider.timeout_s, keep "
-                                             "provider.stream on, or set provider.retry.resend_interrupted"),
-                            calls, "timeout_after_send");
-      }
-      record(attempt, response, error_class_name(ErrorClass::kTransient), last_failure);
-    } else {
-      const std::string server = redactor_.redact(server_error_message(response.body));
-      const ErrorReading er = classify_error(config_.kind, response, server, std::chrono::system_clock::now());
-      const std::string cls = error_class_name(er.error_class);
-      const std::string head = std::to_string(response.status) + " from " + config_.kind + " (model " + config_.model + ")";
-      switch (er.error_class) {
-        case ErrorClass::kTransient:
-          last_failure = "HTTP " + std::to_string(response.status) + ": " + server;
-          requested_delay = er.retry_delay;
-          record(attempt, response, cls, last_failure);
-          break;
-        case ErrorClass::kContentPolicy: {
-          // Refused by the provider's safety system: that attempt's outcome.
-          record(attempt, response, cls, server);
-          GenerationResult refused;
-          refused.finish_reason = "content_filter";
-          refused.refusal = server.empty() ? "refused by the provider (HTTP " + std::to_string(response.status) + ")" : server;
-          refused.raw_response = redactor_.redact_json(nlohmann::json::parse(response.body, nullptr, false));
-          refused.attempts = attempt;
-          refused.latency_seconds = response.seconds;
-          refused.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-          refused.calls = std::move(calls);
-          return refused;
-        }
-        case ErrorClass::kContextOverflow: {
-          record(attempt, response, cls, server);
-          throw ContextOverflowError(redactor_.redact(head + ": the conversation does not fit the model's context "
-                                                             "window; this chain ends here [server says: " + server + "]"),
-                                     calls, cls);
-        }
-        case ErrorClass::kServerRefused:
-          record(attempt, response, cls, server);
-          throw ProviderError(redactor_.redact(head + ": the server said not to retry (x-should-retry: false) [server says: " +
-                                               server + "]"),
-                              calls, cls);
-        case ErrorClass::kQuota:
-          record(attempt, response, cls, server);
-          throw FatalProviderError(
-              redactor_.redact(head + ": quota, spend limit or billing: every later call would fail too, so the run "
-                                      "stops; check the account's plan, credit and limits, then run again (finished "
-                                      "work is kept) [server says: " + server + "]"),
-              calls, cls);
-        case ErrorClass::kAuth:
-        case ErrorClass::kModel:
-        case ErrorClass::kBadRequest:
-          record(attempt, response, cls, server);
-          throw FatalProviderError(redactor_.redact(fatal_status_message(identity_, response.status, server)), calls, cls);
-      }
-    }
-    if (attempt >= policy_.max_attempts()) {
-      throw ProviderError(redactor_.redact(describe() + ": gave up after " + std::to_string(attempt) +
-                                           " attempts (provider.retry.max_attempts = " +
-                                           std::to_string(policy_.max_attempts()) + "); last failure: " + last_failure),
-                          calls, "transient");
-    }
-    const auto delay = policy_.delay_before_retry(attempt, requested_delay);
-    calls.back()["retry_delay_s"] = static_cast<double>(delay.count()) / 1000.0;
-    const std::string wait = fmt::format("{:.1f} s", static_cast<double>(delay.count()) / 1000.0);
-    notify_(redactor_.redact("kloop: " + config_.kind + " " + config_.model + ": " + last_failure.substr(0, 200) +
-                             "; attempt " + std::to_string(attempt + 1) + " of " +
-                             std::to_string(policy_.max_attempts()) + " in " + wait +
-                             (requested_delay ? " (the provider's delay)" : "")));
-    policy_.wait(delay);
+HttpResponse HttpProvider::send(HttpRequest& http) {
+  // The token clocks count the events that carry generated text.
+  SseSplitter splitter;
+  if (config_.stream) {
+    http.on_chunk = [&](const char* data, std::size_t size) {
+      bool token = false;
+      for (const SseEvent& e : splitter.feed(data, size)) token = carries_tokens(e) || token;
+      return token;
+    };
   }
+  ConcurrencySlot slot(limit_);
+  HttpResponse response = http_post_json(http);
+  http.on_chunk = nullptr;
+  return response;
+}
+
+GenerationResult HttpProvider::generate(const GenerationRequest& request) {
+  Exchange x{request, ""};
+  HttpRequest http = http_request(request);
+  x.body = http.body;
+  for (x.attempt = 1;; ++x.attempt) {
+    if (request.cancel && request.cancel->load()) {
+      throw ProviderCancelled(describe() + ": cancelled (the run was stopped) before attempt " +
+                                  std::to_string(x.attempt) + " was sent",
+                              x.calls, "cancelled");
+    }
+    const HttpResponse response = send(http);
+    Step step = classify_status(response.status) == StatusClass::kSuccess ? read_success(response, x)
+                                                                          : read_failure(response, x);
+    if (step.kind == Step::kAnswer) {
+      // The answer's own call goes back with it (the caller stores the two together).
+      x.calls.push_back(step.call);
+      step.result.calls = x.calls;
+      return step.result;
+    }
+    if (step.cancelled) {
+      x.emit(step.call);
+      throw ProviderCancelled(redactor_.redact(describe() + ": cancelled (the run was stopped): " + step.failure),
+                              x.calls, "cancelled");
+    }
+    const bool broken = step.kind == Step::kResend;
+    x.broken += broken ? 1 : 0;
+    if (broken ? x.broken > config_.resend_broken_streams : x.attempt - x.broken >= policy_.max_attempts()) {
+      x.emit(step.call);
+      throw ProviderError(redactor_.redact(describe() + ": " + give_up_message(broken, x, step.failure)), x.calls,
+                          step.error_class);
+    }
+    const auto delay = policy_.delay_before_retry(x.attempt, step.requested_delay);
+    step.call["retry_delay_s"] = static_cast<double>(delay.count()) / 1000.0;
+    x.emit(step.call);
+    const std::string budget = broken ? "resend " + std::to_string(x.broken) + " of " +
+                                            std::to_string(config_.resend_broken_streams) + " (each billed)"
+                                      : "attempt " + std::to_string(x.attempt - x.broken + 1) + " of " +
+                                            std::to_string(policy_.max_attempts());
+    notify_(redactor_.redact("kloop: " + config_.kind + " " + config_.model + ": " + step.failure.substr(0, 200) +
+                             "; " + budget + " in " + fmt::format("{:.1f} s", delay.count() / 1000.0) +
+                             (step.requested_delay ? " (the provider's delay)" : "")));
+    wait_before_retry(delay, request.cancel);
+  }
+}
+
+std::string HttpProvider::give_up_message(bool broken, const Exchange& x, const std::string& failure) const {
+  if (broken) {
+    return "the answer broke after HTTP 200 (" + failure + "); not sent again: " + std::to_string(x.broken - 1) +
+           " resend(s) made, provider.retry.resend_broken_streams = " + std::to_string(config_.resend_broken_streams) +
+           " (the provider may have billed each broken answer in full; a rerun asks again)";
+  }
+  return "gave up after " + std::to_string(x.attempt - x.broken) + " attempts (provider.retry.max_attempts = " +
+         std::to_string(policy_.max_attempts()) + "); last failure: " + failure;
+}
+
+void HttpProvider::wait_before_retry(std::chrono::milliseconds delay, const std::atomic<bool>* cancel) {
+  if (!cancel || !real_sleep_) {
+    policy_.wait(delay);
+    return;
+  }
+  // In slices, so that a stopped run does not sit out a long delay.
+  const auto end = Clock::now() + delay;
+  while (!cancel->load()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
+    if (left.count() <= 0) return;
+    std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(200)));
+  }
+}
+
+HttpProvider::Step HttpProvider::read_success(const HttpResponse& response, Exchange& x) const {
+  const bool sse = response.header("content-type").value_or("").find("text/event-stream") != std::string::npos;
+  const bool streamed = sse || (response.interrupted && response.body.find("data:") != std::string::npos);
+  if (!streamed) {
+    if (response.interrupted) return transport_fault(response, response.stalled.empty() ? "reset" : "stall", response.error, {}, x);
+    Step step;
+    try {
+      const auto body = nlohmann::json::parse(response.body);
+      GenerationResult result;
+      read_response(body, result);
+      return finish_answer(std::move(result), body, response, false, x);
+    } catch (const nlohmann::json::exception& e) {
+      step.failure = "HTTP " + std::to_string(response.status) + " with an unreadable body: " + e.what();
+    } catch (const MalformedResponse& e) {
+      step.failure = "HTTP " + std::to_string(response.status) + " without an answer: " + e.what();
+    }
+    // Proxies and overloaded servers produce these, and they pass.
+    step.error_class = "malformed";
+    step.call = call_record(x.attempt, response, step.error_class, step.failure);
+    return step;
+  }
+  StreamEnd end;
+  nlohmann::json body;
+  GenerationResult partial;
+  bool readable = true;
+  try {
+    body = assemble_stream(parse_sse(response.body), end);
+    read_response(body, partial);
+  } catch (const std::exception&) {  // nothing of an answer arrived
+    readable = false;
+  }
+  if (response.interrupted) {
+    const std::string kind = response.cancelled ? "cancelled" : response.stalled.empty() ? "reset" : "stall_" + response.stalled;
+    return transport_fault(response, kind, response.error, std::move(partial), x);
+  }
+  if (!end.error.empty()) return transport_fault(response, "error_event", "an error event: " + end.error, std::move(partial), x);
+  if (!end.complete || !readable) {
+    return transport_fault(response, "no_final_event", "the stream ended without its final event", std::move(partial), x);
+  }
+  return finish_answer(std::move(partial), body, response, true, x);
+}
+
+HttpProvider::Step HttpProvider::transport_fault(const HttpResponse& response, const std::string& kind,
+                                                 const std::string& why, GenerationResult partial,
+                                                 Exchange& x) const {
+  // The provider bills what it generated: the usage the stream reported,
+  // else an estimate from what arrived.
+  const bool estimated = partial.input_tokens == 0 && partial.output_tokens == 0;
+  if (estimated) {
+    partial.input_tokens = estimated_tokens(x.body.size());
+    partial.output_tokens = estimated_tokens(partial.text.size() + partial.reasoning.size());
+  }
+  Step step;
+  step.kind = Step::kResend;
+  step.cancelled = kind == "cancelled";
+  step.error_class = "transport_fault";
+  step.failure = why;
+  step.call = call_record(x.attempt, response, step.error_class, "the answer broke after HTTP 200: " + why);
+  step.call["transport_fault"] = kind;
+  step.call["billed"] = response.received() || response.request_sent;
+  step.call["streamed"] = config_.stream;
+  step.call["tokens"] = token_json(partial);
+  step.call["cost_usd"] = token_cost(config_.prices, partial.usage());
+  if (estimated) step.call["usage_estimated"] = true;
+  return step;
+}
+
+HttpProvider::Step HttpProvider::finish_answer(GenerationResult result, const nlohmann::json& body,
+                                               const HttpResponse& response, bool streamed, Exchange& x) const {
+  result.text = redactor_.redact(result.text);
+  result.reasoning = redactor_.redact(result.reasoning);
+  result.refusal = redactor_.redact(result.refusal);
+  result.finish_reason = redactor_.redact(result.finish_reason);
+  result.raw_response = redactor_.redact_json(body);
+  result.attempts = x.attempt;
+  result.latency_seconds = response.seconds;
+  result.total_seconds = std::chrono::duration<double>(Clock::now() - x.start).count();
+  // An answer without usage is not free: estimated, and said.
+  const bool estimated = result.input_tokens == 0 && result.output_tokens == 0;
+  if (estimated) {
+    result.input_tokens = estimated_tokens(x.body.size());
+    result.output_tokens = estimated_tokens(result.text.size() + result.reasoning.size());
+    notify_("kloop: " + config_.kind + " " + config_.model + ": the answer came without its usage; its cost is "
+            "estimated from its length (4 characters a token): " + std::to_string(result.input_tokens) +
+            " input and " + std::to_string(result.output_tokens) + " output tokens");
+  }
+  result.cost_usd = token_cost(config_.prices, result.usage());
+  Step step;
+  step.kind = Step::kAnswer;
+  step.call = call_record(x.attempt, response, "", "");
+  step.call["finish_reason"] = result.finish_reason;
+  step.call["streamed"] = streamed;
+  step.call["billed"] = true;
+  step.call["tokens"] = token_json(result);
+  step.call["cost_usd"] = result.cost_usd;
+  if (estimated) step.call["usage_estimated"] = true;
+  step.result = std::move(result);
+  return step;
+}
+
+HttpProvider::Step HttpProvider::read_failure(const HttpResponse& response, Exchange& x) const {
+  Step step;
+  if (!response.received()) {
+    step.failure = describe_transport_failure(response);
+    // A request that reached the server and then stalled or ran out of
+    // time may have been generating (and billing) all along.
+    if (response.cancelled || !response.stalled.empty() || (response.timed_out && response.request_sent)) {
+      const std::string kind = response.cancelled ? "cancelled" : response.stalled.empty() ? "timeout_after_send"
+                                                                                         : "stall_" + response.stalled;
+      return transport_fault(response, kind, step.failure, {}, x);
+    }
+    step.error_class = error_class_name(ErrorClass::kTransient);
+    step.call = call_record(x.attempt, response, step.error_class, step.failure);
+    return step;
+  }
+  const std::string server = redactor_.redact(server_error_message(response.body));
+  const ErrorReading er = classify_error(config_.kind, response, server, std::chrono::system_clock::now());
+  const std::string cls = error_class_name(er.error_class);
+  const std::string head = std::to_string(response.status) + " from " + config_.kind + " (model " + config_.model + ")";
+  // A failure that ends generate(): its record kept, then thrown.
+  auto last = [&](const std::string& message) {
+    x.emit(call_record(x.attempt, response, cls, server));
+    return redactor_.redact(message);
+  };
+  std::string message;
+  switch (er.error_class) {
+    case ErrorClass::kTransient:
+      step.failure = "HTTP " + std::to_string(response.status) + ": " + server;
+      step.requested_delay = er.retry_delay;
+      step.error_class = cls;
+      step.call = call_record(x.attempt, response, cls, step.failure);
+      return step;
+    case ErrorClass::kContentPolicy: {
+      // Refused by the provider's safety system: that attempt's outcome.
+      step.kind = Step::kAnswer;
+      step.call = call_record(x.attempt, response, cls, server);
+      GenerationResult& refused = step.result;
+      refused.finish_reason = "content_filter";
+      refused.refusal = server.empty() ? "refused by the provider (HTTP " + std::to_string(response.status) + ")" : server;
+      refused.raw_response = redactor_.redact_json(nlohmann::json::parse(response.body, nullptr, false));
+      refused.attempts = x.attempt;
+      refused.latency_seconds = response.seconds;
+      refused.total_seconds = std::chrono::duration<double>(Clock::now() - x.start).count();
+      return step;
+    }
+    case ErrorClass::kContextOverflow:
+      message = last(head + ": the conversation does not fit the model's context window; this chain ends here "
+                            "[server says: " + server + "]");
+      throw ContextOverflowError(message, x.calls, cls);
+    case ErrorClass::kServerRefused:
+      message = last(head + ": the server said not to retry (x-should-retry: false) [server says: " + server + "]");
+      throw ProviderError(message, x.calls, cls);
+    case ErrorClass::kQuota:
+      message = last(head + ": quota, spend limit or billing: every later call would fail too, so the run stops; "
+                            "check the account's plan, credit and limits, then run again (finished work is kept) "
+                            "[server says: " + server + "]");
+      throw FatalProviderError(message, x.calls, cls);
+    case ErrorClass::kAuth:
+    case ErrorClass::kModel:
+    case ErrorClass::kBadRequest:
+      message = last(fatal_status_message(identity_, response.status, server));
+      throw FatalProviderError(message, x.calls, cls);
+  }
+  return step;
 }
 
 }  // namespace kloop

@@ -1,10 +1,12 @@
-// The part the three HTTP APIs share: the request/retry loop, the
+// The part the four HTTP APIs share: the request/retry loop, the
 // per-provider concurrency limit, key handling and cost. Each API supplies
-// its URL, auth headers, request body and response reader.
+// its URL, auth headers, request body, response reader and how its stream
+// says what it carries and that it ended.
 //
 // Internal to agent/llm; callers use make_provider() from provider.h.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -83,15 +85,39 @@ class HttpProvider : public LlmProvider {
   // MalformedResponse or a json exception when the body is not the API's.
   virtual void read_response(const nlohmann::json& body, GenerationResult& out) const = 0;
   // Streaming: makes the request ask for Server-Sent Events, and assembles
-  // the events into the body read_response reads. An error event inside
-  // the stream goes to `stream_error`.
+  // the events into the body read_response reads (throwing
+  // MalformedResponse when they hold nothing of an answer). `end` gets
+  // whether the API's final event arrived and any error event's message.
   virtual void ask_for_stream(nlohmann::json& body, HttpRequest& http) const = 0;
-  virtual nlohmann::json assemble_stream(const std::vector<SseEvent>& events, std::string& stream_error) const = 0;
+  struct StreamEnd {
+    bool complete = false;  // the API's final event arrived
+    std::string error;      // an error event's message ("" when none came)
+  };
+  virtual nlohmann::json assemble_stream(const std::vector<SseEvent>& events, StreamEnd& end) const = 0;
+  // Whether an event carries generated text or reasoning, or ends the
+  // answer: what the first-token and idle clocks count. Metadata
+  // (response.created, message_start, pings) does not.
+  virtual bool carries_tokens(const SseEvent& event) const = 0;
 
   const ProviderConfig& config() const { return config_; }
   const std::string& base_url() const { return base_url_; }  // no trailing slash
 
  private:
+  struct Exchange;
+  struct Step;
+  HttpRequest http_request(const GenerationRequest& request) const;
+  HttpResponse send(HttpRequest& http);
+  Step read_success(const HttpResponse& response, Exchange& x) const;
+  Step read_failure(const HttpResponse& response, Exchange& x) const;
+  Step transport_fault(const HttpResponse& response, const std::string& kind, const std::string& why,
+                       GenerationResult partial, Exchange& x) const;
+  Step finish_answer(GenerationResult result, const nlohmann::json& body, const HttpResponse& response,
+                                 bool streamed, Exchange& x) const;
+  void wait_before_retry(std::chrono::milliseconds delay, const std::atomic<bool>* cancel);
+  std::string give_up_message(bool broken, const Exchange& x, const std::string& failure) const;
+  nlohmann::json call_record(int attempt, const HttpResponse& r, const std::string& error_class,
+                             const std::string& message) const;
+
   ProviderConfig config_;
   std::string base_url_;
   std::string api_key_;
@@ -100,6 +126,7 @@ class HttpProvider : public LlmProvider {
   RetryPolicy policy_;
   ConcurrencyLimit limit_;
   std::function<void(const std::string&)> notify_;
+  bool real_sleep_;  // the backoff really sleeps (no test hook): a stopped run cuts it short
 };
 
 }  // namespace kloop

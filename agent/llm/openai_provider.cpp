@@ -75,7 +75,9 @@ class OpenAiProvider : public OpenAiBase {
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
   }
-  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, std::string& stream_error) const override {
+  // The answer ends with a chunk that has a finish_reason (then the usage
+  // chunk and [DONE]); an error mid-stream is a chunk with an "error".
+  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, StreamEnd& end) const override {
     std::string content, reasoning, refusal;
     nlohmann::json finish = nullptr, usage = nullptr;
     bool any_choice = false;
@@ -83,7 +85,7 @@ class OpenAiProvider : public OpenAiBase {
       if (e.data == "[DONE]") continue;
       const auto chunk = nlohmann::json::parse(e.data, nullptr, false);
       if (!chunk.is_object()) continue;
-      if (chunk.contains("error")) stream_error = server_error_message(e.data);
+      if (chunk.contains("error")) end.error = server_error_message(e.data);
       if (chunk.contains("usage") && chunk["usage"].is_object()) usage = chunk["usage"];
       if (!chunk.contains("choices") || !chunk["choices"].is_array() || chunk["choices"].empty()) continue;
       any_choice = true;
@@ -96,11 +98,26 @@ class OpenAiProvider : public OpenAiBase {
       }
       if (choice.contains("finish_reason") && !choice["finish_reason"].is_null()) finish = choice["finish_reason"];
     }
-    if (!any_choice) throw MalformedResponse("a stream without choices" + (stream_error.empty() ? "" : ": " + stream_error));
+    end.complete = !finish.is_null();
+    if (!any_choice) throw MalformedResponse("a stream without choices" + (end.error.empty() ? "" : ": " + end.error));
     nlohmann::json message = {{"content", content}, {"reasoning_content", reasoning}};
     if (!refusal.empty()) message["refusal"] = refusal;
     return {{"choices", nlohmann::json::array({{{"message", message}, {"finish_reason", finish}}})}, {"usage", usage},
             {"streamed", true}};
+  }
+
+  bool carries_tokens(const SseEvent& e) const override {
+    if (e.data == "[DONE]") return true;
+    const auto chunk = nlohmann::json::parse(e.data, nullptr, false);
+    if (!chunk.is_object()) return false;
+    if (chunk.contains("error") || chunk.contains("usage")) return true;
+    if (!chunk.contains("choices") || !chunk["choices"].is_array() || chunk["choices"].empty()) return false;
+    const auto& choice = chunk["choices"][0];
+    if (choice.contains("finish_reason") && !choice["finish_reason"].is_null()) return true;
+    const auto d = choice.value("delta", nlohmann::json::object());
+    return !(json_text(d, "content") + json_text(d, "reasoning_content") + json_text(d, "reasoning") +
+             json_text(d, "refusal"))
+                .empty();
   }
 
   void read_response(const nlohmann::json& body, GenerationResult& out) const override {

@@ -108,7 +108,9 @@ TEST_F(OpenAiProviderTest, ReadsOpenRouterReasoningFieldAndNullContent) {
   EXPECT_EQ(r.text, "");
   EXPECT_EQ(r.reasoning, "only thoughts");
   EXPECT_EQ(r.finish_reason, "stop");
-  EXPECT_EQ(r.input_tokens, 0);
+  // No usage: not $0 in silence, an estimate from the lengths, marked so.
+  EXPECT_EQ(r.input_tokens, static_cast<long long>((server_.requests().at(0).body.size() + 3) / 4));
+  EXPECT_EQ(r.calls.back()["usage_estimated"], true);
 }
 
 TEST_F(OpenAiProviderTest, LocalServerWithoutKeySendsNoAuthorization) {

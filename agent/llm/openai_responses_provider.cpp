@@ -83,18 +83,24 @@ class OpenAiResponsesProvider : public OpenAiBase {
 
   void ask_for_stream(nlohmann::json& body, HttpRequest&) const override { body["stream"] = true; }
 
-  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, std::string& stream_error) const override {
+  // The answer ends with response.completed or response.incomplete (the
+  // whole response); response.failed and an `error` event are failures.
+  nlohmann::json assemble_stream(const std::vector<SseEvent>& events, StreamEnd& end) const override {
     std::string text, reasoning, refusal;
     for (const auto& e : events) {
       const auto d = nlohmann::json::parse(e.data, nullptr, false);
       if (!d.is_object()) continue;
       const std::string type = e.event.empty() ? json_text(d, "type") : e.event;
       if (type == "response.completed" || type == "response.incomplete") {
-        if (d.contains("response") && d["response"].is_object()) return d["response"];
+        if (d.contains("response") && d["response"].is_object()) {
+          end.complete = true;
+          return d["response"];
+        }
       } else if (type == "response.failed" || type == "error") {
-        stream_error = d.contains("response") && d["response"].contains("error")
-                           ? server_error_message(d["response"].dump())
-                           : server_error_message(e.data);
+        end.error = d.contains("response") && d["response"].contains("error")
+                        ? server_error_message(d["response"].dump())
+                        : server_error_message(e.data);
+        if (end.error.empty()) end.error = type;
       } else if (type == "response.output_text.delta") {
         text += json_text(d, "delta");
       } else if (type == "response.reasoning_summary_text.delta") {
@@ -105,7 +111,7 @@ class OpenAiResponsesProvider : public OpenAiBase {
     }
     // No final event (the stream broke): what the deltas said.
     if (text.empty() && reasoning.empty() && refusal.empty()) {
-      throw MalformedResponse("a stream without output" + (stream_error.empty() ? "" : ": " + stream_error));
+      throw MalformedResponse("a stream without output" + (end.error.empty() ? "" : ": " + end.error));
     }
     nlohmann::json content = nlohmann::json::array({{{"type", "output_text"}, {"text", text}}});
     if (!refusal.empty()) content.push_back({{"type", "refusal"}, {"refusal", refusal}});
@@ -115,6 +121,18 @@ class OpenAiResponsesProvider : public OpenAiBase {
                                                {{"type", "message"}, {"content", content}}})},
             {"status", "incomplete"},
             {"streamed", true}};
+  }
+
+  // Deltas of text, reasoning or a refusal, and the events that end the
+  // answer; response.created, .in_progress and output items' bookkeeping
+  // carry nothing generated.
+  bool carries_tokens(const SseEvent& e) const override {
+    std::string type = e.event;
+    if (type.empty()) type = json_text(nlohmann::json::parse(e.data, nullptr, false), "type");
+    const std::string delta = ".delta";
+    const bool is_delta = type.size() > delta.size() && type.compare(type.size() - delta.size(), delta.size(), delta) == 0;
+    return is_delta || type == "response.completed" || type == "response.incomplete" || type == "response.failed" ||
+           type == "error";
   }
 };
 

@@ -90,12 +90,15 @@ TEST_F(OpenAiResponsesTest, StreamedEventsEndWithTheWholeResponse) {
   EXPECT_EQ(r.text, "```cpp\nkernel\n```");
   EXPECT_EQ(r.reasoning, "Tile by 128.");
   EXPECT_EQ(r.cached_input_tokens, 512);
-  // Cut before response.completed: the deltas are kept as the answer.
+  // Cut before response.completed: a transport fault, never the answer;
+  // the request is sent again and the whole answer taken.
   const std::size_t cut = events.find("event: response.completed");
   server_.enqueue_cut({200, {{"Content-Type", "text/event-stream"}}, events, 0ms}, cut, 0ms);
-  GenerationResult partial = make_provider(c)->generate(conversation());
-  EXPECT_EQ(partial.finish_reason, "interrupted");
-  EXPECT_EQ(partial.text, "```cpp\nkernel\n```");
+  server_.enqueue({200, {{"Content-Type", "text/event-stream"}}, events, 0ms});
+  GenerationResult again = make_provider(c)->generate(conversation());
+  EXPECT_EQ(again.finish_reason, "stop");
+  EXPECT_EQ(again.attempts, 2);
+  EXPECT_EQ(again.calls[0]["transport_fault"], "reset") << again.calls[0];
 }
 
 }  // namespace

@@ -4,7 +4,11 @@
 //
 // A provider turns a conversation into one completion and records what the
 // call cost. Transient failures (429, 5xx, network) are retried inside
-// generate(); failures that will not go away (bad key, unknown model) throw
+// generate(); so is a transport fault (a stream broken after HTTP 200: an
+// error event, a reset, a stall, a missing final event), as the provider's
+// fault, up to provider.retry.resend_broken_streams times, since each
+// resend is billed again. A partial answer is never returned as an answer.
+// Failures that will not go away (bad key, unknown model) throw
 // FatalProviderError so the run stops at once instead of failing every
 // problem. API keys come from environment variables named in the config;
 // they and the configured header values never appear in logs, errors,
@@ -13,7 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,6 +46,16 @@ struct GenerationRequest {
   std::string system;
   std::vector<ChatMessage> messages;  // alternating, ending with "user"
   AttemptKey key;                     // used by the replay provider
+  // Set by another thread to stop: an HTTP transfer in progress is cut and
+  // generate() throws ProviderCancelled with its calls (a cut stream's
+  // partial cost included).
+  const std::atomic<bool>* cancel = nullptr;
+  // Hears of each HTTP attempt's record (calls.jsonl) as soon as it is
+  // complete, before any wait or retry, so that the caller stores every
+  // billed call even if the process dies before generate() returns; all
+  // but the one whose answer generate() returns (the last of
+  // GenerationResult::calls), which the caller stores with the answer.
+  std::function<void(const nlohmann::json& call)> on_call;
 };
 
 // Prices in US dollars per million tokens. Cached input (a prompt-cache
@@ -78,12 +94,19 @@ struct ProviderConfig {
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds total_timeout{1800000};  // the whole request, streamed or not
   // HTTP kinds: ask for Server-Sent Events, so a long generation is not one
-  // silent wait: it fails after idle_timeout without a byte, and an answer
-  // cut part way is kept (finish_reason "interrupted") instead of re-sent
-  // and billed again, unless resend_interrupted.
+  // silent wait. A stream fails (a transport fault) when no token arrives
+  // for first_token_timeout after the request (a reasoning model thinks
+  // silently first), or for idle_timeout between tokens; events that carry
+  // no generated text (response.created, pings) do not count.
   bool stream = true;
+  std::chrono::milliseconds first_token_timeout{900000};
   std::chrono::milliseconds idle_timeout{300000};
-  bool resend_interrupted = false;
+  // How many times a request whose answer broke after HTTP 200 (or, not
+  // streamed, timed out after it was sent) is sent again. Each such request
+  // may have been billed in full, reasoning included: every resend is
+  // counted and its partial cost recorded. 0: never; the attempt is then
+  // left unanswered and a rerun asks again.
+  int resend_broken_streams = 2;
   int max_retries = 6;  // provider.retry.max_attempts - 1
   std::chrono::milliseconds initial_backoff{1000};
   std::chrono::milliseconds max_backoff{60000};
@@ -139,6 +162,13 @@ class ProviderFailure : public std::runtime_error {
   std::string error_class_;
 };
 
+// generate() stopped because GenerationRequest::cancel was set; calls()
+// holds every attempt made, a cut stream's included.
+class ProviderCancelled : public ProviderFailure {
+ public:
+  using ProviderFailure::ProviderFailure;
+};
+
 // Stops the run: authentication, permission, unknown model, bad request,
 // quota, spend limit or billing.
 class FatalProviderError : public ProviderFailure {
@@ -180,6 +210,12 @@ class LlmProvider {
   };
   virtual Probe probe() { return {false, true, "nothing to check beyond the config"}; }
 };
+
+// The most output tokens one request of this config can be billed for:
+// max_tokens plus, where the API adds it on top, the thinking budget
+// (anthropic's max_tokens and gemini's maxOutputTokens carry both; anthropic
+// has a default when max_tokens is not given). nullopt: no limit is set.
+std::optional<long long> max_billed_output_tokens(const ProviderConfig& config);
 
 // Builds the provider named by config.kind; throws std::invalid_argument
 // with the field and the fix when the config is unusable (unknown kind,

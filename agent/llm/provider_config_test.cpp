@@ -68,7 +68,48 @@ TEST(ProviderConfigTest, DefaultsAndLenientScalars) {
   EXPECT_EQ(c.total_timeout, 1800000ms);
   EXPECT_TRUE(c.stream);
   EXPECT_EQ(c.idle_timeout, 300000ms);
-  EXPECT_FALSE(c.resend_interrupted);
+  EXPECT_EQ(c.first_token_timeout, 900000ms);
+  EXPECT_EQ(c.resend_broken_streams, 2);
+  // The thinking budget comes on top of anthropic's default max_tokens.
+  EXPECT_EQ(max_billed_output_tokens(c), 2048);
+}
+
+// A resend of a request whose answer broke may bill its reasoning again:
+// how many is a setting of its own; resend_interrupted is its older spelling.
+TEST(ProviderConfigTest, BrokenStreamResendsAndTokenClocksAreSettings) {
+  ProviderConfig c = provider_config_from_json(
+      json::parse(R"({"kind": "openai", "model": "o3", "first_token_timeout_s": 1200, "idle_timeout_s": 90,
+                      "retry": {"resend_broken_streams": 0}})"),
+      "r.yaml");
+  EXPECT_EQ(c.first_token_timeout, 1200000ms);
+  EXPECT_EQ(c.idle_timeout, 90000ms);
+  EXPECT_EQ(c.resend_broken_streams, 0);
+  c = provider_config_from_json(json::parse(R"({"kind": "openai", "model": "o3", "retry": {"resend_interrupted": false}})"),
+                                "r.yaml");
+  EXPECT_EQ(c.resend_broken_streams, 0);
+  std::string m = config_error(
+      json::parse(R"({"kind": "openai", "model": "o3", "retry": {"resend_interrupted": true, "resend_broken_streams": 1}})"));
+  EXPECT_NE(m.find("'provider.retry.resend_interrupted'"), std::string::npos) << m;
+  m = config_error(json::parse(R"({"kind": "openai", "model": "o3", "retry": {"resend_broken_streams": -1}})"));
+  EXPECT_NE(m.find("between 0 and 100"), std::string::npos) << m;
+}
+
+// --check's cost ceiling bills the thinking budget where the API adds it
+// to the answer's budget (anthropic max_tokens, gemini maxOutputTokens).
+TEST(ProviderConfigTest, TheBilledOutputCeilingIncludesTheThinkingBudget) {
+  auto ceiling = [](const std::string& kind, const std::string& extra) {
+    return max_billed_output_tokens(provider_config_from_json(
+        json::parse(R"({"kind": ")" + kind + R"(", "model": "m", "max_tokens": 8000)" + extra + "}"), "r.yaml"));
+  };
+  EXPECT_EQ(ceiling("anthropic", R"(, "thinking_budget": 4096)"), 12096);
+  EXPECT_EQ(ceiling("gemini", R"(, "thinking_budget": 4096)"), 12096);
+  EXPECT_EQ(ceiling("gemini", R"(, "thinking_budget": -1)"), 8000);
+  EXPECT_EQ(ceiling("openai", R"(, "reasoning_effort": "high")"), 8000);  // reasoning counts inside max_tokens
+  EXPECT_EQ(max_billed_output_tokens(provider_config_from_json(
+                json::parse(R"({"kind": "anthropic", "model": "m", "thinking_budget": 2048})"), "r.yaml")),
+            8192 + 2048);
+  EXPECT_FALSE(max_billed_output_tokens(provider_config_from_json(json::parse(R"({"kind": "openai", "model": "m"})"),
+                                                                  "r.yaml")));
 }
 
 TEST(ProviderConfigTest, UnknownFieldNamesFileFieldAndKnownFields) {

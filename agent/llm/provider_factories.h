@@ -9,6 +9,9 @@
 
 namespace kloop {
 
+// Anthropic requires max_tokens; this is sent when the config gives none.
+constexpr int kAnthropicDefaultMaxTokens = 8192;
+
 std::unique_ptr<LlmProvider> make_openai_provider(const ProviderConfig& config, const ProviderHooks& hooks);
 std::unique_ptr<LlmProvider> make_openai_responses_provider(const ProviderConfig& config, const ProviderHooks& hooks);
 std::unique_ptr<LlmProvider> make_anthropic_provider(const ProviderConfig& config, const ProviderHooks& hooks);

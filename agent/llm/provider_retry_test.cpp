@@ -189,6 +189,27 @@ TEST_F(ProviderRetryTest, GeminiRetryDelayInTheBodyIsWaitedFor) {
   EXPECT_FALSE(contains(notes_[0], kKey));
 }
 
+// Gemini may send its error as a one-element JSON array (as its streaming
+// endpoint does): its RetryInfo delay is still waited for, and a per-day
+// quota still stops the run.
+TEST_F(ProviderRetryTest, GeminiErrorsAsAOneElementArrayAreRead) {
+  // https://ai.google.dev/gemini-api/docs/troubleshooting (429 RESOURCE_EXHAUSTED), in an array
+  server_.enqueue_json(429, R"([{"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED",
+      "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "21s"}]}}])");
+  server_.enqueue_json(200, R"({"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}],
+      "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 2}})");
+  GenerationResult r = provider(config("gemini"))->generate(hello());
+  EXPECT_EQ(r.text, "ok");
+  ASSERT_EQ(sleeper_.sleeps().size(), 1u);
+  EXPECT_EQ(sleeper_.sleeps()[0], 21000ms);
+  EXPECT_NE(r.calls[0]["message"].get<std::string>().find("Resource has been exhausted"), std::string::npos) << r.calls[0];
+  server_.enqueue_json(429, R"([{"error": {"code": 429, "message": "You exceeded your current quota.", "status": "RESOURCE_EXHAUSTED",
+      "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                     {"quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]}}])");
+  EXPECT_THROW(provider(config("gemini"))->generate(hello()), FatalProviderError);
+  EXPECT_EQ(server_.requests().size(), 3u);
+}
+
 // A server's x-should-retry: false ends the attempt without retries, and
 // without stopping the run.
 TEST_F(ProviderRetryTest, ServerSaysDoNotRetry) {
@@ -306,11 +327,13 @@ TEST_F(ProviderRetryTest, ConnectionRefusedIsRetriedThenGivesUp) {
 }
 
 // A request that reached the server and then timed out may have been
-// generating: not sent again (billed twice) unless the config says so.
-TEST_F(ProviderRetryTest, SlowResponseHitsTotalTimeoutAndIsNotResentUnlessAskedTo) {
+// generating: a transport fault, whose resend may be billed again, so it is
+// sent again only as often as provider.retry.resend_broken_streams says.
+TEST_F(ProviderRetryTest, SlowResponseHitsTotalTimeoutAndIsResentOnlyAsTheConfigSays) {
   ProviderConfig c = config("openai");
   c.total_timeout = 300ms;
   c.stream = false;
+  c.resend_broken_streams = 0;
   server_.enqueue({200, {}, kOpenAiAnswer, 3000ms});  // longer than the timeout
   try {
     provider(c)->generate(hello());
@@ -318,11 +341,14 @@ TEST_F(ProviderRetryTest, SlowResponseHitsTotalTimeoutAndIsNotResentUnlessAskedT
   } catch (const FatalProviderError& e) {
     FAIL() << e.what();
   } catch (const ProviderError& e) {
-    EXPECT_EQ(e.error_class(), "timeout_after_send");
+    EXPECT_EQ(e.error_class(), "transport_fault");
     EXPECT_TRUE(contains(e.what(), "not sent again")) << e.what();
+    ASSERT_EQ(e.calls().size(), 1u);
+    EXPECT_EQ(e.calls()[0]["transport_fault"], "timeout_after_send");
+    EXPECT_EQ(e.calls()[0]["billed"], true) << "it may have been billed";
   }
   EXPECT_EQ(server_.requests().size(), 1u);
-  c.resend_interrupted = true;
+  c.resend_broken_streams = 1;
   server_.enqueue({200, {}, kOpenAiAnswer, 3000ms});
   server_.enqueue_json(200, kOpenAiAnswer);
   GenerationResult r = provider(c)->generate(hello());

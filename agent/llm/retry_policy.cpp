@@ -84,8 +84,14 @@ std::optional<std::chrono::milliseconds> requested_retry_delay(const HttpRespons
   return std::nullopt;
 }
 
+nlohmann::json parse_error_body(const std::string& body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_array() && j.size() == 1 && j[0].is_object()) return j[0];
+  return j;
+}
+
 std::string server_error_message(const std::string& body) {
-  auto j = nlohmann::json::parse(body, nullptr, false);
+  auto j = parse_error_body(body);
   if (!j.is_discarded() && j.is_object()) {
     // OpenAI, Anthropic, Gemini: {"error": {"message": ...}}; some servers
     // {"error": "..."}; vLLM {"message": ...}; FastAPI {"detail": ...}.

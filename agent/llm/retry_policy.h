@@ -16,6 +16,8 @@
 #include <random>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/llm/http_client.h"
 
 namespace kloop {
@@ -34,6 +36,11 @@ std::optional<std::chrono::milliseconds> parse_retry_after(const std::string& va
 // The server's requested wait: retry-after-ms (OpenAI) or Retry-After.
 std::optional<std::chrono::milliseconds> requested_retry_delay(const HttpResponse& response,
                                                                std::chrono::system_clock::time_point now);
+
+// An API error body parsed; Gemini sends its errors as a one-element JSON
+// array ([{"error": {...}}]), which is unwrapped. Discarded (is_discarded)
+// when the body is not JSON.
+nlohmann::json parse_error_body(const std::string& body);
 
 // The human part of an API error body ({"error": {"message": ...}} and the
 // usual variants), else the body itself, shortened.

@@ -77,6 +77,22 @@ json provider_json(const RunView& v, const ProviderSummary& p) {
           {"incomplete_chains", v.unfinished_chains}};
 }
 
+// The provider's bill from the run's ledger; null for a run without one.
+json bill_json(const RunView& v) {
+  if (!v.ledger.read) return nullptr;
+  const CallLedger& l = v.ledger.ledger;
+  return {{"cost_usd", l.cost_usd},
+          {"calls", l.calls},
+          {"billed_calls", l.billed_calls},
+          {"requests", l.requests},
+          {"transport_faults", l.transport_faults},
+          {"transport_fault_cost_usd", l.transport_fault_cost_usd},
+          {"estimated_calls", l.estimated_calls},
+          {"in_flight_at_stop", l.in_flight_at_stop},
+          {"answered_not_recorded", l.answered_not_recorded},
+          {"kloop_errors_pending", l.kloop_errors_pending}};
+}
+
 json view_json(const RunView& v, const RunMetrics& m) {
   json groups = json::array();
   for (const auto& g : m.groups) groups.push_back(group_json(g, m.ps));
@@ -115,7 +131,8 @@ json view_json(const RunView& v, const RunMetrics& m) {
             {"cost_usd", c.cost_usd},
             {"llm_seconds", c.llm_seconds},
             {"eval_seconds", c.eval_seconds},
-            {"wall_seconds", c.wall_seconds}}},
+            {"wall_seconds", c.wall_seconds},
+            {"provider_bill", bill_json(v)}}},
           {"provider", provider_json(v, m.provider)},
           {"excluded_problems", v.excluded},
           {"chains", v.chains},

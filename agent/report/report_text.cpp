@@ -283,6 +283,32 @@ std::string problems_table(const RunView& v, TextFormat f) {
   return heading("problems (" + std::to_string(v.problems.size()) + ")", 3, f) + render_table(t, f);
 }
 
+// The provider's bill from the run's ledger: every call once, what broke
+// in transport apart from what the model did, and what a stop left open.
+std::string bill_lines(const RunView& v, TextFormat f) {
+  if (!v.ledger.read) return "";
+  const CallLedger& l = v.ledger.ledger;
+  std::string out = (f == TextFormat::kMarkdown ? "\n  " : "  ") +
+                    fmt::format("provider's bill: ${:.4f} for {} billed call(s) of {} request(s), every call once "
+                                "(resends and broken streams included)",
+                                l.cost_usd, l.billed_calls, l.requests);
+  if (l.transport_faults) {
+    out += fmt::format("; transport faults {} (${:.4f}): streams broken after HTTP 200, the provider's, not counted "
+                       "as outcomes",
+                       l.transport_faults, l.transport_fault_cost_usd);
+  }
+  if (l.estimated_calls) out += fmt::format("; {} call(s) costed from their length (no usage sent)", l.estimated_calls);
+  if (l.in_flight_at_stop) {
+    out += fmt::format("; {} request(s) in flight when a driver died (maybe billed, cost unknown)", l.in_flight_at_stop);
+  }
+  if (l.answered_not_recorded) {
+    out += fmt::format("; {} answer(s) kept, not yet evaluated (the next run evaluates them without a request{})",
+                       l.answered_not_recorded,
+                       l.kloop_errors_pending ? fmt::format(", {} after an error of kloop's", l.kloop_errors_pending) : "");
+  }
+  return out + "\n";
+}
+
 std::string cost_table(const CostSummary& c, const TokenPriceTable& prices, TextFormat f) {
   Table t;
   t.header = {"attempts", "input tokens", "output tokens", "reasoning tokens",
@@ -343,7 +369,8 @@ std::string provider_block(const RunView& v, const ProviderSummary& p, TextForma
   }
   const ProviderCallLog& calls = v.provider_calls;
   add(count_items(calls.errors_by_class, {"transient", "quota", "context_overflow", "auth", "model", "bad_request",
-                                          "content_policy", "server_refused", "malformed", "interrupted"}),
+                                          "content_policy", "server_refused", "malformed", "transport_fault",
+                                          "interrupted"}),
       "errors: ");
   if (calls.unreadable_lines) {
     add({plural(calls.unreadable_lines, "unreadable calls.jsonl line", "unreadable calls.jsonl lines")});
@@ -433,7 +460,7 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
     if (g->samples > 1 && !search) out << samples_table(*g, m, f) << "\n";
   }
   out << problems_table(v, f) << "\n";
-  out << failures_table(m.failures, f) << "\n" << cost_table(m.cost, v.prices, f);
+  out << failures_table(m.failures, f) << "\n" << cost_table(m.cost, v.prices, f) << bill_lines(v, f);
   if (v.rescored) {
     out << "  (rescored: tokens, cost and LLM time are those of the run's generations; eval and wall time are the "
            "rescore's)\n";

@@ -16,6 +16,7 @@
 
 #include "agent/report/metrics.h"
 #include "agent/report/run_view.h"
+#include "agent/scaffold/environment_retry.h"
 #include "agent/scaffold/status_line.h"
 #include "agent/store/run_store.h"
 #include "evaluator/evaluate.h"
@@ -66,8 +67,11 @@ class AttemptRescorer {
   // `make_evaluator` is called at the first candidate that must be
   // evaluated: a rescore that only re-judges needs no device or worker.
   AttemptRescorer(const RunStore& store, const ProblemRegistry& registry,
-                  std::function<std::unique_ptr<Evaluator>()> make_evaluator)
-      : store_(store), registry_(registry), make_evaluator_(std::move(make_evaluator)) {}
+                  std::function<std::unique_ptr<Evaluator>()> make_evaluator, int environment_retries)
+      : store_(store),
+        registry_(registry),
+        make_evaluator_(std::move(make_evaluator)),
+        environment_retries_(environment_retries) {}
 
   // The rescored record; throws std::runtime_error (kloop-side) naming the
   // attempt. With `judging_only` (the protocols differ only in judging
@@ -116,7 +120,11 @@ class AttemptRescorer {
     const std::string code = code_file(original);
     const auto start = Clock::now();
     if (!evaluator_) evaluator_ = make_evaluator_();
-    Verdict v = evaluator_->evaluate(spec(original.problem), code);
+    // The machine's faults are evaluated again, never the candidate's verdict.
+    Verdict v = evaluate_retrying_environment([&] { return evaluator_->evaluate(spec(original.problem), code); },
+                                              environment_retries_,
+                                              [&](const std::string& why) { note += (note.empty() ? "" : "; ") + why; })
+                    .verdict;
     r.eval_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     r.outcome = outcome_of(v.verdict);
     r.speedup = v.speedup;
@@ -156,9 +164,51 @@ class AttemptRescorer {
   const RunStore& store_;
   const ProblemRegistry& registry_;
   std::function<std::unique_ptr<Evaluator>()> make_evaluator_;
+  int environment_retries_;
   std::unique_ptr<Evaluator> evaluator_;
   std::map<std::string, ProblemSpec> specs_;
 };
+
+// One attempt rescored, its record appended and its line printed; a
+// kloop-side failure (the spec, the reference, the machine, a lost file) is
+// counted in the summary's errors, and a rerun tries it again.
+void rescore_attempt(const AttemptRecord& original, int index, AttemptRescorer& rescorer, const Protocol& target,
+                     const RescoreOptions& options, RunStore& store, const std::string& file, StatusLine& status,
+                     std::ostream& progress, RescoreSummary& s) {
+  const std::string what =
+      original.problem + " sample " + std::to_string(original.sample) + " turn " + std::to_string(original.turn);
+  try {
+    if (rescorer.excluded(original.problem, options.protocol)) {
+      ++s.excluded;
+      progress << "[" << index << "/" << s.attempts << "] " << what << ": excluded by " << options.protocol
+               << " as degenerate; not rescored\n";
+      return;
+    }
+    status.begin("eval");
+    AttemptRecord r;
+    bool rejudged = false;
+    std::string note;
+    try {
+      r = rescorer.rescore(original, target, s.judging_only, rejudged, note);
+    } catch (...) {
+      status.end("eval");
+      throw;
+    }
+    status.end("eval");
+    status.done(0);
+    store.append(r, file);
+    ++(codeless(original.outcome) ? s.copied : rejudged ? s.rejudged : s.rescored);
+    const std::string how = rejudged ? std::string("re-judged") : fmt::format("{:.1f}s", r.eval_seconds);
+    const std::string line = fmt::format("[{}/{}] {}: {} -> {} ({}){}\n", index, s.attempts, what,
+                                         outcome_text(original.outcome, original.speedup),
+                                         outcome_text(r.outcome, r.speedup), how,
+                                         note.empty() ? "" : ": " + note);
+    status.print(progress, line);
+  } catch (const std::exception& e) {
+    s.errors.push_back(what + ": " + e.what());
+    progress << "[" << index << "/" << s.attempts << "] " << what << ": not rescored: " << e.what() << "\n";
+  }
+}
 
 }  // namespace
 
@@ -206,9 +256,9 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
   // that cannot evaluate (no CUDA for a GPU run) says so once, before any
   // attempt; a rescore that re-judges makes one only if an attempt needs it.
   std::unique_ptr<Evaluator> first = s.judging_only ? nullptr : make_evaluator();
-  AttemptRescorer rescorer(store, registry, [&]() {
-    return first ? std::move(first) : make_evaluator();
-  });
+  const int environment_retries = config.value("evaluation", json::object()).value("environment_retries", 2);
+  AttemptRescorer rescorer(
+      store, registry, [&]() { return first ? std::move(first) : make_evaluator(); }, environment_retries);
   int index = 0;
   StatusLine status(s.attempts);  // on a terminal: done, in flight, ETA
   for (const auto& original : records) {
@@ -218,39 +268,7 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
       status.done(0);
       continue;
     }
-    const std::string what =
-        original.problem + " sample " + std::to_string(original.sample) + " turn " + std::to_string(original.turn);
-    try {
-      if (rescorer.excluded(original.problem, options.protocol)) {
-        ++s.excluded;
-        progress << "[" << index << "/" << s.attempts << "] " << what << ": excluded by " << options.protocol
-                 << " as degenerate; not rescored\n";
-        continue;
-      }
-      status.begin("eval");
-      AttemptRecord r;
-      bool rejudged = false;
-      std::string note;
-      try {
-        r = rescorer.rescore(original, target, s.judging_only, rejudged, note);
-      } catch (...) {
-        status.end("eval");
-        throw;
-      }
-      status.end("eval");
-      status.done(0);
-      store.append(r, file);
-      ++(codeless(original.outcome) ? s.copied : rejudged ? s.rejudged : s.rescored);
-      const std::string how = rejudged ? std::string("re-judged") : fmt::format("{:.1f}s", r.eval_seconds);
-      const std::string line = fmt::format("[{}/{}] {}: {} -> {} ({}){}\n", index, s.attempts, what,
-                                           outcome_text(original.outcome, original.speedup),
-                                           outcome_text(r.outcome, r.speedup), how,
-                                           note.empty() ? "" : ": " + note);
-      status.print(progress, line);
-    } catch (const std::exception& e) {  // kloop-side: the spec, the reference, the machine, a lost file
-      s.errors.push_back(what + ": " + e.what());
-      progress << "[" << index << "/" << s.attempts << "] " << what << ": not rescored: " << e.what() << "\n";
-    }
+    rescore_attempt(original, index, rescorer, target, options, store, file, status, progress, s);
   }
   std::map<Key, Outcome> before;
   for (const auto& r : records) before[key_of(r)] = r.outcome;

@@ -260,6 +260,7 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   for (const auto& r : own_records) recorded_dirs.insert(r.attempt_dir);
   v.provider_calls =
       read_provider_calls(run_dir, std::vector<std::string>(selected.begin(), selected.end()), recorded_dirs);
+  v.ledger = read_run_ledger(run_dir);
   if (v.rescored) {
     std::set<std::tuple<std::string, int, int>> rescored;
     for (const auto& r : records) rescored.insert({r.problem, r.sample, r.turn});

@@ -10,6 +10,7 @@
 
 #include "agent/report/metrics.h"
 #include "agent/report/provider_calls.h"
+#include "agent/scaffold/stage_journal.h"
 #include "evaluator/problem/registry.h"
 #include "evaluator/protocol.h"
 
@@ -45,6 +46,11 @@ struct RunView {
   // run's generations, whichever protocol the view scores them under.
   ProviderCallLog provider_calls;
   TokenPriceTable prices;  // the run's provider.prices, for what the cache saved
+  // The run's ledger of provider calls (stages.jsonl): the provider's bill,
+  // every call counted once, resends and broken streams included, and the
+  // transport faults apart from the model's outcomes. Not read for runs
+  // made before kloop kept one.
+  RunLedger ledger;
 
   std::string label() const;  // "demo [strict]"
 };

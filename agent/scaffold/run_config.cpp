@@ -65,6 +65,7 @@ json RunConfig::to_json() const {
   json evaluation = {{"timeout_s", eval_timeout_s}, {"max_timing_seconds", max_timing_seconds}, {"threads", threads}};
   if (isolation != "strict") evaluation["isolation"] = isolation;
   if (!activity_audit) evaluation["activity_audit"] = false;
+  if (environment_retries != 2) evaluation["environment_retries"] = environment_retries;
   json feedback = json::array();
   for (auto k : scaffold.feedback) feedback.push_back(feedback_kind_name(k));
   json prov = {{"kind", provider.kind},
@@ -95,6 +96,11 @@ json RunConfig::to_json() const {
   prov["initial_backoff_s"] = provider.initial_backoff.count() / 1000.0;
   prov["max_backoff_s"] = provider.max_backoff.count() / 1000.0;
   prov["concurrency"] = provider.concurrency;
+  // The token clocks and the resends that may bill an answer again.
+  prov["stream"] = provider.stream;
+  prov["first_token_timeout_s"] = provider.first_token_timeout.count() / 1000.0;
+  prov["idle_timeout_s"] = provider.idle_timeout.count() / 1000.0;
+  prov["resend_broken_streams"] = provider.resend_broken_streams;
   return {{"name", name},
           {"config_file", path},
           {"problems",
@@ -150,42 +156,10 @@ RunConfig load_run_config(const std::string& path) {
   return run_config_from_json(j, path);
 }
 
-RunConfig run_config_from_json(const json& j, const std::string& path) {
-  const SettingsReader r(j, path);
-  r.known({"name", "runs_dir", "problems_dir", "problems", "device", "devices", "protocol", "candidate_format", "seed",
-           "provider", "scaffold", "prompts", "evaluation", "parallel_chains", "compile_jobs"});
+namespace {
 
-  RunConfig c;
-  c.path = path;
-  c.name = r.get<std::string>("name", fs::path(path).stem().string());
-  if (const std::string why = run_name_problem(c.name); !why.empty()) {
-    r.fail("name", "'" + c.name.substr(0, 200) + "' cannot name a run: " + why);
-  }
-  // Given in the config: relative to it; not given: runs/ in the working folder.
-  c.runs_dir = j.contains("runs_dir") ? r.resolve_path(r.get<std::string>("runs_dir", ""))
-                                      : (fs::current_path() / "runs").string();
-  c.problems_dir = r.resolve_path(r.get<std::string>("problems_dir", ProblemRegistry::default_root()));
-  c.device = r.get<std::string>("device", "cpu");
-  c.protocol = r.get<std::string>("protocol", "strict");
-  try {
-    (void)protocol_by_name(c.protocol);
-  } catch (const std::invalid_argument& e) {
-    r.fail("protocol", e.what());
-  }
-  c.candidate_format = r.get<std::string>("candidate_format", "cpp");
-  if (c.candidate_format != "cpp" && c.candidate_format != "kernelbench_python") {
-    r.fail("candidate_format", "'" + c.candidate_format + "' is not a format; use cpp (kloop's kernel API) or "
-                                                          "kernelbench_python (KernelBench's Python ModelNew)");
-  }
-  if (c.device != "cpu" && c.device != "cuda" && c.device.rfind("cuda:", 0) != 0) {
-    r.fail("device", "'" + c.device + "' is not a device; use cpu, cuda or cuda:N");
-  }
-#ifndef KLOOP_WITH_CUDA
-  if (c.device != "cpu") {
-    r.fail("device", "this kloop was built without CUDA (a CPU LibTorch); build it against a CUDA LibTorch "
-                     "(scripts/build with KLOOP_CMAKE_ARGS=-DCMAKE_PREFIX_PATH=...) or use device: cpu");
-  }
-#endif
+// devices: all, a count, or a list of GPU indices (evaluation_devices resolves it).
+void read_devices(const SettingsReader& r, const json& j, RunConfig& c) {
   if (j.contains("devices") && !j["devices"].is_null()) {
     const json& d = j["devices"];
     const bool pinned = c.device.rfind("cuda:", 0) == 0;
@@ -220,11 +194,9 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
     }
     c.devices = d;
   }
-  c.seed = r.get<unsigned long long>("seed", 1);
-  c.parallel_chains = r.get<int>("parallel_chains", 0);
-  c.compile_jobs = r.get<int>("compile_jobs", 0);
-  if (c.compile_jobs < 0) r.fail("compile_jobs", "must be 0 (one per core) or a positive number of compiles at once");
+}
 
+void read_problems(const SettingsReader& r, RunConfig& c) {
   if (r.has("problems") && !r.at("problems").is_object())
     r.fail("problems", "expected a map with suite, level and/or names");
   const SettingsReader problems = r.block("problems");
@@ -244,16 +216,10 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
     }
   }
 
-  if (!j.contains("provider")) r.fail("provider", "missing; e.g. {kind: openai, model: gpt-5, api_key_env: OPENAI_API_KEY}");
-  c.provider = provider_config_from_json(j["provider"], path);
-  if (!c.provider.transcript.empty()) c.provider.transcript = r.resolve_path(c.provider.transcript);
+}
 
-  const SettingsReader sc = r.block("scaffold");
-  sc.known({"kind", "samples", "turns", "feedback", "context", "keep_best", "early_stop_speedup", "width", "expand",
-            "depth", "population", "generations", "parents", "crossover", "mutate_prompt", "select"});
-  c.scaffold.kind = sc.get<std::string>("kind", "iterative");
-  const bool search = c.scaffold.kind == "beam" || c.scaffold.kind == "evolve";
-  // Each field belongs to its scaffolds: one given to another is a mistake.
+// Each field belongs to its scaffolds: one given to another is a mistake.
+void check_scaffold_fields(const SettingsReader& r, const SettingsReader& sc, const RunConfig& c, bool search) {
   auto only_for = [&](const std::string& field, const std::set<std::string>& kinds) {
     if (sc.json().contains(field) && !kinds.count(c.scaffold.kind)) {
       std::string list;
@@ -279,6 +245,10 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
       }
     }
   }
+}
+
+// samples and turns: a chain's own, or a search's from its shape.
+void read_scaffold_shape(const SettingsReader& r, const SettingsReader& sc, RunConfig& c, bool search) {
   auto positive = [&](const char* field, int fallback) {
     const int v = sc.get<int>(field, fallback);
     if (v < 1) r.fail(std::string("scaffold.") + field, "expected at least 1, got " + std::to_string(v));
@@ -303,6 +273,16 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
     c.scaffold.samples = c.scaffold.population;
     c.scaffold.turns = positive("generations", 3);
   }
+}
+
+void read_scaffold(const SettingsReader& r, RunConfig& c) {
+  const SettingsReader sc = r.block("scaffold");
+  sc.known({"kind", "samples", "turns", "feedback", "context", "keep_best", "early_stop_speedup", "width", "expand",
+            "depth", "population", "generations", "parents", "crossover", "mutate_prompt", "select"});
+  c.scaffold.kind = sc.get<std::string>("kind", "iterative");
+  const bool search = c.scaffold.kind == "beam" || c.scaffold.kind == "evolve";
+  check_scaffold_fields(r, sc, c, search);
+  read_scaffold_shape(r, sc, c, search);
   if (search) {
     c.scaffold.select = sc.get<std::string>("select", "correct_then_speedup");
     if (c.scaffold.select != "correct_then_speedup" && c.scaffold.select != "speedup") {
@@ -340,6 +320,9 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
     c.scaffold.early_stop_speedup = sc.get<double>("early_stop_speedup", 0);
   }
 
+}
+
+void read_prompts(const SettingsReader& r, RunConfig& c) {
   const SettingsReader pr = r.block("prompts");
   pr.known({"dir", "max_feedback_chars", "max_reference_chars", "style", "upstream"});
   c.prompts.dir = r.resolve_path(pr.get<std::string>("dir", data_dir() + "/prompts"));
@@ -364,16 +347,78 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
   }
   c.prompts.feedback = c.scaffold.feedback;
 
+}
+
+void read_evaluation(const SettingsReader& r, RunConfig& c) {
   const SettingsReader ev = r.block("evaluation");
-  ev.known({"timeout_s", "max_timing_seconds", "threads", "isolation", "activity_audit"});
+  ev.known({"timeout_s", "max_timing_seconds", "threads", "isolation", "activity_audit", "environment_retries"});
   c.activity_audit = ev.get<bool>("activity_audit", true);
   c.eval_timeout_s = ev.get<double>("timeout_s", kDefaultRunTimeoutSeconds);
   c.max_timing_seconds = ev.get<double>("max_timing_seconds", 0);
   c.threads = ev.get<int>("threads", 0);
   c.isolation = ev.get<std::string>("isolation", "strict");
+  c.environment_retries = ev.get<int>("environment_retries", 2);
+  if (c.environment_retries < 0 || c.environment_retries > 10) {
+    r.fail("evaluation.environment_retries", "expected 0 to 10 evaluations made again, got " +
+                                                 std::to_string(c.environment_retries));
+  }
   if (!parse_isolation(c.isolation) || c.isolation == "none") {
     r.fail("evaluation.isolation", "'" + c.isolation + "' is not a sandbox level; use strict (the default) or weak");
   }
+}
+
+}  // namespace
+
+RunConfig run_config_from_json(const json& j, const std::string& path) {
+  const SettingsReader r(j, path);
+  r.known({"name", "runs_dir", "problems_dir", "problems", "device", "devices", "protocol", "candidate_format", "seed",
+           "provider", "scaffold", "prompts", "evaluation", "parallel_chains", "compile_jobs"});
+
+  RunConfig c;
+  c.path = path;
+  c.name = r.get<std::string>("name", fs::path(path).stem().string());
+  if (const std::string why = run_name_problem(c.name); !why.empty()) {
+    r.fail("name", "'" + c.name.substr(0, 200) + "' cannot name a run: " + why);
+  }
+  // Given in the config: relative to it; not given: runs/ in the working folder.
+  c.runs_dir = j.contains("runs_dir") ? r.resolve_path(r.get<std::string>("runs_dir", ""))
+                                      : (fs::current_path() / "runs").string();
+  c.problems_dir = r.resolve_path(r.get<std::string>("problems_dir", ProblemRegistry::default_root()));
+  c.device = r.get<std::string>("device", "cpu");
+  c.protocol = r.get<std::string>("protocol", "strict");
+  try {
+    (void)protocol_by_name(c.protocol);
+  } catch (const std::invalid_argument& e) {
+    r.fail("protocol", e.what());
+  }
+  c.candidate_format = r.get<std::string>("candidate_format", "cpp");
+  if (c.candidate_format != "cpp" && c.candidate_format != "kernelbench_python") {
+    r.fail("candidate_format", "'" + c.candidate_format + "' is not a format; use cpp (kloop's kernel API) or "
+                                                          "kernelbench_python (KernelBench's Python ModelNew)");
+  }
+  if (c.device != "cpu" && c.device != "cuda" && c.device.rfind("cuda:", 0) != 0) {
+    r.fail("device", "'" + c.device + "' is not a device; use cpu, cuda or cuda:N");
+  }
+#ifndef KLOOP_WITH_CUDA
+  if (c.device != "cpu") {
+    r.fail("device", "this kloop was built without CUDA (a CPU LibTorch); build it against a CUDA LibTorch "
+                     "(scripts/build with KLOOP_CMAKE_ARGS=-DCMAKE_PREFIX_PATH=...) or use device: cpu");
+  }
+#endif
+  c.seed = r.get<unsigned long long>("seed", 1);
+  c.parallel_chains = r.get<int>("parallel_chains", 0);
+  c.compile_jobs = r.get<int>("compile_jobs", 0);
+  if (c.compile_jobs < 0) r.fail("compile_jobs", "must be 0 (one per core) or a positive number of compiles at once");
+
+  read_devices(r, j, c);
+  read_problems(r, c);
+  if (!j.contains("provider")) r.fail("provider", "missing; e.g. {kind: openai, model: gpt-5, api_key_env: OPENAI_API_KEY}");
+  c.provider = provider_config_from_json(j["provider"], path);
+  if (!c.provider.transcript.empty()) c.provider.transcript = r.resolve_path(c.provider.transcript);
+
+  read_scaffold(r, c);
+  read_prompts(r, c);
+  read_evaluation(r, c);
   return c;
 }
 

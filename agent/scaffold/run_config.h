@@ -83,6 +83,10 @@ struct RunConfig {
   int threads = 0;
   std::string isolation = "strict";  // the candidate's sandbox: strict or weak (evaluator/isolation/sandbox.h)
   bool activity_audit = true;  // GPU: trace the candidate's kernels (false: timings stand unaudited)
+  // Evaluations made again when the machine, not the candidate, may be at
+  // fault (environment_retry.h): a worker that could not start, the
+  // reference out of memory beside the candidate, a fork that failed.
+  int environment_retries = 2;
   int parallel_chains = 0;  // 0: the provider's concurrency
   int compile_jobs = 0;     // compiles at once; 0: the cores this process may run on
 

@@ -1,16 +1,19 @@
-// TurnLoop: runs an experiment. For every problem and sample it asks the
-// model for a candidate, evaluates it, and feeds the verdict back for the
-// next turn, recording every attempt in the run store. LLM requests run in
-// parallel across chains; compiles too, at most one per slot of the run's
-// CompilePool (one per core by default); evaluations go to one queue per
-// device (DeviceQueues) and run one at a time on each, so timings do not
-// disturb each other.
+// TurnLoop: runs an experiment. The scaffold's planner (planners.h) says
+// which attempts each problem needs; each attempt goes through its stored
+// stages (attempt_stages.h: request, extract, build, judge, record), and
+// its verdict feeds the attempts planned after it. One scheduler
+// (scheduler.h) runs it all: model requests up to the provider's
+// concurrency, compiles one per slot of the run's compile pool (one per
+// core by default), evaluations one at a time on each device, so timings
+// do not disturb each other. A run stopped at any point (kill -9, Ctrl-C,
+// a fatal provider error) resumes from the last stage each attempt reached.
 //
 // A run may be split into shards by problem (the i-th selected problem in
 // shard i mod N, stable across resubmission): each shard's driver runs its
 // problems into the same run folder, its records in a file of its own.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -40,7 +43,7 @@ struct LoopSummary {
   int attempts_run = 0;      // in this invocation
   int attempts_resumed = 0;  // found in the run store and skipped
   int chains_incomplete = 0; // stopped by a provider or kloop-side error; a rerun resumes them
-  double cost_usd = 0;
+  double cost_usd = 0;       // every provider call of this invocation (resends and broken streams included)
   long long tokens = 0;
   std::vector<TurnSummary> by_turn;
   std::string fatal_error;  // set when the provider refused for good (bad key, unknown model)
@@ -50,6 +53,15 @@ struct LoopSummary {
   std::vector<QueueFigures> queues;   // the evaluation queues, one per device
   CompilePoolFigures compiles;        // the run's compile slots (candidates and run-start references)
   double seconds = 0;                 // wall time of the run's attempts
+  // A stopped run (Ctrl-C, SIGTERM): why, and what it kept.
+  std::string stopped;
+  int answers_kept = 0;  // answered, not yet judged: the next run evaluates them without a request
+  int requests_cut = 0;  // cut in flight by a second interrupt (their partial cost recorded)
+  // Streams that broke after HTTP 200 (the provider's fault, never an
+  // outcome of the model): how many, and what they cost.
+  int transport_faults = 0;
+  double transport_fault_cost_usd = 0;
+  int kloop_errors = 0;  // evaluations that failed on kloop's side; their answers kept
 };
 
 // Which shard a problem falls in: the i-th of the selection (after the
@@ -76,6 +88,10 @@ class TurnLoop {
   // Run (or check) only this shard's problems, its records in
   // results.shard-<index>.jsonl, under the shard's own lock.
   void set_shard(Shard shard) { shard_ = shard; }
+  // A count of interrupts (SIGINT, SIGTERM) the caller's handler raises:
+  // the first stops the run (nothing new starts, what is in flight is kept),
+  // the second also cuts the requests in flight.
+  void set_interrupts(const std::atomic<int>* count) { interrupts_ = count; }
   // The problems a run selects (after the protocol's exclusions), in shard
   // order. Throws naming the config when it selects none.
   std::vector<ProblemSpec> selected_problems() const;
@@ -95,12 +111,16 @@ class TurnLoop {
   // The attempt's code file: candidate.py, .cpp (CPU) or .cu (CUDA).
   std::string candidate_extension() const { return python_candidates() ? ".py" : config_.device == "cpu" ? ".cpp" : ".cu"; }
   nlohmann::json resolved_config(const Redactor& redactor) const;
+  // The evaluation queues' evaluators, checked before any request.
+  struct Evaluation;
+  Evaluation prepare_evaluation() const;
 
   RunConfig config_;
   LlmProvider& provider_;
   std::ostream& progress_;
   bool provider_check_ = false;
   std::optional<Shard> shard_;
+  const std::atomic<int>* interrupts_ = nullptr;
 };
 
 // The summary table printed after a run.

@@ -86,7 +86,7 @@ std::string record_stem(const std::string& name) {
 
 bool is_record_file(const std::string& name) {
   const std::string stem = record_stem(name);
-  return stem == "results" || (stem.size() > 8 && stem.rfind("rescore-", 0) == 0);
+  return stem == "results" || stem == "stages" || (stem.size() > 8 && stem.rfind("rescore-", 0) == 0);
 }
 
 std::string line_list(const std::vector<int>& lines) {
@@ -583,11 +583,10 @@ std::vector<std::string> RunStore::record_files(const std::string& file) const {
   return out;
 }
 
-std::vector<AttemptRecord> RunStore::load_results(const std::string& file) const {
-  std::vector<AttemptRecord> out;
+std::vector<json> RunStore::load_lines(const std::string& file) const {
+  std::vector<json> out;
   const Signing sg = signing(false);
   const std::optional<IntegrityKey>& key = sg.key;
-  std::set<std::tuple<std::string, int, int>> seen;
   for (const std::string& name : record_files(file)) {
     const fs::path p = fs::path(path_) / name;
     std::ifstream in(p);
@@ -598,29 +597,24 @@ std::vector<AttemptRecord> RunStore::load_results(const std::string& file) const
     while (std::getline(in, line)) {
       ++line_number;
       if (line.empty()) continue;
-      try {
-        json j = json::parse(line);
-        std::string mac;
-        if (j.is_object() && j.contains("mac") && j["mac"].is_string()) {
-          mac = j["mac"].get<std::string>();
-          j.erase("mac");
-        }
-        // Under the name of the file it is in: a record moved to another
-        // shard's file or another protocol's does not verify.
-        if (key && (mac.empty() || !record_mac_holds(*key, sg.run_id, name, j, mac))) {
-          rejected.push_back(line_number);
-          continue;
-        }
-        AttemptRecord r = AttemptRecord::from_json(j);
-        unverified += key ? 0 : 1;
-        if (seen.insert({r.problem, r.sample, r.turn}).second) out.push_back(std::move(r));
-      } catch (const json::exception&) {
-        // A line cut short by a kill; its attempt will be redone.
-      } catch (const std::invalid_argument& e) {
-        // A whole, signed line this kloop cannot read: redoing its attempt
-        // would spend again what was spent on it.
-        throw std::runtime_error(p.string() + ":" + std::to_string(line_number) + ": " + e.what());
+      json j = json::parse(line, nullptr, false);
+      // A line cut short by a kill: what it held is redone.
+      if (!j.is_object()) continue;
+      std::string mac;
+      if (j.contains("mac") && j["mac"].is_string()) {
+        mac = j["mac"].get<std::string>();
+        j.erase("mac");
       }
+      // Under the name of the file it is in: a record moved to another
+      // shard's file or another protocol's does not verify.
+      if (key && (mac.empty() || !record_mac_holds(*key, sg.run_id, name, j, mac))) {
+        rejected.push_back(line_number);
+        continue;
+      }
+      unverified += key ? 0 : 1;
+      j["_file"] = name;
+      j["_line"] = line_number;
+      out.push_back(std::move(j));
     }
     if (!rejected.empty()) {
       warn_untrusted(p.string() + ": " + std::to_string(rejected.size()) + " of " + std::to_string(line_number) +
@@ -630,6 +624,28 @@ std::vector<AttemptRecord> RunStore::load_results(const std::string& file) const
     }
     if (unverified > 0) {
       warn_untrusted(p.string() + ": " + std::to_string(unverified) + " record(s) unverified: " + sg.unverified);
+    }
+  }
+  return out;
+}
+
+std::vector<AttemptRecord> RunStore::load_results(const std::string& file) const {
+  std::vector<AttemptRecord> out;
+  std::set<std::tuple<std::string, int, int>> seen;
+  for (json& j : load_lines(file)) {
+    const std::string where = (fs::path(path_) / j["_file"].get<std::string>()).string() + ":" +
+                              std::to_string(j["_line"].get<int>());
+    j.erase("_file");
+    j.erase("_line");
+    try {
+      AttemptRecord r = AttemptRecord::from_json(j);
+      if (seen.insert({r.problem, r.sample, r.turn}).second) out.push_back(std::move(r));
+    } catch (const json::exception&) {
+      // A whole line that is no record (fields missing): redone.
+    } catch (const std::invalid_argument& e) {
+      // A whole, signed line this kloop cannot read: redoing its attempt
+      // would spend again what was spent on it.
+      throw std::runtime_error(where + ": " + e.what());
     }
   }
   return out;
@@ -664,10 +680,14 @@ void RunStore::write_text(const std::string& path, const std::string& text) {
 }
 
 void RunStore::append(const AttemptRecord& record, const std::string& to) {
+  append_line(json::parse(record.to_json().dump()), to);  // the fields as they will read back
+}
+
+void RunStore::append_line(const json& record, const std::string& to) {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string file = shard_ ? shard_file(to, *shard_) : to;
   const std::string p = (fs::path(path_) / file).string();
-  json signed_record = json::parse(record.to_json().dump());  // the fields as they will read back
+  json signed_record = record;
   const Signing sg = signing(true);
   if (sg.key) {
     signed_record["mac"] = record_mac(*sg.key, sg.run_id, file, signed_record);

@@ -201,10 +201,20 @@ class RunStore {
   // run's key (made here when the run has no record yet). Thread-safe.
   void append(const AttemptRecord& record, const std::string& file = kResultsFile);
 
+  // The same for any JSON object (the stage records, stages.jsonl): one
+  // signed line, durably, in this driver's shard's file. Thread-safe.
+  void append_line(const nlohmann::json& line, const std::string& file);
+  // Every whole, signed line of `file` and its shards', in file order,
+  // without its "mac" and with "_file" and "_line" saying where it was
+  // read; lines whose MAC is missing or wrong are dropped with one
+  // warning, as load_results drops records.
+  std::vector<nlohmann::json> load_lines(const std::string& file) const;
+
   static constexpr const char* kResultsFile = "results.jsonl";
   static constexpr const char* kSigningFile = "signing.json";
   static constexpr const char* kSealFile = "seal.json";
   // The key older kloops kept inside the run folder (still read, never made).
+  static constexpr const char* kStagesFile = "stages.jsonl";
   static constexpr const char* kKeyFile = "run.key";
 
  private:

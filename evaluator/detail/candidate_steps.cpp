@@ -36,11 +36,24 @@ CandidateSteps::CandidateSteps(const ProblemSpec& spec, const Protocol& protocol
 
 std::optional<Verdict> CandidateSteps::worker_failed(const CallStatus& r) {
   if (r.ok()) return std::nullopt;
+  // Died before it announced a phase: it never loaded the module, so
+  // nothing of the candidate's ran; the machine could not start it.
+  if (!r.replied && !cand_.started()) {
+    throw EnvironmentError("the candidate's worker ended before it started (" + cand_.failure() + ")");
+  }
   WorkerFailure seen = cand_.failure_observed();
   if (r.replied) seen = {WorkerFailure::Kind::kReplied, r.failure->error_class, r.failure->message};
   v_.log_tail = cand_.log_tail();
   const FailureJudgement judged = judge_failure(seen);
   if (judged.finding) v_.integrity.push_back(*judged.finding);
+  // A process that could not fork or start a thread may have met the
+  // machine's limits rather than its own: evaluated again before it stands.
+  const VerdictClass c = judged.decision.verdict;
+  if ((c == VerdictClass::kLoadError || c == VerdictClass::kRuntimeError) &&
+      machine_exhausted(seen.message + "\n" + v_.log_tail)) {
+    v_.environment_fault = "the candidate's process ran out of processes, threads or memory (" +
+                           judged.decision.message.substr(0, 300) + ")";
+  }
   return finish_(judged.decision.verdict, judged.decision.message);
 }
 
@@ -48,6 +61,10 @@ void CandidateSteps::reference_failed(const std::string& error_class, const std:
                                       const std::string& what) {
   if (error_class == "out_of_memory") {
     v_.log_tail = cand_.log_tail();
+    // Another evaluation's memory, or the candidate's: evaluated again
+    // before this verdict stands (a candidate that always leaves no room
+    // gets it).
+    v_.environment_fault = "the reference ran out of memory beside the candidate";
     throw CandidateFailed{finish_(VerdictClass::kRuntimeError,
                                   "out of memory beside the candidate: the reference could not judge it (" +
                                       message.substr(0, 600) +

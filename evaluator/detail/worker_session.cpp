@@ -1,6 +1,9 @@
 // The work folder and the log helpers of worker_session.h.
 #include "evaluator/detail/worker_session.h"
 
+#include <algorithm>
+#include <fstream>
+
 #include "evaluator/build/python_env.h"
 
 #include <dirent.h>
@@ -96,15 +99,26 @@ std::string last_phase(const std::string& log) {
 
 void passive_thread_pools() { setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0); }
 
+bool announced_a_phase(const std::string& log_path) {
+  std::ifstream in(log_path, std::ios::binary);
+  std::string head(65536, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+  return head.find("kloop-worker: ") != std::string::npos;
+}
+
 std::string last_lines(const std::string& text, int n) {
+  // Back to the (n + 1)-th newline from the end (a final newline counts);
+  // fewer of them: the whole text, an empty one included (a worker that
+  // wrote nothing before it died).
   int count = 0;
-  std::size_t pos = text.size();
-  while (pos > 0 && count <= n) {
-    pos = text.rfind('\n', pos - 1);
-    if (pos == std::string::npos) return text;
-    ++count;
+  for (std::size_t pos = text.size(); pos > 0;) {
+    const std::size_t newline = text.rfind('\n', pos - 1);
+    if (newline == std::string::npos) break;
+    if (++count > n) return text.substr(newline + 1);
+    pos = newline;
   }
-  return text.substr(pos + 1);
+  return text;
 }
 
 std::string stage_module(const WorkDir& work, const std::string& library) {

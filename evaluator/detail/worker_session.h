@@ -62,6 +62,10 @@ class WorkDir {
 // The last phase a worker announced on its log ("forward, case 2 call 0").
 std::string last_phase(const std::string& log);
 
+// Whether a worker's log (its first 64 KiB) holds a phase it announced.
+bool announced_a_phase(const std::string& log_path);
+
+// The last n lines of a text (the whole text when it has fewer).
 std::string last_lines(const std::string& text, int n);
 
 // Workers' OpenMP threads sleep as soon as a parallel region ends
@@ -125,6 +129,10 @@ class WorkerSession {
   }
   const std::string& failure() const { return failure_; }
   std::string log_tail() const { return last_lines(file_tail(log_path_, 16384), 30); }
+  // Whether the worker announced a phase on its log: one that died before
+  // it did never got as far as loading a module (nothing the candidate
+  // wrote ran), so its death is the machine's (it could not start).
+  bool started() const { return announced_a_phase(log_path_); }
   std::vector<UniqueFd>& fds() { return fds_; }
   pid_t pid() const { return process_.pid(); }
 

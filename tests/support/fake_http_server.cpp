@@ -75,15 +75,17 @@ const char* reason_phrase(int status) {
   }
 }
 
-void send_all(int fd, const std::string& data) {
+// The bytes sent: all of them, or fewer when the client went away.
+std::size_t send_all(int fd, const std::string& data) {
   std::size_t off = 0;
   while (off < data.size()) {
     // MSG_NOSIGNAL: a client that gave up must not kill the test binary.
     ssize_t n = send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) return off;
     off += static_cast<std::size_t>(n);
   }
+  return off;
 }
 
 }  // namespace
@@ -113,12 +115,27 @@ FakeHttpServer::~FakeHttpServer() {
 
 void FakeHttpServer::enqueue(ScriptedResponse response) {
   std::lock_guard<std::mutex> lock(mutex_);
-  script_.push_back({std::move(response), std::string::npos, std::chrono::milliseconds(0)});
+  script_.push_back({std::move(response), std::string::npos, std::chrono::milliseconds(0), {}});
 }
 
 void FakeHttpServer::enqueue_cut(ScriptedResponse response, std::size_t cut_at, std::chrono::milliseconds stall) {
   std::lock_guard<std::mutex> lock(mutex_);
-  script_.push_back({std::move(response), cut_at, stall});
+  script_.push_back({std::move(response), cut_at, stall, {}});
+}
+
+void FakeHttpServer::enqueue_paused(ScriptedResponse response, std::size_t at, std::chrono::milliseconds pause) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  script_.push_back({std::move(response), std::string::npos, std::chrono::milliseconds(0), {{at, pause}}});
+}
+
+void FakeHttpServer::set_handler(std::function<ScriptedReply(const RecordedRequest&, std::size_t)> handler) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  handler_ = std::move(handler);
+}
+
+void FakeHttpServer::set_delivered(std::function<void(std::size_t, std::size_t)> delivered) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  delivered_ = std::move(delivered);
 }
 
 void FakeHttpServer::enqueue_json(int status, const std::string& body) {
@@ -201,18 +218,25 @@ void FakeHttpServer::serve(int fd) {
   }
   request.body = data.substr(header_end + 4, content_length);
 
-  ScriptedResponse response{500, {}, "fake server: no scripted response left", std::chrono::milliseconds(0)};
-  std::size_t cut_at = std::string::npos;
-  std::chrono::milliseconds stall{0};
+  ScriptedReply reply{{500, {}, "fake server: no scripted response left", std::chrono::milliseconds(0)},
+                      std::string::npos, std::chrono::milliseconds(0), {}};
+  std::size_t index = 0;
+  std::function<ScriptedReply(const RecordedRequest&, std::size_t)> handler;
   {
     std::unique_lock<std::mutex> lock(mutex_);
+    index = requests_.size();
     requests_.push_back(request);
     if (!script_.empty()) {
-      response = script_.front().response;
-      cut_at = script_.front().cut_at;
-      stall = script_.front().stall;
+      reply = script_.front();
       script_.pop_front();
+    } else {
+      handler = handler_;
     }
+  }
+  if (handler) reply = handler(request, index);
+  const ScriptedResponse& response = reply.response;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
     max_in_flight_ = std::max(max_in_flight_.load(), ++in_flight_);
     if (response.delay.count() > 0) {
       stop_signal_.wait_for(lock, response.delay, [this] { return stopping_.load(); });
@@ -221,18 +245,36 @@ void FakeHttpServer::serve(int fd) {
     // its next request, which must not find this one still counted.
     --in_flight_;
   }
+  std::size_t body_sent = 0;
   if (!stopping_) {
-    std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
-    for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
-    out += "Content-Length: " + std::to_string(response.body.size()) + "\r\nConnection: close\r\n\r\n";
-    out += response.body.substr(0, cut_at);
-    send_all(fd, out);
-    if (stall.count() > 0) {
+    std::string head = "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
+    for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
+    head += "Content-Length: " + std::to_string(response.body.size()) + "\r\nConnection: close\r\n\r\n";
+    const std::string body = response.body.substr(0, reply.cut_at);
+    bool open = send_all(fd, head) == head.size();
+    std::size_t from = 0;
+    for (const auto& [at, pause] : reply.pauses) {
+      if (!open || at <= from || at > body.size()) continue;
+      const std::size_t n = send_all(fd, body.substr(from, at - from));
+      body_sent += n;
+      open = n == at - from;
+      from = at;
       std::unique_lock<std::mutex> lock(mutex_);
-      stop_signal_.wait_for(lock, stall, [this] { return stopping_.load(); });
+      stop_signal_.wait_for(lock, pause, [this] { return stopping_.load(); });
+    }
+    if (open) body_sent += send_all(fd, body.substr(from));
+    if (reply.stall.count() > 0) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      stop_signal_.wait_for(lock, reply.stall, [this] { return stopping_.load(); });
     }
   }
   close(fd);
+  std::function<void(std::size_t, std::size_t)> delivered;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    delivered = delivered_;
+  }
+  if (delivered) delivered(index, body_sent);
 }
 
 }  // namespace kloop::test_support

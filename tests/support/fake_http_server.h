@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -32,6 +33,16 @@ struct RecordedRequest {
   std::string body;
 };
 
+// Everything a request can be answered with: a scripted response, cut
+// after `cut_at` body bytes (the server then waits `stall` and closes),
+// with `pauses` in its body (after that many bytes, wait that long).
+struct ScriptedReply {
+  ScriptedResponse response;
+  std::size_t cut_at = std::string::npos;
+  std::chrono::milliseconds stall{0};
+  std::vector<std::pair<std::size_t, std::chrono::milliseconds>> pauses;
+};
+
 class FakeHttpServer {
  public:
   FakeHttpServer();   // binds an ephemeral port and starts serving
@@ -47,6 +58,14 @@ class FakeHttpServer {
   // promises all of it): the server waits `stall`, then closes. A stream
   // that breaks, or goes silent, part way.
   void enqueue_cut(ScriptedResponse response, std::size_t cut_at, std::chrono::milliseconds stall);
+  // A response whose body pauses: after `at` bytes, for `pause`, then the rest.
+  // A model that reasons silently after its first event.
+  void enqueue_paused(ScriptedResponse response, std::size_t at, std::chrono::milliseconds pause);
+  // Answers every request the script has no response for (the request and
+  // its index among all requests); none set: 500 "no scripted response left".
+  void set_handler(std::function<ScriptedReply(const RecordedRequest&, std::size_t index)> handler);
+  // Hears, after each response, how many of its body's bytes went out.
+  void set_delivered(std::function<void(std::size_t index, std::size_t body_bytes_sent)> delivered);
 
   int port() const { return port_; }
   std::string base_url() const;  // http://127.0.0.1:<port>
@@ -65,12 +84,9 @@ class FakeHttpServer {
   std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;
   std::condition_variable stop_signal_;
-  struct Scripted {
-    ScriptedResponse response;
-    std::size_t cut_at = std::string::npos;
-    std::chrono::milliseconds stall{0};
-  };
-  std::deque<Scripted> script_;
+  std::deque<ScriptedReply> script_;
+  std::function<ScriptedReply(const RecordedRequest&, std::size_t)> handler_;
+  std::function<void(std::size_t, std::size_t)> delivered_;
   std::vector<RecordedRequest> requests_;
   std::vector<std::thread> connections_;
   int in_flight_ = 0;
