@@ -53,7 +53,8 @@ constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 // it lacks them and the caller may change them (its own folder, or root).
 void make_usable(int fd) {
   struct stat st {};
-  if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700) fchmod(fd, (st.st_mode & 07777) | 0700);
+  // Where the mode cannot change, what needs it fails and says so.
+  if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700 && fchmod(fd, (st.st_mode & 07777) | 0700) != 0) return;
 }
 
 // Opens the folder `name` in `parent`, without following a link; a folder
@@ -63,8 +64,8 @@ int open_dir_at(int parent, const char* name) {
   if (fd < 0 && errno == EACCES) {
     struct stat st {};
     if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-      fchmodat(parent, name, (st.st_mode & 07777) | 0700, 0);
-      fd = openat(parent, name, kDirFlags);
+      // Where the mode cannot change, the open below fails and says so.
+      if (fchmodat(parent, name, (st.st_mode & 07777) | 0700, 0) == 0) fd = openat(parent, name, kDirFlags);
     }
   }
   return fd;
@@ -283,7 +284,10 @@ std::string sanitize_tree(const std::string& path, std::optional<uid_t> owner, c
                          // No set-id bit survives into what kloop hands out;
                          // folders stay enterable by their owner.
                          const mode_t keep = (st.st_mode & 0777) | (S_ISDIR(st.st_mode) ? 0700 : 0600);
-                         if ((st.st_mode & 07777) != keep) fchmodat(parent, name.c_str(), keep, 0);
+                         if ((st.st_mode & 07777) != keep && fchmodat(parent, name.c_str(), keep, 0) != 0) {
+                           w = "cannot clear the mode bits of " + rel + ": " + errno_text(errno);
+                           return false;
+                         }
                          return true;
                        },
                        why);
