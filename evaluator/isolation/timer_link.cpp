@@ -171,12 +171,22 @@ void device_abort(SharedBlock& control) {
   // stream would wait for them: they are blocking streams).
   cudaStream_t s = nullptr;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
-  for (Word w : {Word::kGo, Word::kCalled, Word::kCopied}) {
+  for (Word w : {Word::kGo, Word::kCalled, Word::kCopied, Word::kArmed}) {
     cuStreamWriteValue32(reinterpret_cast<CUstream>(s), reinterpret_cast<CUdeviceptr>(word_address(control, w)),
                          kAbort, 0);
   }
   cudaStreamSynchronize(s);
   cudaStreamDestroy(s);
+}
+
+void arm(SharedBlock& control, uint32_t value) {
+  // Non-blocking: the worker's own stream is held by its wait for go.
+  static cudaStream_t s = [] {
+    cudaStream_t made = nullptr;
+    KLOOP_CUDA_CHECK(cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking), "the timer's arming stream");
+    return made;
+  }();
+  stream_store(s, control, Word::kArmed, value);
 }
 
 uint32_t device_load(SharedBlock& control, Word w) {
@@ -189,6 +199,7 @@ uint32_t device_load(SharedBlock& control, Word w) {
 void stream_store(void*, SharedBlock&, Word, uint32_t) { throw std::logic_error("no CUDA in this build"); }
 void stream_wait(void*, SharedBlock&, Word, uint32_t) { throw std::logic_error("no CUDA in this build"); }
 void device_abort(SharedBlock&) {}
+void arm(SharedBlock&, uint32_t) { throw std::logic_error("no CUDA in this build"); }
 uint32_t device_load(SharedBlock&, Word) { throw std::logic_error("no CUDA in this build"); }
 #endif
 

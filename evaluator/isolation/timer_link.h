@@ -61,7 +61,10 @@ namespace timer {
 
 // The control block: one counter per cache line.
 constexpr uint64_t kControlBytes = 4096;
-enum class Word { kGo = 0, kCalled = 1, kCopied = 2 };
+// kArmed (GPU): the candidate's worker has done its own steps before a call
+// (its wait for go is on its stream); the timer's stream waits for it before
+// it draws, so none of kloop's per-call work lands in a call's window.
+enum class Word { kGo = 0, kCalled = 1, kCopied = 2, kArmed = 3 };
 constexpr uint32_t kAbort = 0xffffffffu;
 using Deadline = std::chrono::steady_clock::time_point;
 
@@ -72,6 +75,9 @@ void host_store(SharedBlock& control, Word w, uint32_t value);
 std::optional<uint32_t> host_wait(SharedBlock& control, Word w, uint32_t value, Deadline deadline,
                                   std::chrono::microseconds spin = std::chrono::microseconds(0));
 uint32_t host_load(SharedBlock& control, Word w);
+// GPU: stores kArmed = value now, on a stream of its own that waits for no
+// other (created on first use, one per process).
+void arm(SharedBlock& control, uint32_t value);
 
 // GPU: the same as operations on `stream` (a cudaStream_t), ordered with
 // the work around them; and kAbort stored into every word at once, outside

@@ -46,6 +46,7 @@ void Worker::serve_one(uint32_t seq, bool empty, std::string& note) {
   if (cuda && !empty) session_->guard_persisting_l2();
   if (cuda) {
     timer::stream_wait(stream, control, Word::kGo, seq);
+    timer::arm(control, seq);  // its own steps are done: the timer may draw and let the call go
   } else {
     const auto go = timer::host_wait(control, Word::kGo, seq, Clock::now() + std::chrono::hours(24));
     if (!go || *go == timer::kAbort) throw WorkerError{"runtime_error", "the timer stopped the timed calls"};

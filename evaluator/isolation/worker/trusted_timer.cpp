@@ -367,6 +367,7 @@ wire::TimerHandoffReply Worker::timer_handoff(const wire::TimerHandoff& cmd) {
     Events e(3 * static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) {
       const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
+      timer::stream_wait(stream, control, Word::kArmed, seq);  // as a timed call waits
       KLOOP_CUDA_CHECK(cudaEventRecord(e[3 * i], stream), "the timer's events");
       timer::stream_store(stream, control, Word::kGo, seq);
       timer::stream_wait(stream, control, Word::kCalled, seq);
@@ -511,6 +512,8 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
     int done = 0;
     for (int i = 0; i < n; ++i) {
       const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
+      // The candidate's worker has done its own steps before the call.
+      timer::stream_wait(stream, control, Word::kArmed, seq);
       KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 0), stream), "the timer's events");
       draw_into(timer_inputs_, timer_case_, seq, stream);
       if (cmd.l2_flush) session_->flush_l2_async();
