@@ -193,7 +193,10 @@ void DeviceSession::begin_sample(bool flush_l2, bool guard_l2) {
   guard_l2_ = guard_l2;
 #ifdef KLOOP_WITH_CUDA
   if (cuda_) {
-    if (guard_l2) guard_persisting_l2();
+    if (guard_l2 && gpu_->props.persistingL2CacheMaxSize > 0) {
+      reset_persisting_l2();
+      KLOOP_CUDA_CHECK(cudaCtxResetPersistingL2Cache(), "CUDA error during demoting persisting L2 lines");
+    }
     if (flush_l2) {
       // A different byte each time, so the memset cannot be elided or cached.
       KLOOP_CUDA_CHECK(cudaMemsetAsync(gpu_->flush, ++gpu_->fill, gpu_->l2_bytes, gpu_->stream),
@@ -237,11 +240,6 @@ void DeviceSession::flush_l2_async() {
 void DeviceSession::guard_persisting_l2() {
 #ifdef KLOOP_WITH_CUDA
   if (cuda_ && gpu_->props.persistingL2CacheMaxSize > 0) {
-    // The limit and the stream's window are set back only where the module
-    // set them: setting the limit costs the context's next launch about
-    // 280 us on an H100 (the L2 is set aside again), which would land in
-    // the call's window. Lines it made persisting are demoted every time
-    // (that takes effect before the call returns).
     reset_persisting_l2();
     KLOOP_CUDA_CHECK(cudaCtxResetPersistingL2Cache(), "CUDA error during demoting persisting L2 lines");
   }
@@ -285,17 +283,7 @@ void DeviceSession::observe_persisting_l2() {
 
 void DeviceSession::reset_persisting_l2() {
   observe_persisting_l2();  // what the module left set is seen before it goes
-#ifdef KLOOP_WITH_CUDA
-  if (!cuda_) return;
-  // Only where something is set now: setting the limit costs the next launch (guard_persisting_l2).
-  std::size_t limit = 0;
-  cudaStreamAttrValue window{};
-  const bool limit_set = cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize) != cudaSuccess || limit > 0;
-  const bool window_set = cudaStreamGetAttribute(gpu_->stream, cudaStreamAttributeAccessPolicyWindow, &window) != cudaSuccess ||
-                          window.accessPolicyWindow.num_bytes > 0;
-  cudaGetLastError();
-  if (limit_set || window_set) clear_persisting_l2();
-#endif
+  clear_persisting_l2();
 }
 
 void DeviceSession::clear_persisting_l2() {
