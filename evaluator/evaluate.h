@@ -67,6 +67,10 @@ struct EvalOptions {
   // Error analysis against an fp64 twin of the reference on the first test
   // call: how far the candidate and the fp32 reference each are from it.
   bool fp64_reference = false;
+  // With fp64_reference: every call of every test case analyzed, not only
+  // the first (kloop mutate's equivalence oracle; costs an fp64 run of the
+  // reference per call).
+  bool fp64_every_call = false;
   // How the candidate gets each test call's inputs: "draw" (kloop's
   // generator in its own process, same seed), "file" or "cuda_ipc" (a copy
   // the reference publishes). "" = cuda_ipc on the GPU, draw on the CPU.

@@ -56,5 +56,6 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global);
 Runner add_report_command(CLI::App& app, const GlobalOptions& global);
 Runner add_rescore_command(CLI::App& app, const GlobalOptions& global);
 Runner add_import_command(CLI::App& app, const GlobalOptions& global);
+Runner add_mutate_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace kloop::cli

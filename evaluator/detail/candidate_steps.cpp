@@ -209,7 +209,7 @@ std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& te
       // case, whose outputs strict judges against it where fp32 itself
       // strays (compare_with_exact_allowance).
       const bool analyzed =
-          (first && options_.fp64_reference) || (protocol_.precision_check && ((ti == 0 && call == 0) || t.centered));
+          (options_.fp64_reference && (first || options_.fp64_every_call)) || (protocol_.precision_check && ((ti == 0 && call == 0) || t.centered));
       const wire::Expect expect_cmd{work_.shared(), c, call, first, analyzed, inputs_via_ != "draw" ? inputs_via_ : ""};
       const wire::ExpectReply expected = ref_call(expect_cmd, options_.run_timeout, v_.phases.reference);
       if (expected.inputs_exchange_error) {

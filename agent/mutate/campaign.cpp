@@ -1,0 +1,480 @@
+// kloop mutate's campaign: seeds checked, mutants written and evaluated
+// under each protocol by the same Evaluator `kloop eval` uses, survivors
+// put to the fp64 oracle, kill rates tallied (campaign.h).
+#include "agent/mutate/campaign.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "evaluator/build/builder.h"
+#include "evaluator/problem/registry.h"
+#include "evaluator/problem/yaml_input.h"
+
+namespace kloop::mutate {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(path + ": cannot read the file");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string one_line(std::string s, std::size_t most = 300) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  if (s.size() > most) s = s.substr(0, most) + "...";
+  return s;
+}
+
+bool stillborn_verdict(VerdictClass v) { return v == VerdictClass::kCompileError || v == VerdictClass::kLoadError; }
+
+// A verdict, with a bounded number of retries when the machine (not the
+// candidate) failed. A kloop-side error is recorded as such: the judge did
+// not kill the mutant, so it counts as a survivor (fail closed).
+struct Judged {
+  std::string verdict;
+  std::string message;
+  std::optional<Verdict> full;
+};
+
+Judged evaluate_once(Builder& builder, EvalOptions options, const ProblemSpec& spec, const std::string& file) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      Evaluator evaluator(builder, options);
+      Verdict v = evaluator.evaluate(spec, file);
+      if (!v.environment_fault.empty() && attempt < 2) continue;
+      return {verdict_name(v.verdict), one_line(v.message), std::move(v)};
+    } catch (const EnvironmentError& e) {
+      if (attempt < 2) continue;
+      return {"evaluation_error", one_line(e.what()), std::nullopt};
+    } catch (const std::exception& e) {
+      return {"evaluation_error", one_line(e.what()), std::nullopt};
+    }
+  }
+}
+
+std::string file_extension(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  return ext.empty() ? ".cpp" : ext;
+}
+
+}  // namespace
+
+std::vector<Seed> load_seed_set(const std::string& path) {
+  const YAML::Node root = load_yaml_file(path);
+  if (!root.IsMap() || !root["seeds"] || !root["seeds"].IsSequence()) {
+    throw std::invalid_argument(path + ": expected a map with a list 'seeds' of {problem, candidate}");
+  }
+  const fs::path base = fs::path(path).parent_path();
+  std::vector<Seed> seeds;
+  int i = 0;
+  for (const auto& n : root["seeds"]) {
+    const std::string where = path + ": seeds[" + std::to_string(i++) + "]";
+    if (!n.IsMap() || !n["problem"] || !n["candidate"] || !n["problem"].IsScalar() || !n["candidate"].IsScalar()) {
+      throw std::invalid_argument(where + ": expected {problem: NAME, candidate: FILE}");
+    }
+    Seed s{n["problem"].as<std::string>(), (base / n["candidate"].as<std::string>()).lexically_normal().string()};
+    if (!fs::is_regular_file(s.path)) {
+      throw std::invalid_argument(where + ".candidate: no file " + s.path + " (paths are relative to the set file)");
+    }
+    seeds.push_back(std::move(s));
+  }
+  if (seeds.empty()) throw std::invalid_argument(path + ": 'seeds' is empty");
+  return seeds;
+}
+
+std::pair<Equivalence, std::string> judge_equivalence(const Verdict& v, double factor) {
+  if (stillborn_verdict(v.verdict) || v.verdict == VerdictClass::kRuntimeError || v.verdict == VerdictClass::kTimeout) {
+    return {Equivalence::kDistinct, std::string("no outputs to compare: ") + verdict_name(v.verdict)};
+  }
+  if (v.tests.empty()) return {Equivalence::kDistinct, "no test call ran"};
+  std::size_t expected_rows = 0;
+  for (const auto& t : v.tests) {
+    if (t.problem_kind == "output_count" || t.problem_kind == "device" || t.outputs.empty()) {
+      return {Equivalence::kDistinct, "outputs unlike the reference's on " + t.label + ": " + one_line(t.problem, 120)};
+    }
+    expected_rows += t.outputs.size();
+  }
+  if (!v.error_analysis.is_array() || v.error_analysis.size() < expected_rows) {
+    return {Equivalence::kDistinct,
+            fmt::format("fp64 figures for {} of {} outputs{}", v.error_analysis.is_array() ? v.error_analysis.size() : 0,
+                        expected_rows, v.fp64_unavailable.empty() ? "" : " (" + one_line(v.fp64_unavailable, 120) + ")")};
+  }
+  constexpr double kFp32Unit = 1.0 / (1 << 24);
+  double worst = 0;
+  std::string worst_text = "every output within the fp32 reference's own error";
+  for (const auto& row : v.error_analysis) {
+    auto num = [&](const char* k) { return row.contains(k) && row[k].is_number() ? row[k].get<double>() : NAN; };
+    const double cmax = num("candidate_max_abs_error"), crms = num("candidate_rms_error");
+    const double rmax = num("reference_max_abs_error"), rrms = num("reference_rms_error");
+    const double emax = num("max_abs_fp64"), erms = num("rms_fp64");
+    const double bmax = std::max(factor * rmax, kOracleFloorUlps * kFp32Unit * emax);
+    const double brms = std::max(factor * rrms, kOracleFloorUlps * kFp32Unit * erms);
+    if (!std::isfinite(cmax) || !std::isfinite(crms) || !std::isfinite(bmax) || !std::isfinite(brms)) {
+      return {Equivalence::kDistinct, "a non-finite error on " + row.value("case", std::string("?"))};
+    }
+    const double ratio = std::max(bmax > 0 ? cmax / bmax : (cmax > 0 ? INFINITY : 0.0),
+                                  brms > 0 ? crms / brms : (crms > 0 ? INFINITY : 0.0));
+    if (ratio > 1) {
+      return {Equivalence::kDistinct,
+              fmt::format("{}: max error {:.3g} vs the fp32 reference's {:.3g}, rms {:.3g} vs {:.3g}",
+                          row.value("case", std::string("?")), cmax, rmax, crms, rrms)};
+    }
+    if (ratio >= worst) {
+      worst = ratio;
+      worst_text = fmt::format("worst {}: max error {:.3g} vs the fp32 reference's {:.3g}, rms {:.3g} vs {:.3g}",
+                               row.value("case", std::string("?")), cmax, rmax, crms, rrms);
+    }
+  }
+  return {Equivalence::kEquivalent, worst_text};
+}
+
+bool MutantOutcome::killed_by(const std::string& protocol) const {
+  const auto it = verdict.find(protocol);
+  return it != verdict.end() && it->second != "correct" && it->second != "evaluation_error";
+}
+
+int CampaignReport::stillborn() const {
+  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.stillborn; }));
+}
+
+int CampaignReport::equivalent() const {
+  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(),
+                                        [](const auto& o) { return o.equivalence == Equivalence::kEquivalent; }));
+}
+
+int CampaignReport::killed_equivalent(const std::string& protocol) const {
+  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(), [&](const auto& o) {
+    return o.equivalence == Equivalence::kEquivalent && o.killed_by(protocol);
+  }));
+}
+
+namespace {
+KillTally tally_where(const CampaignReport& r, const std::string& protocol,
+                      const std::function<bool(const MutantOutcome&)>& counts) {
+  KillTally t;
+  for (const auto& o : r.outcomes) {
+    if (o.stillborn || o.equivalence == Equivalence::kEquivalent || !counts(o)) continue;
+    ++t.mutants;
+    if (o.killed_by(protocol)) ++t.killed;
+  }
+  return t;
+}
+}  // namespace
+
+KillTally CampaignReport::tally(const std::string& protocol, const std::string& fault_class) const {
+  return tally_where(*this, protocol, [&](const MutantOutcome& o) { return o.mutant.fault_class == fault_class; });
+}
+
+KillTally CampaignReport::functional(const std::string& protocol) const {
+  return tally_where(*this, protocol, [](const MutantOutcome& o) { return o.mutant.fault_class != "precision"; });
+}
+
+KillTally CampaignReport::all(const std::string& protocol) const {
+  return tally_where(*this, protocol, [](const MutantOutcome&) { return true; });
+}
+
+json CampaignReport::to_json() const {
+  json j;
+  j["device"] = device;
+  j["protocols"] = protocols;
+  j["seconds"] = seconds;
+  j["seeds"] = json::array();
+  for (const auto& s : seeds) j["seeds"].push_back({{"problem", s.problem}, {"candidate", s.path}});
+  j["generated"] = generated();
+  j["stillborn"] = stillborn();
+  j["equivalent"] = equivalent();
+  auto cell = [](const KillTally& t) { return json{{"mutants", t.mutants}, {"killed", t.killed}, {"rate", t.rate()}}; };
+  for (const auto& p : protocols) {
+    json r;
+    for (const auto& c : fault_classes()) r["classes"][c] = cell(tally(p, c));
+    r["functional"] = cell(functional(p));
+    r["precision"] = cell(tally(p, "precision"));
+    r["all"] = cell(all(p));
+    r["killed_equivalent"] = killed_equivalent(p);
+    j["kill_rates"][p] = r;
+  }
+  j["mutants"] = json::array();
+  for (const auto& o : outcomes) {
+    json m = {{"id", o.mutant.id},
+              {"class", o.mutant.fault_class},
+              {"operator", o.mutant.operator_name},
+              {"edit", o.mutant.edit},
+              {"seed", o.seed_path},
+              {"problem", o.problem},
+              {"file", o.file},
+              {"line", o.mutant.line},
+              {"diff", o.mutant.diff()},
+              {"stillborn", o.stillborn},
+              {"equivalence", o.equivalence == Equivalence::kEquivalent ? "equivalent"
+                              : o.equivalence == Equivalence::kDistinct ? "distinct"
+                                                                        : "not_run"},
+              {"oracle", o.oracle_detail}};
+    for (const auto& p : protocols) {
+      m["verdicts"][p] = {{"verdict", o.verdict.count(p) ? o.verdict.at(p) : ""},
+                          {"message", o.message.count(p) ? o.message.at(p) : ""}};
+    }
+    j["mutants"].push_back(std::move(m));
+  }
+  return j;
+}
+
+std::string CampaignReport::to_markdown() const {
+  std::ostringstream md;
+  md << "# kloop mutate: kill rates\n\n";
+  md << fmt::format("Device {}, {} seed(s), {} mutants generated: {} stillborn (do not build or load), {} equivalent "
+                    "(the fp64 oracle), {} counted. {:.0f} s.\n\n",
+                    device, seeds.size(), generated(), stillborn(), equivalent(),
+                    generated() - stillborn() - equivalent(), seconds);
+  md << "| class | mutants |";
+  for (const auto& p : protocols) md << " " << p << " |";
+  md << "\n|---|---|";
+  for (std::size_t i = 0; i < protocols.size(); ++i) md << "---|";
+  md << "\n";
+  auto row = [&](const std::string& name, const std::function<KillTally(const std::string&)>& get) {
+    const KillTally first = protocols.empty() ? KillTally{} : get(protocols[0]);
+    md << "| " << name << " | " << first.mutants << " |";
+    for (const auto& p : protocols) {
+      const KillTally t = get(p);
+      md << (t.mutants ? fmt::format(" {:.1f}% ({}/{}) |", 100 * t.rate(), t.killed, t.mutants) : std::string(" - |"));
+    }
+    md << "\n";
+  };
+  for (const auto& c : fault_classes()) row(c, [&](const std::string& p) { return tally(p, c); });
+  row("**functional** (all but precision)", [&](const std::string& p) { return functional(p); });
+  row("**precision**", [&](const std::string& p) { return tally(p, "precision"); });
+  row("**all**", [&](const std::string& p) { return all(p); });
+  md << "\nPublished anchor (2026 mutation-testing study of KernelBench): KernelBench's own check misses 16.9% of "
+        "injected faults (83.1% killed) and 78.6% of precision faults (21.4% killed).\n";
+  for (const auto& p : protocols) {
+    if (const int k = killed_equivalent(p)) {
+      md << fmt::format("\n{} killed {} mutant(s) the oracle found equivalent (a false alarm of its judge).\n", p, k);
+    }
+  }
+  md << "\n## Surviving mutants\n\n";
+  int survivors = 0;
+  for (const auto& o : outcomes) {
+    if (o.stillborn || o.equivalence == Equivalence::kEquivalent) continue;
+    std::string survived, killed;
+    for (const auto& p : protocols) {
+      std::string& into = o.killed_by(p) ? killed : survived;
+      into += (into.empty() ? "" : ", ") + p + " (" + o.verdict.at(p) + ")";
+    }
+    if (survived.empty()) continue;
+    ++survivors;
+    md << fmt::format("### {} ({}: {})\n\n{}:{} ({}); survives {}{}.\n", o.mutant.id, o.mutant.fault_class,
+                      o.mutant.edit, o.seed_path, o.mutant.line, o.problem, survived,
+                      killed.empty() ? "" : "; killed by " + killed);
+    for (const auto& p : protocols) {
+      if (o.killed_by(p) && !o.message.at(p).empty()) md << "- " << p << ": " << o.message.at(p) << "\n";
+    }
+    if (!o.oracle_detail.empty()) md << "- oracle: distinct (" << o.oracle_detail << ")\n";
+    md << "\n```diff\n" << o.mutant.diff() << "```\n\n";
+  }
+  if (survivors == 0) md << "None.\n\n";
+  md << "## Equivalent mutants (left out of every denominator)\n\n";
+  int eq = 0;
+  for (const auto& o : outcomes) {
+    if (o.equivalence != Equivalence::kEquivalent) continue;
+    ++eq;
+    md << fmt::format("- {} ({}): {}; {}\n", o.mutant.id, o.mutant.fault_class, one_line(o.mutant.after, 120),
+                      o.oracle_detail);
+  }
+  if (eq == 0) md << "None.\n";
+  return md.str();
+}
+
+std::vector<std::string> check_floors(const CampaignReport& report, const std::string& floors_path) {
+  json floors;
+  try {
+    floors = json::parse(read_text(floors_path));
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(floors_path + ": not JSON (" + std::string(e.what()) + ")");
+  }
+  if (!floors.is_object() || !floors.contains("protocols") || !floors["protocols"].is_object()) {
+    throw std::invalid_argument(floors_path + ": expected {\"protocols\": {NAME: {\"functional\": RATE, ...}}}");
+  }
+  std::vector<std::string> shortfalls;
+  if (floors.contains("generated")) {
+    if (!floors["generated"].is_number_integer()) throw std::invalid_argument(floors_path + ": 'generated' must be a whole number");
+    if (floors["generated"].get<int>() != report.generated()) {
+      shortfalls.push_back(fmt::format("{} mutants generated where the floors expect {}: the set or the operators "
+                                       "changed; check the new mutants and update {}",
+                                       report.generated(), floors["generated"].get<int>(), floors_path));
+    }
+  }
+  auto check = [&](const std::string& protocol, const std::string& what, const KillTally& t, const json& floor) {
+    if (!floor.is_number() || floor.get<double>() < 0 || floor.get<double>() > 1) {
+      throw std::invalid_argument(floors_path + ": protocols." + protocol + "." + what + ": expected a rate in [0, 1]");
+    }
+    const double f = floor.get<double>();
+    if (t.mutants == 0) {
+      shortfalls.push_back(fmt::format("{} {}: no counted mutants to measure the floor {:.3f}", protocol, what, f));
+    } else if (t.rate() + 1e-12 < f) {
+      shortfalls.push_back(fmt::format("{} {}: kill rate {:.3f} ({}/{}) below the floor {:.3f}", protocol, what,
+                                       t.rate(), t.killed, t.mutants, f));
+    }
+  };
+  for (const auto& [protocol, f] : floors["protocols"].items()) {
+    if (std::find(report.protocols.begin(), report.protocols.end(), protocol) == report.protocols.end()) {
+      shortfalls.push_back(protocol + ": has floors but was not run (--protocol)");
+      continue;
+    }
+    if (!f.is_object()) throw std::invalid_argument(floors_path + ": protocols." + protocol + ": expected a map");
+    for (const auto& [what, floor] : f.items()) {
+      if (what == "functional") {
+        check(protocol, what, report.functional(protocol), floor);
+      } else if (what == "all") {
+        check(protocol, what, report.all(protocol), floor);
+      } else if (what == "classes") {
+        if (!floor.is_object()) throw std::invalid_argument(floors_path + ": protocols." + protocol + ".classes: expected a map");
+        for (const auto& [c, cf] : floor.items()) {
+          const auto& known = fault_classes();
+          if (std::find(known.begin(), known.end(), c) == known.end()) {
+            throw std::invalid_argument(floors_path + ": protocols." + protocol + ".classes." + c + ": unknown class");
+          }
+          check(protocol, c, report.tally(protocol, c), cf);
+        }
+      } else if (std::find(fault_classes().begin(), fault_classes().end(), what) != fault_classes().end()) {
+        check(protocol, what, report.tally(protocol, what), floor);
+      } else {
+        throw std::invalid_argument(floors_path + ": protocols." + protocol + "." + what +
+                                    ": unknown key (functional, all, classes, or a class name)");
+      }
+    }
+  }
+  return shortfalls;
+}
+
+CampaignReport run_campaign(const std::vector<Seed>& seeds, const CampaignOptions& options,
+                            const std::string& problems_dir, const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (options.protocols.empty()) throw std::invalid_argument("--protocol: no protocol given");
+  for (const auto& p : options.protocols) protocol_by_name(p);
+  if (options.out_dir.empty()) throw std::invalid_argument("--out: no output folder given");
+  fs::create_directories(fs::path(options.out_dir) / "mutants");
+
+  ProblemRegistry registry(problems_dir);
+  CampaignReport report;
+  report.protocols = options.protocols;
+  report.seeds = seeds;
+  report.device = options.eval.device;
+  std::vector<ProblemSpec> specs;
+  for (const auto& s : seeds) {
+    ProblemSpec spec = registry.load(s.problem);
+    for (const auto& [name, value] : options.set_dims) {
+      if (!spec.dims.count(name)) continue;  // a dim of another seed's task
+      spec.dims[name] = value;
+      if (spec.cpu_dims) (*spec.cpu_dims)[name] = value;
+    }
+    specs.push_back(std::move(spec));
+  }
+
+  // Every mutant, written out, with its seed's index.
+  std::vector<std::pair<std::size_t, MutantOutcome>> work;
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    const std::string source = read_text(seeds[i].path);
+    const std::string stem = fs::path(seeds[i].path).stem().string() + file_extension(seeds[i].path).substr(1);
+    for (auto& m : generate_mutants(stem, source, source_kind(seeds[i].path, source), options.max_sites)) {
+      MutantOutcome o;
+      o.file = (fs::path(options.out_dir) / "mutants" / (m.id + file_extension(seeds[i].path))).string();
+      std::ofstream(o.file, std::ios::binary) << m.source;
+      o.mutant = std::move(m);
+      o.seed_path = seeds[i].path;
+      o.problem = specs[i].name;
+      work.emplace_back(i, std::move(o));
+    }
+  }
+
+  std::mutex mu;
+  std::string seed_failure;
+  std::atomic<std::size_t> next{0};
+  std::size_t done = 0;
+  // The seeds first (each must be correct everywhere), then the mutants.
+  const std::size_t total = seeds.size() + work.size();
+  auto worker = [&] {
+    Builder builder(BuilderConfig::from_environment());
+    for (std::size_t k; (k = next++) < total;) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!seed_failure.empty()) return;
+      }
+      if (k < seeds.size()) {
+        for (const auto& p : options.protocols) {
+          EvalOptions eo = options.eval;
+          eo.protocol = p;
+          const Judged j = evaluate_once(builder, eo, specs[k], seeds[k].path);
+          if (j.verdict != "correct") {
+            std::lock_guard<std::mutex> lock(mu);
+            seed_failure = seeds[k].path + " (" + seeds[k].problem + ") is not correct under " + p + ": " + j.verdict +
+                           ": " + j.message + "; a seed must be a correct kernel";
+            return;
+          }
+        }
+        continue;
+      }
+      auto& [si, o] = work[k - seeds.size()];
+      for (const auto& p : options.protocols) {
+        if (o.stillborn) {
+          o.verdict[p] = o.verdict.begin()->second;
+          o.message[p] = o.message.begin()->second;
+          continue;
+        }
+        EvalOptions eo = options.eval;
+        eo.protocol = p;
+        const Judged j = evaluate_once(builder, eo, specs[si], o.file);
+        o.verdict[p] = j.verdict;
+        o.message[p] = j.message;
+        if (j.full && stillborn_verdict(j.full->verdict)) o.stillborn = true;
+      }
+      const bool survives = !o.stillborn && std::any_of(options.protocols.begin(), options.protocols.end(),
+                                                         [&](const std::string& p) { return !o.killed_by(p); });
+      if (options.oracle && survives) {
+        EvalOptions eo = options.eval;
+        eo.protocol = "strict";  // the widest case plan: every scaling, the centered case, hidden shapes
+        eo.fp64_reference = true;
+        eo.fp64_every_call = true;
+        eo.measure_time = false;
+        const Judged j = evaluate_once(builder, eo, specs[si], o.file);
+        if (j.full) {
+          std::tie(o.equivalence, o.oracle_detail) = judge_equivalence(*j.full, options.oracle_factor);
+        } else {
+          o.equivalence = Equivalence::kDistinct;
+          o.oracle_detail = "the oracle's evaluation failed: " + j.message;
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      ++done;
+      if (progress) {
+        std::string line = fmt::format("[{}/{}] {}", done, work.size(), o.mutant.id);
+        for (const auto& p : options.protocols) line += " " + p + "=" + o.verdict[p];
+        if (o.equivalence == Equivalence::kEquivalent) line += " (equivalent)";
+        progress(line);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::max(1, options.jobs); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  if (!seed_failure.empty()) throw EvaluationError(seed_failure);
+  for (auto& w : work) report.outcomes.push_back(std::move(w.second));
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+}  // namespace kloop::mutate
