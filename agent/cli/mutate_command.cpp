@@ -2,7 +2,6 @@
 // are mutated by fault class, every mutant is evaluated under each protocol
 // as `kloop eval` would, and the kill rates (per class and protocol) and
 // every survivor are written as JSON and Markdown (README: Mutation testing).
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -97,19 +96,13 @@ Runner add_mutate_command(CLI::App& app, const GlobalOptions& global) {
       }
       seeds = mutate::load_seed_set(st->seeds_file);
     } else if (!st->problem.empty() && !st->candidate.empty()) {
-      seeds.push_back({st->problem, st->candidate});
+      seeds.push_back({st->problem, st->candidate, {}});
     } else {
       throw std::invalid_argument("kloop mutate: give --seeds FILE, or --problem NAME with --candidate FILE");
     }
     if (st->list) {
       for (const auto& s : seeds) {
-        std::ifstream in(s.path, std::ios::binary);
-        std::stringstream text;
-        text << in.rdbuf();
-        const std::string stem = std::filesystem::path(s.path).stem().string() +
-                                 std::filesystem::path(s.path).extension().string().substr(1);
-        for (const auto& m : mutate::generate_mutants(stem, text.str(), mutate::source_kind(s.path, text.str()),
-                                                      st->max_sites)) {
+        for (const auto& m : mutate::seed_mutants(s, st->max_sites)) {
           std::cout << m.id << "  [" << m.fault_class << "] " << m.edit << "\n" << m.diff() << "\n";
         }
       }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -88,7 +89,18 @@ std::vector<Seed> load_seed_set(const std::string& path) {
     if (!n.IsMap() || !n["problem"] || !n["candidate"] || !n["problem"].IsScalar() || !n["candidate"].IsScalar()) {
       throw std::invalid_argument(where + ": expected {problem: NAME, candidate: FILE}");
     }
-    Seed s{n["problem"].as<std::string>(), (base / n["candidate"].as<std::string>()).lexically_normal().string()};
+    Seed s{n["problem"].as<std::string>(), (base / n["candidate"].as<std::string>()).lexically_normal().string(), {}};
+    if (n["operators"]) {
+      if (!n["operators"].IsSequence()) throw std::invalid_argument(where + ".operators: expected a list of operator names");
+      for (const auto& op : n["operators"]) {
+        const std::string name = op.IsScalar() ? op.as<std::string>() : "";
+        const auto& cat = operator_catalogue();
+        if (std::none_of(cat.begin(), cat.end(), [&](const MutationOperator& o) { return o.name == name; })) {
+          throw std::invalid_argument(where + ".operators: no operator '" + name + "' (kloop mutate --list shows them)");
+        }
+        s.operators.push_back(name);
+      }
+    }
     if (!fs::is_regular_file(s.path)) {
       throw std::invalid_argument(where + ".candidate: no file " + s.path + " (paths are relative to the set file)");
     }
@@ -98,7 +110,18 @@ std::vector<Seed> load_seed_set(const std::string& path) {
   return seeds;
 }
 
-std::pair<Equivalence, std::string> judge_equivalence(const Verdict& v, double factor) {
+SeedErrors seed_errors(const Verdict& v) {
+  SeedErrors out;
+  for (const auto& row : v.error_analysis.is_array() ? v.error_analysis : json::array()) {
+    auto num = [&](const char* k) { return row.contains(k) && row[k].is_number() ? row[k].get<double>() : 0.0; };
+    auto& e = out[{row.value("case", std::string()), row.value("output", 0)}];
+    e.first = std::max(e.first, num("candidate_max_abs_error"));
+    e.second = std::max(e.second, num("candidate_rms_error"));
+  }
+  return out;
+}
+
+std::pair<Equivalence, std::string> judge_equivalence(const Verdict& v, double factor, const SeedErrors& seed) {
   if (stillborn_verdict(v.verdict) || v.verdict == VerdictClass::kRuntimeError || v.verdict == VerdictClass::kTimeout) {
     return {Equivalence::kDistinct, std::string("no outputs to compare: ") + verdict_name(v.verdict)};
   }
@@ -121,7 +144,11 @@ std::pair<Equivalence, std::string> judge_equivalence(const Verdict& v, double f
   for (const auto& row : v.error_analysis) {
     auto num = [&](const char* k) { return row.contains(k) && row[k].is_number() ? row[k].get<double>() : NAN; };
     const double cmax = num("candidate_max_abs_error"), crms = num("candidate_rms_error");
-    const double rmax = num("reference_max_abs_error"), rrms = num("reference_rms_error");
+    double rmax = num("reference_max_abs_error"), rrms = num("reference_rms_error");
+    if (const auto it = seed.find({row.value("case", std::string()), row.value("output", 0)}); it != seed.end()) {
+      rmax = std::max(rmax, it->second.first);  // NaN stays NaN: no evidence
+      rrms = std::max(rrms, it->second.second);
+    }
     const double emax = num("max_abs_fp64"), erms = num("rms_fp64");
     const double bmax = std::max(factor * rmax, kOracleFloorUlps * kFp32Unit * emax);
     const double brms = std::max(factor * rrms, kOracleFloorUlps * kFp32Unit * erms);
@@ -132,16 +159,30 @@ std::pair<Equivalence, std::string> judge_equivalence(const Verdict& v, double f
                                   brms > 0 ? crms / brms : (crms > 0 ? INFINITY : 0.0));
     if (ratio > 1) {
       return {Equivalence::kDistinct,
-              fmt::format("{}: max error {:.3g} vs the fp32 reference's {:.3g}, rms {:.3g} vs {:.3g}",
+              fmt::format("{}: max error {:.3g} vs the fp32 reference's or seed's {:.3g}, rms {:.3g} vs {:.3g}",
                           row.value("case", std::string("?")), cmax, rmax, crms, rrms)};
     }
     if (ratio >= worst) {
       worst = ratio;
-      worst_text = fmt::format("worst {}: max error {:.3g} vs the fp32 reference's {:.3g}, rms {:.3g} vs {:.3g}",
+      worst_text = fmt::format("worst {}: max error {:.3g} vs the fp32 reference's or seed's {:.3g}, rms {:.3g} vs {:.3g}",
                                row.value("case", std::string("?")), cmax, rmax, crms, rrms);
     }
   }
   return {Equivalence::kEquivalent, worst_text};
+}
+
+std::vector<Mutant> seed_mutants(const Seed& seed, int max_sites) {
+  const std::string source = read_text(seed.path);
+  const std::string stem = fs::path(seed.path).stem().string() + file_extension(seed.path).substr(1);
+  std::vector<Mutant> all = generate_mutants(stem, source, source_kind(seed.path, source), max_sites);
+  if (seed.operators.empty()) return all;
+  std::vector<Mutant> picked;
+  for (auto& m : all) {
+    if (std::find(seed.operators.begin(), seed.operators.end(), m.operator_name) != seed.operators.end()) {
+      picked.push_back(std::move(m));
+    }
+  }
+  return picked;
 }
 
 bool MutantOutcome::killed_by(const std::string& protocol) const {
@@ -388,9 +429,7 @@ CampaignReport run_campaign(const std::vector<Seed>& seeds, const CampaignOption
   // Every mutant, written out, with its seed's index.
   std::vector<std::pair<std::size_t, MutantOutcome>> work;
   for (std::size_t i = 0; i < seeds.size(); ++i) {
-    const std::string source = read_text(seeds[i].path);
-    const std::string stem = fs::path(seeds[i].path).stem().string() + file_extension(seeds[i].path).substr(1);
-    for (auto& m : generate_mutants(stem, source, source_kind(seeds[i].path, source), options.max_sites)) {
+    for (auto& m : seed_mutants(seeds[i], options.max_sites)) {
       MutantOutcome o;
       o.file = (fs::path(options.out_dir) / "mutants" / (m.id + file_extension(seeds[i].path))).string();
       std::ofstream(o.file, std::ios::binary) << m.source;
@@ -403,6 +442,9 @@ CampaignReport run_campaign(const std::vector<Seed>& seeds, const CampaignOption
 
   std::mutex mu;
   std::string seed_failure;
+  std::vector<SeedErrors> seed_error(seeds.size());
+  std::vector<bool> seed_done(seeds.size(), false);
+  std::condition_variable seeds_checked;
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   // The seeds first (each must be correct everywhere), then the mutants.
@@ -415,6 +457,16 @@ CampaignReport run_campaign(const std::vector<Seed>& seeds, const CampaignOption
         if (!seed_failure.empty()) return;
       }
       if (k < seeds.size()) {
+        if (options.oracle) {
+          EvalOptions eo = options.eval;
+          eo.protocol = "strict";
+          eo.fp64_reference = true;
+          eo.fp64_every_call = true;
+          eo.measure_time = false;
+          const Judged j = evaluate_once(builder, eo, specs[k], seeds[k].path);
+          std::lock_guard<std::mutex> lock(mu);
+          if (j.full) seed_error[k] = seed_errors(*j.full);
+        }
         for (const auto& p : options.protocols) {
           EvalOptions eo = options.eval;
           eo.protocol = p;
@@ -423,9 +475,15 @@ CampaignReport run_campaign(const std::vector<Seed>& seeds, const CampaignOption
             std::lock_guard<std::mutex> lock(mu);
             seed_failure = seeds[k].path + " (" + seeds[k].problem + ") is not correct under " + p + ": " + j.verdict +
                            ": " + j.message + "; a seed must be a correct kernel";
+            seeds_checked.notify_all();
             return;
           }
         }
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          seed_done[k] = true;
+        }
+        seeds_checked.notify_all();
         continue;
       }
       auto& [si, o] = work[k - seeds.size()];
@@ -452,7 +510,14 @@ CampaignReport run_campaign(const std::vector<Seed>& seeds, const CampaignOption
         eo.measure_time = false;
         const Judged j = evaluate_once(builder, eo, specs[si], o.file);
         if (j.full) {
-          std::tie(o.equivalence, o.oracle_detail) = judge_equivalence(*j.full, options.oracle_factor);
+          SeedErrors errors;
+          {
+            // The seed's errors, once its own oracle run is done.
+            std::unique_lock<std::mutex> lock(mu);
+            seeds_checked.wait(lock, [&] { return seed_done[si] || !seed_failure.empty(); });
+            errors = seed_error[si];
+          }
+          std::tie(o.equivalence, o.oracle_detail) = judge_equivalence(*j.full, options.oracle_factor, errors);
         } else {
           o.equivalence = Equivalence::kDistinct;
           o.oracle_detail = "the oracle's evaluation failed: " + j.message;

@@ -23,12 +23,18 @@ namespace kloop::mutate {
 struct Seed {
   std::string problem;  // a problem name the registry finds
   std::string path;     // the candidate file (.cpp, .cu or .py)
+  // Only these operators' mutants (a fixed list for CI); empty: every operator.
+  std::vector<std::string> operators;
 };
 
-// A set file (YAML): `seeds: [{problem: NAME, candidate: FILE}, ...]`,
-// candidate paths relative to the set file. Throws std::invalid_argument
-// naming the file, the entry and the field.
+// A set file (YAML): `seeds: [{problem: NAME, candidate: FILE, operators:
+// [NAME, ...]}, ...]`, candidate paths relative to the set file, operators
+// optional. Throws std::invalid_argument naming the file, the entry and the
+// field.
 std::vector<Seed> load_seed_set(const std::string& path);
+
+// The seed's mutants (its operators only, when it names some).
+std::vector<Mutant> seed_mutants(const Seed& seed, int max_sites);
 
 struct CampaignOptions {
   std::vector<std::string> protocols = {"kernelbench", "verified", "strict"};
@@ -92,10 +98,18 @@ struct CampaignReport {
   std::string to_markdown() const;
 };
 
+// The seed's own errors against fp64 (the oracle run on the seed), per
+// case label and output: the worst max and RMS error over the case's calls.
+// A correct kernel may round differently from the reference (another
+// summation order): a mutant is held to the larger of the two errors.
+using SeedErrors = std::map<std::pair<std::string, int>, std::pair<double, double>>;
+SeedErrors seed_errors(const Verdict& v);
+
 // The oracle on an evaluation run with fp64_every_call: kEquivalent only
-// with figures for every call and every output, each within the bound
-// (CampaignOptions::oracle_factor); else kDistinct, with why.
-std::pair<Equivalence, std::string> judge_equivalence(const Verdict& v, double factor);
+// with figures for every call and every output, each within `factor` of
+// the larger of the fp32 reference's and the seed's own error (or
+// kOracleFloorUlps fp32 units of the output); else kDistinct, with why.
+std::pair<Equivalence, std::string> judge_equivalence(const Verdict& v, double factor, const SeedErrors& seed = {});
 
 // Floors (a JSON file): {"generated": N, "protocols": {"strict":
 // {"functional": 0.99, "precision": 0.95, "classes": {"state": 1.0}}}}.
