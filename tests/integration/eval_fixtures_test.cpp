@@ -384,7 +384,12 @@ TEST(EvalCliTest, ForgeriesInsideThePythonCandidatesProcessChangeNothing) {
   ASSERT_EQ(patched.value("verdict", ""), "correct") << patched.value("message", "");
   ASSERT_EQ(honest.value("verdict", ""), "correct") << honest.value("message", "");
   const double forged = patched["timing"]["candidate"]["median"], real = honest["timing"]["candidate"]["median"];
-  EXPECT_GT(forged, 0.3 * real) << "a tenth of the honest time would be the forgery: " << forged << " vs " << real;
+  // The time is the trusted timer's, from the reference's process, which
+  // the patch never reached. (The forgery would show as a tenth of the
+  // honest time, but two runs on a loaded machine differ by more than that
+  // at times (CI saw 5x), so the ratio is printed, not asserted.)
+  EXPECT_EQ(patched.value("timing_check", json::object()).value("source", ""), "trusted timer (the reference's process)");
+  std::cout << "patched clock: median " << forged << " s, honest " << real << " s\n";
   const json relayed = json::parse(run(cli + "/timing/kb_forged_replies.py 2>/dev/null", &status));
   EXPECT_EQ(relayed.value("verdict", ""), "integrity_violation") << relayed.value("message", "");
   EXPECT_NE(relayed.value("message", "").find("protocol_violation"), std::string::npos) << relayed.value("message", "");
