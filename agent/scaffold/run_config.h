@@ -71,8 +71,7 @@ struct RunConfig {
   nlohmann::json devices;  // null: one queue, or every GPU for device cuda
   std::string protocol = "strict";
   // What the model writes: cpp (kloop's kernel API) or kernelbench_python
-  // (KernelBench's Python ModelNew, run by the Python host; README:
-  // KernelBench candidates).
+  // (KernelBench's Python ModelNew, run by the Python host; docs/kernelbench.md).
   std::string candidate_format = "cpp";
   unsigned long long seed = 1;
   ProviderConfig provider;
