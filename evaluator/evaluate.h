@@ -1,5 +1,5 @@
 // Evaluator: one candidate against one problem's reference, under a
-// protocol, in isolated worker processes (README: Isolation). The reference
+// protocol, in isolated worker processes (docs/isolation.md). The reference
 // worker draws weights and inputs and computes expected outputs and the
 // baseline; the candidate worker sees only weights and inputs; the driver
 // compares. Whatever the candidate does, the result is a Verdict.
@@ -89,7 +89,7 @@ struct EvalOptions {
   uint64_t file_size_limit_bytes = 64ull << 30;  // RLIMIT_FSIZE of the candidate
   uint64_t process_limit = 512;                  // RLIMIT_NPROC of the candidate's uid
   // The chance that a timing batch keeps one of its outputs for a check
-  // against the reference (README: Protocols). Tests set 1 to make every
+  // against the reference (docs/protocols.md). Tests set 1 to make every
   // eligible batch a checked one.
   double timed_check_chance = 0.25;
   // check_reference and audit_reference: each reference compiles in a
@@ -184,7 +184,7 @@ class Evaluator {
   // case's weights and inputs for another program (reference_case.h).
   // Throws EvaluationError when the reference does not build or run.
   // Its weights drawn from kloop's generator, or `seeded` as KernelBench
-  // builds it (README: KernelBench candidates); either way written.
+  // builds it (docs/kernelbench.md); either way written.
   std::unique_ptr<HeldReferenceCase> hold_reference_case(const ProblemSpec& spec, bool seeded = false);
   // Runs the reference over several seeds, with weights and inputs varied
   // separately, and flags degenerate outputs under the protocol's tolerance.

@@ -17,8 +17,8 @@ std::optional<Decision> judge_build(const BuildObservation& b, const std::string
     return Decision{VerdictClass::kCompileError,
                     candidate_path + " is a Python ModelNew (" + b.python_under_cpp +
                         "), KernelBench's format, but the candidate format is cpp: a struct ModelNew whose forward "
-                        "takes and returns at::Tensor, registered with KLOOP_REGISTER_CANDIDATE(ModelNew) (README: "
-                        "Writing a candidate); for KernelBench's format use --candidate-format kernelbench_python"};
+                        "takes and returns at::Tensor, registered with KLOOP_REGISTER_CANDIDATE(ModelNew) (docs/"
+                        "candidates.md); for KernelBench's format use --candidate-format kernelbench_python"};
   }
   if (b.ok) return std::nullopt;
   if (b.timed_out) {

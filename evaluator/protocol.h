@@ -1,4 +1,4 @@
-// Protocol: a named preset of correctness and timing rules (README: Protocols).
+// Protocol: a named preset of correctness and timing rules (docs/protocols.md).
 // Stored with every verdict so a run can be rescored under another one.
 #pragma once
 
@@ -57,7 +57,7 @@ struct Protocol {
   // the first test case and of the centered case:
   // the candidate's RMS error against it may be at most
   // kPrecisionFactor x the fp32 reference's own, or kPrecisionFloorUlps
-  // fp32 units of the output's RMS, whichever is larger (README: Protocols).
+  // fp32 units of the output's RMS, whichever is larger (docs/protocols.md).
   bool precision_check = false;
   int calls_per_case = 2;                    // forward calls per model instance
   TimingRules cpu_timing;

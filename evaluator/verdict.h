@@ -147,7 +147,7 @@ struct Verdict {
   std::string log_tail;  // the candidate process's output, for crashes
   // How the cases' modules got their weights: "drawn" (kloop's generator,
   // by name; compiled candidates) or "seeded" (KernelBench's construction:
-  // Python candidates). README: KernelBench candidates.
+  // Python candidates). docs/kernelbench.md.
   std::string construction;
   // The protocol's checks that were not applied to this candidate, each
   // with why (e.g. strict's non-identity norm parameters where ModelNew's

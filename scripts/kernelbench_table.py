@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Published KernelBench-format kernels judged twice: by KernelBench's own
 eval contract in plain PyTorch (the truth) and by `kloop eval --protocol
-kernelbench`, at the same sizes, side by side (README: KernelBench
-candidates, "Judged against KernelBench's own contract").
+kernelbench`, at the same sizes, side by side (docs/kernelbench.md,
+"Judged against KernelBench's own contract").
 
     kernelbench_table.py --release RELEASE.json --kernels DIR --device cpu|cuda \\
         [--upstream KERNELBENCH_CHECKOUT] [--kloop build/bin/kloop] [--jobs 16] \\

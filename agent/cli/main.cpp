@@ -10,6 +10,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"kloop: an agentic feedback-loop runner for LLM-written GPU kernels"};
   app.require_subcommand(1);
+  app.footer("docs: README.md, then docs/commands.md (every command) and a docs/ page per topic (`kloop COMMAND "
+             "--help` names its page)");
   app.set_version_flag("--version", kloop::version_text(), "print kloop's version, commit, LibTorch and CUDA, then exit");
   kloop::cli::GlobalOptions global;
   global.problems_dir = kloop::ProblemRegistry::default_root();
@@ -18,8 +20,23 @@ int main(int argc, char** argv) {
                            ->envname("KLOOP_PROBLEMS_DIR");
 
   std::map<CLI::App*, kloop::cli::Runner> runners;
+  // Each subcommand's help ends with the docs/ page that explains it.
+  const std::map<std::string, std::string> pages = {
+      {"problems", "docs/commands.md (parity: docs/kernelbench.md; spec format: problems/README.md)"},
+      {"eval", "docs/protocols.md (verdicts, protocols, timing); the GPU: docs/gpu.md; Python: docs/kernelbench.md"},
+      {"demo", "README.md"},
+      {"run", "docs/configs.md (every config field); docs/commands.md (--set, --problems); resuming and Ctrl-C: "
+              "docs/run-store.md; Slurm: docs/cluster.md"},
+      {"audit", "docs/gpu.md"},
+      {"calibrate", "docs/gpu.md"},
+      {"baseline", "docs/gpu.md"},
+      {"report", "docs/reports.md"},
+      {"rescore", "docs/reports.md"},
+      {"import", "docs/kernelbench.md"},
+      {"mutate", "docs/mutation.md"}};
   auto add = [&](const char* name, const char* help, auto adder) {
     CLI::App* sub = app.add_subcommand(name, help);
+    sub->footer("docs: " + pages.at(name));
     runners[sub] = adder(*sub, global);
   };
   add("problems", "list and show the task suites", kloop::cli::add_problems_command);

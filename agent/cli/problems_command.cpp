@@ -43,27 +43,68 @@ std::string human_count(double v) {
   return buf;
 }
 
-int list(const GlobalOptions& g, const std::string& suite, std::optional<int> level, bool json_out) {
+// "abc..." cut to `width` characters.
+std::string fit(const std::string& text, std::size_t width) {
+  if (text.size() <= width) return text;
+  return width <= 3 ? text.substr(0, width) : text.substr(0, width - 3) + "...";
+}
+
+// The table fits 100 columns: names cut past 44 characters (the number
+// column and `kloop problems show NUMBER_...` give the whole one), the
+// description whatever is left. A task a protocol leaves out shows which.
+int list(const GlobalOptions& g, const std::string& suite, std::optional<int> level, const std::string& selection,
+         bool json_out) {
+  if (!selection.empty() && level) throw std::invalid_argument("--problems selects levels itself; leave out --level");
   ProblemRegistry reg(g.problems_dir);
-  int bad = 0;
+  const std::vector<ProblemEntry> entries =
+      selection.empty() ? reg.list(suite, level) : reg.select_numbered(selection, suite);
+  if (entries.empty()) {
+    std::cerr << "kloop: no problem matches" << (suite.empty() ? "" : " suite '" + suite + "'")
+              << (level ? " level " + std::to_string(*level) : "") << " under " << reg.root()
+              << "; `kloop problems list` shows them all\n";
+    return 2;
+  }
+  std::set<std::string> suites;
+  for (const auto& e : entries) suites.insert(e.suite);
+  const bool several_suites = suites.size() > 1;
+  int bad = 0, excluded = 0;
   nlohmann::json rows = nlohmann::json::array();
-  if (!json_out) std::printf("%-12s %-5s %-60s %-8s %s\n", "suite", "level", "name", "inputs", "description");
-  for (const auto& e : reg.list(suite, level)) {
+  constexpr std::size_t kName = 44, kExcluded = 15, kWidth = 100;
+  if (!json_out) {
+    std::string head = fmt::format("{}{:<2} {:<{}} {:>3} {:<{}} {}", several_suites ? "suite        " : "", "L", "name",
+                                   kName, "in", "excluded from", kExcluded, "description");
+    std::printf("%s\n", fit(head, kWidth).c_str());
+  }
+  for (const auto& e : entries) {
     try {
       ProblemSpec s = reg.load(e);
+      std::string out_of;
+      for (const auto& p : s.excluded_from) out_of += (out_of.empty() ? "" : ",") + p;
+      excluded += out_of.empty() ? 0 : 1;
       if (json_out) {
         rows.push_back({{"suite", e.suite}, {"level", e.level}, {"name", e.name}, {"inputs", s.inputs.size()},
                         {"description", s.description}, {"excluded_from", s.excluded_from}});
-      } else {
-        std::printf("%-12s %-5d %-60s %-8zu %s\n", e.suite.c_str(), e.level, e.name.c_str(), s.inputs.size(),
-                    s.description.c_str());
+        continue;
       }
+      std::string line = fmt::format("{}{:<2} {:<{}} {:>3} {:<{}} ", several_suites ? fmt::format("{:<12} ", fit(e.suite, 12)) : "",
+                                     e.level, fit(e.name, kName), kName, s.inputs.size(),
+                                     out_of.empty() ? "-" : fit(out_of, kExcluded), kExcluded);
+      line += s.description;
+      std::printf("%s\n", fit(line, kWidth).c_str());
     } catch (const std::exception& ex) {
       ++bad;
       std::cerr << "kloop: " << ex.what() << "\n";
     }
   }
-  if (json_out) std::cout << rows.dump(2) << "\n";
+  if (json_out) {
+    std::cout << rows.dump(2) << "\n";
+  } else {
+    std::printf("%zu problem(s)", entries.size());
+    if (excluded) {
+      std::printf("; %d excluded from a protocol (left out of its runs and their denominator)", excluded);
+    }
+    std::printf("\n");
+  }
   return bad ? 1 : 0;
 }
 
@@ -367,6 +408,9 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
   auto json_list = std::make_shared<bool>(false);
   list_cmd->add_option("--suite", *suite, "only this suite (e.g. kernelbench)");
   list_cmd->add_option("--level", *level, "only this level (1, 2 or 3)");
+  auto list_selection = std::make_shared<std::string>();
+  list_cmd->add_option("--problems", *list_selection,
+                       "by level and KernelBench number: L1, L1:1-20, 'L1:3,7-9,L2:5' (as kloop run --problems)");
   list_cmd->add_flag("--json", *json_list, "machine-readable output");
   auto* show_cmd = app.add_subcommand("show", "show one problem's spec");
   auto name = std::make_shared<std::string>();
@@ -413,7 +457,8 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
                          "torch.manual_seed (KernelBench's contract), their state_dicts compared bit for bit")
       ->capture_default_str();
   return [&global, list_cmd, show_cmd, check_cmd, parity_cmd, pa, suite, level, json_list, name, json_show, check_names,
-          check_suite, check_level, check_device, build_cmd, build_names, build_suite, build_level, build_device]() {
+          check_suite, check_level, check_device, build_cmd, build_names, build_suite, build_level, build_device,
+          list_selection]() {
     if (parity_cmd->parsed()) return parity(global, *pa);
     if (build_cmd->parsed()) {
       return build(global, *build_names, *build_suite,
@@ -424,7 +469,7 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
                    *check_level > 0 ? std::optional<int>(*check_level) : std::nullopt, *check_device);
     }
     if (list_cmd->parsed()) {
-      return list(global, *suite, *level > 0 ? std::optional<int>(*level) : std::nullopt, *json_list);
+      return list(global, *suite, *level > 0 ? std::optional<int>(*level) : std::nullopt, *list_selection, *json_list);
     }
     if (show_cmd->parsed()) return show(global, *name, *json_show);
     return 2;

@@ -1,6 +1,8 @@
 // kloop run CONFIG: an experiment from a YAML config; resumable. With
 // --shards N one shard of it (a Slurm array task's); with --slurm, the
 // whole run as a Slurm job array of its shards.
+#include <fmt/format.h>
+
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -66,6 +68,7 @@ struct State {
   bool dry_run = false;
   SlurmOptions slurm_options;
   int gpus_per_task = -1;
+  ConfigOverrides overrides;  // --set, --problems
 };
 
 // `--slurm`: the run folder made, and an array of the shards with work left
@@ -94,6 +97,9 @@ int submit(const State& st, const RunConfig& config, LlmProvider& provider, cons
     array.command.insert(array.command.begin() + 1, {"--problems", fs::absolute(global.problems_dir).string()});
   }
   if (st.no_provider_check) array.command.push_back("--no-provider-check");
+  // Each task reads the config as this command did.
+  for (const auto& set : st.overrides.sets) array.command.insert(array.command.end(), {"--set", set});
+  if (!st.overrides.problems.empty()) array.command.insert(array.command.end(), {"--problems", st.overrides.problems});
 
   std::vector<int> work = loop.shards_with_work(shards);
   if (work.empty()) {
@@ -135,9 +141,10 @@ int submit(const State& st, const RunConfig& config, LlmProvider& provider, cons
   return 1;
 }
 
-// One run of a config (a sweep's point): --slurm, --check, or the run
-// itself, with Ctrl-C and SIGTERM followed. Its exit status.
-int run_one(const State& st, const RunConfig& config, const GlobalOptions& global) {
+// One run of a config (a sweep's point): --slurm, --check (what it found
+// into `totals`), or the run itself, with Ctrl-C and SIGTERM followed. Its
+// exit status.
+int run_one(const State& st, const RunConfig& config, const GlobalOptions& global, CheckTotals& totals) {
   std::unique_ptr<LlmProvider> provider;
   try {
     provider = make_provider(config.provider);
@@ -151,7 +158,9 @@ int run_one(const State& st, const RunConfig& config, const GlobalOptions& globa
     TurnLoop loop(config, *provider, std::cerr);
     loop.set_provider_check(!st.no_provider_check);
     if (shard) loop.set_shard(*shard);
-    return loop.check(std::cout);
+    const int status = loop.check(std::cout);
+    totals = loop.check_totals();
+    return status;
   }
   std::cerr << "kloop: run '" << config.name << "'"
             << (shard ? " shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) : "") << " with "
@@ -165,6 +174,10 @@ int run_one(const State& st, const RunConfig& config, const GlobalOptions& globa
   loop.set_interrupts(&interrupts);
   LoopSummary summary = loop.run();
   std::cout << format_summary(summary);
+  if (!summary.run_path.empty()) {
+    std::cout << "kloop: `kloop report " << summary.run_path << "` shows fast_p, one-shot vs iterative, failures and "
+              << "cost" << (shard ? " (merging the shards)" : "") << "; --html FILE draws them\n";
+  }
   return !summary.fatal_error.empty() ? 2 : !summary.stopped.empty() ? 130 : summary.chains_incomplete ? 1 : 0;
 }
 
@@ -175,6 +188,13 @@ Runner add_run_command(CLI::App& app, const GlobalOptions& global) {
   app.add_option("config", st->config, "experiment config (YAML), e.g. configs/demo.yaml")->required()->check(CLI::ExistingFile);
   app.add_option("--name", st->name, "run name (default: the config's name); a run with this name resumes");
   app.add_option("--runs-dir", st->runs_dir, "where run folders go (default: the config's runs_dir)");
+  app.add_option("--set", st->overrides.sets,
+                 "FIELD=VALUE: change one config field for this run, by its dotted path (scaffold.turns=5, "
+                 "provider.model=gpt-5, scaffold.feedback=[compiler]); stored in the run's config.json (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--problems", st->overrides.problems,
+                 "a subset by level and KernelBench number, replacing the config's selection: L1 (a level), "
+                 "L1:1-20, 'L1:3,7-9,L2:5' (the problems folder goes before the command: kloop --problems DIR run)");
   app.add_flag("--check", st->check,
                "check the config, problems, prompts, device, provider and run folder, and print the requests and "
                "the cost ceiling; sends nothing");
@@ -218,7 +238,7 @@ Runner add_run_command(CLI::App& app, const GlobalOptions& global) {
 
     // One run, or a sweep's runs one after another (each its own folder
     // under the sweep's, each resumable on its own).
-    std::vector<SweepRun> runs = load_run_configs(st->config);
+    std::vector<SweepRun> runs = load_run_configs(st->config, st->overrides);
     for (auto& r : runs) {
       RunConfig& config = r.config;
       if (!st->name.empty()) config.name = r.point.empty() ? st->name : st->name + "/" + r.point;
@@ -233,9 +253,33 @@ Runner add_run_command(CLI::App& app, const GlobalOptions& global) {
       std::cerr << "\n";
     }
     int status = 0;
+    CheckTotals sum;
+    int ready = 0;
+    bool priced = true;
     for (const auto& r : runs) {
-      status = std::max(status, run_one(*st, r.config, global));
+      CheckTotals one;
+      status = std::max(status, run_one(*st, r.config, global, one));
+      sum.problems += one.problems;
+      sum.requests += one.requests;
+      sum.input_tokens += one.input_tokens;
+      sum.output_tokens += one.output_tokens;
+      if (one.cost_usd) sum.cost_usd = sum.cost_usd.value_or(0) + *one.cost_usd;
+      priced = priced && one.cost_usd.has_value();
+      ready += one.ready ? 1 : 0;
       if (interrupts > 0) break;  // a sweep's later runs are not started
+    }
+    if (sweep && st->check) {
+      std::cout << fmt::format("sweep total: {} run(s), {} ready; {} problem(s) over the runs; {} request(s) to send "
+                               "(about {:.0f} input and at most {:.0f} output tokens)",
+                               runs.size(), ready, sum.problems, sum.requests, sum.input_tokens, sum.output_tokens);
+      if (sum.cost_usd && priced) {
+        std::cout << fmt::format("; cost ceiling ${:.2f}\n", *sum.cost_usd);
+      } else if (sum.cost_usd) {
+        std::cout << fmt::format("; cost ceiling at least ${:.2f} (some runs have no provider.max_tokens or prices)\n",
+                                 *sum.cost_usd);
+      } else {
+        std::cout << "; no cost ceiling (no run has provider.max_tokens and prices)\n";
+      }
     }
     if (sweep && !st->check && !st->slurm) {
       const RunConfig& first = runs.front().config;

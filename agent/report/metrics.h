@@ -1,4 +1,4 @@
-// Metrics of one run (README: Results and reports): compile rate, correctness,
+// Metrics of one run (docs/reports.md): compile rate, correctness,
 // fast_p, geometric-mean speedup, pass@k, each at every turn (best so far)
 // and per level, with bootstrap confidence intervals; the failures, the cost
 // and what the provider did over the attempts. Pure functions of the

@@ -158,7 +158,12 @@ std::string number(double v) {
 
 json summary_json(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics) {
   json out = {{"format", "kloop-report-summary/1"}, {"views", json::array()}};
-  for (std::size_t i = 0; i < views.size(); ++i) out["views"].push_back(view_json(views[i], metrics[i]));
+  // Legends and table rows show the labels that tell the views apart.
+  const std::vector<std::string> short_labels = distinct_labels(views);
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    out["views"].push_back(view_json(views[i], metrics[i]));
+    out["views"].back()["short_label"] = short_labels[i];
+  }
   // More than one: the views' timings do not compare with each other.
   out["gpu_models"] = gpu_models(views);
   // Each view's results at equal spend per problem, on one grid per axis.
@@ -170,7 +175,8 @@ json summary_json(const std::vector<RunView>& views, const std::vector<RunMetric
     for (BudgetAxis axis : {BudgetAxis::kCalls, BudgetAxis::kOutputTokens, BudgetAxis::kDollars}) {
       const std::vector<double> grid = budget_grid(axis, runs);
       json per_view = json::array();
-      for (const auto& v : views) {
+      for (std::size_t i = 0; i < views.size(); ++i) {
+        const RunView& v = views[i];
         json points = json::array();
         for (const auto& p : budget_curve(v.problems, v.attempts, axis, grid, options)) {
           json t = turn_json(p.metrics, options.ps);
@@ -178,7 +184,7 @@ json summary_json(const std::vector<RunView>& views, const std::vector<RunMetric
           t["budget"] = p.budget;
           points.push_back(t);
         }
-        per_view.push_back({{"label", v.label()}, {"points", points}});
+        per_view.push_back({{"label", v.label()}, {"short_label", short_labels[i]}, {"points", points}});
       }
       curves[budget_axis_name(axis)] = {{"budgets", grid}, {"views", per_view}};
     }

@@ -13,9 +13,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "agent/report/metrics.h"
+#include "agent/report/report_text.h"
 #include "agent/report/run_view.h"
 #include "agent/store/run_store.h"
 #include "evaluator/problem/registry.h"
@@ -240,6 +243,123 @@ TEST_F(ReportHtmlTest, ScriptErrorsShowInTheDom) {
   const std::string dom = chromium(binary, page, "--dump-dom");
   EXPECT_NE(start_tag(dom, "html").find("data-errors=\""), std::string::npos) << dom.substr(0, 2000);
   EXPECT_EQ(start_tag(dom, "body").find("data-rendered"), std::string::npos);
+}
+
+
+// Three points of a sweep share the sweep's name: every legend and the
+// side-by-side table must still tell them apart (issue 53: the legends were
+// cut to "one-shot-vs-iterative" at the chart's edge); a rescore the run
+// has outgrown is flagged beside its row; correct attempts are no failures.
+class ReportLabelsTest : public ReportHtmlTest {
+ protected:
+  std::vector<RunView> sweep_views() {
+    ProblemRegistry registry(ProblemRegistry::default_root());
+    std::vector<RunView> views;
+    for (const char* point : {"scaffold=one_shot", "scaffold=best_of_k", "scaffold=iterative"}) {
+      const std::string dir = testing::write_synthetic_run(runs_.string(), std::string(kSweep) + "/" + point);
+      views.push_back(load_run_view(dir, "strict", &registry));
+    }
+    // The last point was rescored under kernelbench, then the run went on (a turn 4).
+    testing::write_synthetic_rescore(views.back().run_dir);
+    RunStore store(runs_.string(), std::string(kSweep) + "/scaffold=iterative");
+    AttemptRecord extra = store.load_results().front();
+    extra.turn = 4;
+    store.append(extra);
+    views.push_back(load_run_view(views.back().run_dir, "kernelbench", &registry));
+    return views;
+  }
+  fs::path write_sweep_page(const std::vector<RunView>& views) {
+    std::vector<RunMetrics> metrics;
+    MetricOptions o;
+    o.bootstrap_resamples = 0;
+    for (const auto& v : views) metrics.push_back(compute_metrics(v.problems, v.attempts, v.turns, v.samples, o));
+    const fs::path page = runs_ / "sweep.html";
+    RunStore::write_text(page.string(), render_html_report(views, metrics, runs_.string()));
+    return page;
+  }
+  static constexpr const char* kSweep = "one-shot-vs-iterative";
+};
+
+TEST_F(ReportLabelsTest, SweepPointsHaveDistinctShortLabels) {
+  const std::vector<RunView> views = sweep_views();
+  const std::vector<std::string> labels = distinct_labels(views);
+  ASSERT_EQ(labels.size(), 4u);
+  EXPECT_EQ(labels[0], "scaffold=one_shot [strict]");
+  EXPECT_EQ(labels[3], "scaffold=iterative [kernelbench]");
+  EXPECT_EQ(std::set<std::string>(labels.begin(), labels.end()).size(), labels.size());
+  EXPECT_EQ(views[3].attempts_not_rescored, 1);
+  // Two views alike but for their folders: numbered.
+  std::vector<RunView> twins = {views[0], views[0]};
+  const std::vector<std::string> numbered = distinct_labels(twins);
+  EXPECT_NE(numbered[0], numbered[1]);
+  EXPECT_EQ(numbered[0].rfind("#1 ", 0), 0u) << numbered[0];
+  // The page's data carries them, budget curves included.
+  const std::string html = read(write_sweep_page(views));
+  EXPECT_NE(html.find("\"short_label\":\"scaffold=best_of_k [strict]\""), std::string::npos);
+}
+
+TEST_F(ReportLabelsTest, TextReportMarksAStaleRescoreAndListsNoCorrectFailures) {
+  const std::vector<RunView> views = sweep_views();
+  std::vector<RunMetrics> metrics;
+  MetricOptions o;
+  o.bootstrap_resamples = 0;
+  for (const auto& v : views) metrics.push_back(compute_metrics(v.problems, v.attempts, v.turns, v.samples, o));
+  for (TextFormat f : {TextFormat::kMarkdown, TextFormat::kTerminal}) {
+    const std::string text = render_text_report(views, metrics, f);
+    // Markdown rows carry the labels; a terminal's narrow rows are numbered, the list above says which
+    // (+: the synthetic run is unfinished, 21_Sigmoid has no record).
+    EXPECT_NE(text.find(f == TextFormat::kMarkdown ? "| scaffold=iterative [kernelbench] * + |" : "\n  #4 * +  "),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("* one-shot-vs-iterative/scaffold=iterative [kernelbench]: PARTIAL RESCORE: 1"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("scaffold=best_of_k [strict]"), std::string::npos) << text;
+    // The failures tables: verdicts of failed attempts, no "correct" row.
+    for (std::size_t at = text.find("failures ("); at != std::string::npos; at = text.find("failures (", at + 1)) {
+      const std::string section = text.substr(at, text.find("cost", at) - at);
+      EXPECT_FALSE(std::regex_search(section, std::regex(R"((^|\n)[| ]*correct[ |])"))) << section;
+      EXPECT_NE(section.find("integrity_violation"), std::string::npos) << section;
+    }
+  }
+}
+
+TEST_F(ReportLabelsTest, EveryLegendTellsTheSweepsRunsApartInHeadlessChromium) {
+  const std::string binary = find_chromium();
+  if (binary.empty()) GTEST_SKIP() << "no chromium on the PATH (scripts/setup installs it; or set KLOOP_CHROMIUM)";
+  const fs::path page = write_sweep_page(sweep_views());
+  const std::string dom = chromium(binary, page, "--window-size=1280,2000 --dump-dom");
+  const std::string body = start_tag(dom, "body");
+  ASSERT_NE(body.find("data-rendered=\""), std::string::npos) << read(runs_ / "chromium.log") << dom.substr(0, 2000);
+  EXPECT_EQ(start_tag(dom, "html").find("data-errors"), std::string::npos) << start_tag(dom, "html");
+  // The page measures its legends: none cut by its chart's edge, none read alike.
+  EXPECT_EQ(body.find("data-legend-clipped"), std::string::npos) << body;
+  EXPECT_EQ(body.find("data-legend-alike"), std::string::npos) << body;
+  for (const char* label : {">scaffold=one_shot [strict]<", ">scaffold=best_of_k [strict]<",
+                            ">scaffold=iterative [strict]<", ">scaffold=iterative [kernelbench]<"}) {
+    std::size_t n = 0;
+    for (std::size_t at = dom.find(label); at != std::string::npos; at = dom.find(label, at + 1)) ++n;
+    // The table row, and the legends of the two comparison charts and three budget charts.
+    EXPECT_GE(n, 6u) << label;
+  }
+  const std::size_t compare = dom.find("<section id=\"compare\"");
+  ASSERT_NE(compare, std::string::npos);
+  const std::string table = dom.substr(compare, dom.find("</table>", compare) - compare);
+  EXPECT_NE(table.find("PARTIAL RESCORE: 1 attempts without a kernelbench record"), std::string::npos) << table;
+  EXPECT_NE(table.find("runs of one-shot-vs-iterative"), std::string::npos) << table;
+  // No failures table lists correct attempts.
+  for (std::size_t at = dom.find(">failures ("); at != std::string::npos; at = dom.find(">failures (", at + 1)) {
+    const std::string section = dom.substr(at, dom.find("</table>", at) - at);
+    EXPECT_EQ(section.find(">correct<"), std::string::npos) << section;
+    EXPECT_NE(section.find(">integrity_violation<"), std::string::npos) << section;
+  }
+  const char* artifacts = KLOOP_TEST_ARTIFACTS;
+  fs::create_directories(artifacts);
+  const fs::path shot = fs::path(artifacts) / "report-sweep.png";
+  fs::remove(shot);
+  chromium(binary, page, "--screenshot=" + shot.string() + " --window-size=1280,2400");
+  ASSERT_TRUE(fs::exists(shot)) << read(runs_ / "chromium.log");
+  std::cout << "screenshot: " << shot.string() << "\n";
 }
 
 }  // namespace

@@ -214,6 +214,7 @@ std::string failures_table(const FailureTaxonomy& ft, TextFormat f) {
   t.header = {"verdict", "kind", "attempts", "share"};
   t.text_columns = 2;
   for (const auto& [v, n] : ft.by_outcome) {  // in the enum's order
+    if (v == Outcome::kCorrect) continue;  // not a failure; the headline tables count them
     t.rows.push_back({outcome_name(v), "", std::to_string(n), share(n)});
     const auto* kinds = v == Outcome::kIncorrect             ? &ft.incorrect_by_kind
                         : v == Outcome::kIntegrityViolation ? &ft.integrity_by_check
@@ -488,24 +489,34 @@ std::string comparison_table(const std::vector<RunView>& views, const std::vecto
   }
   t.header.push_back("geomean");
   // The runs of one sweep (NAME/key=value/...): rows without the shared
-  // NAME/, which the list above the table keeps.
-  std::string shared = views.size() > 1 ? views.front().label() : "";
-  for (const auto& v : views) {
-    const std::string l = v.label();
-    std::size_t n = 0;
-    while (n < shared.size() && n < l.size() && shared[n] == l[n]) ++n;
-    shared.resize(n);
+  // NAME/, which the list above the table keeps; a run whose figures are
+  // not the whole run's is marked (notes under the table).
+  const std::vector<std::string> labels = distinct_labels(views);
+  std::vector<std::string> marks(views.size());
+  std::string notes;
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const RunView& v = views[i];
+    if (v.attempts_not_rescored) {
+      marks[i] += " *";
+      notes += "  * " + v.label() + ": PARTIAL RESCORE: " + std::to_string(v.attempts_not_rescored) +
+               " of the run's attempts have no " + v.protocol + " record (kloop rescore " + v.run_dir +
+               " --protocol " + v.protocol + " completes it)\n";
+    }
+    if (v.unfinished_chains) {
+      marks[i] += " +";
+      notes += "  + " + v.label() + ": UNFINISHED: " + std::to_string(v.unfinished_chains) + " of " +
+               std::to_string(v.chains) + " chains short of their last turn\n";
+    }
   }
-  shared.resize(shared.rfind('/') == std::string::npos ? 0 : shared.rfind('/') + 1);
   // On a terminal, labels too long for the table become numbers, which the
   // list above it explains.
   bool numbered = false;
-  for (const auto& v : views) numbered = numbered || (!wide && v.label().size() - shared.size() > 26);
+  for (std::size_t i = 0; i < views.size(); ++i) numbered = numbered || (!wide && labels[i].size() + marks[i].size() > 26);
   for (std::size_t i = 0; i < views.size(); ++i) {
     const GroupMetrics* g = overall(metrics[i]);
     if (!g) continue;
     const TurnMetrics& tm = final_turn ? g->by_turn.back() : g->by_turn.front();
-    std::vector<std::string> row = {numbered ? "#" + std::to_string(i + 1) : views[i].label().substr(shared.size()),
+    std::vector<std::string> row = {(numbered ? "#" + std::to_string(i + 1) : labels[i]) + marks[i],
                                     views[i].model,
                                     views[i].scaffold,
                                     std::to_string(g->problems),
@@ -529,7 +540,7 @@ std::string comparison_table(const std::vector<RunView>& views, const std::vecto
     }
   }
   return heading(final_turn ? "final turn (iterative), all problems" : "one-shot (turn 1), all problems", 3, f) +
-         runs + render_table(t, f);
+         runs + render_table(t, f) + (notes.empty() || !final_turn ? "" : "\n" + notes);
 }
 
 // Runs side by side at equal spend per problem: fast_1 (and correctness)
@@ -551,8 +562,10 @@ std::string budget_tables(const std::vector<RunView>& views, const std::vector<R
                          : axis == BudgetAxis::kDollars ? "$" + fmt::format("{:.3g}", b)
                                                         : fmt::format("{:.3g}", b));
     }
+    const std::vector<std::string> labels = distinct_labels(views);
     for (std::size_t i = 0; i < views.size(); ++i) {
-      std::vector<std::string> row = {"#" + std::to_string(i + 1) + " " + views[i].label()};
+      const bool numbered = labels[i].rfind("#", 0) == 0;
+      std::vector<std::string> row = {(numbered ? "" : "#" + std::to_string(i + 1) + " ") + labels[i]};
       for (const auto& point : budget_curve(views[i].problems, views[i].attempts, axis, grid, options)) {
         const Estimate& e = one != options.ps.end() ? point.metrics.fast_p[one - options.ps.begin()] : point.metrics.correctness;
         row.push_back(percent(e, false) + " / " + percent(point.metrics.correctness, false));
@@ -587,6 +600,10 @@ std::string render_text_report(const std::vector<RunView>& views, const std::vec
   }
   if (views.size() > 1) {
     out << heading("side by side", 2, format);
+    // Rows are labelled without the sweep's name they share: said once here.
+    if (const std::string shared = shared_label_prefix(views); !shared.empty()) {
+      out << "runs of " << shared.substr(0, shared.size() - 1) << "\n\n";
+    }
     out << comparison_table(views, metrics, false, format) << "\n"
         << comparison_table(views, metrics, true, format) << "\n"
         << budget_tables(views, metrics, format);

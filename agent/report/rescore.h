@@ -1,5 +1,5 @@
 // Rescoring: the stored candidates of a run evaluated again under another
-// protocol, without any LLM call (README: Protocols); where the two
+// protocol, without any LLM call (docs/protocols.md); where the two
 // protocols measure the same and differ only in judging rules (strict and
 // strict-libraries), each stored verdict is judged again from the
 // observations it keeps, with no build and no device. Records go to

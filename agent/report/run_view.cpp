@@ -99,6 +99,34 @@ void drop_excluded(RunView& v, const ProblemRegistry& registry) {
 
 std::string RunView::label() const { return run_name + " [" + protocol + "]"; }
 
+std::string shared_label_prefix(const std::vector<RunView>& views) {
+  if (views.size() < 2) return "";
+  std::string shared = views.front().label();
+  for (const auto& v : views) {
+    const std::string l = v.label();
+    std::size_t n = 0;
+    while (n < shared.size() && n < l.size() && shared[n] == l[n]) ++n;
+    shared.resize(n);
+  }
+  const std::size_t slash = shared.rfind('/');
+  return slash == std::string::npos ? "" : shared.substr(0, slash + 1);
+}
+
+std::vector<std::string> distinct_labels(const std::vector<RunView>& views) {
+  const std::string shared = shared_label_prefix(views);
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  bool collide = false;
+  for (const auto& v : views) {
+    out.push_back(v.label().substr(shared.size()));
+    collide = !seen.insert(out.back()).second || collide;
+  }
+  if (collide) {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = "#" + std::to_string(i + 1) + " " + out[i];
+  }
+  return out;
+}
+
 std::string rescore_results_file(const std::string& protocol) { return "rescore-" + protocol + ".jsonl"; }
 std::string rescore_verdict_root(const std::string& protocol) { return "rescore-" + protocol; }
 
@@ -143,6 +171,16 @@ std::vector<SelectedProblem> selected_problems(const json& config, const Problem
     throw std::runtime_error(where +
                              ": field 'problems' selects by suite and level; the problems folder is needed "
                              "to count them (give --problems DIR)");
+  }
+  if (sel.contains("select") && sel["select"].is_string()) {
+    try {
+      for (const auto& e : registry->select_numbered(sel["select"].get<std::string>(), sel.value("suite", std::string()))) {
+        out.push_back({e.name, e.level});
+      }
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(where + ": field 'problems.select': " + e.what());
+    }
+    return out;
   }
   std::optional<int> level;
   if (sel.contains("level") && sel["level"].is_number_integer()) level = sel["level"].get<int>();

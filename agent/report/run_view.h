@@ -55,6 +55,15 @@ struct RunView {
   std::string label() const;  // "demo [strict]"
 };
 
+// Labels that tell the views apart where space is short (legends, table
+// rows): each label without the run names' shared prefix up to a '/' (a
+// sweep's NAME/), so that the sweep's points read "scaffold=one_shot
+// [strict]", ...; numbered "#1 ..." when they would still collide. Every
+// label differs from every other; one view keeps its whole label.
+std::vector<std::string> distinct_labels(const std::vector<RunView>& views);
+// The shared prefix distinct_labels() leaves out ("" when none).
+std::string shared_label_prefix(const std::vector<RunView>& views);
+
 // Where a report's attempts were evaluated: "cuda:1 (NVIDIA H200)" with how
 // many; several GPU models in one report are said, since their timings do
 // not compare.

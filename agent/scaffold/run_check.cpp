@@ -118,6 +118,13 @@ Requests count_requests(const RunConfig& config, const std::vector<ProblemSpec>&
   return r;
 }
 
+// The ceiling in dollars: none without max_tokens or prices.
+std::optional<double> cost_ceiling(const RunConfig& config, const Requests& r) {
+  const TokenPrices& price = config.provider.prices;
+  if (!max_billed_output_tokens(config.provider) || (price.input == 0 && price.output == 0)) return std::nullopt;
+  return (r.input_tokens * price.input + r.output_tokens * price.output) / 1e6;
+}
+
 void print_cost_ceiling(Checker& c, const RunConfig& config, const Requests& r) {
   const TokenPrices& price = config.provider.prices;
   const std::optional<long long> billed = max_billed_output_tokens(config.provider);
@@ -150,6 +157,7 @@ void print_cost_ceiling(Checker& c, const RunConfig& config, const Requests& r) 
 
 int TurnLoop::check(std::ostream& out) {
   Checker c{out};
+  check_totals_ = {};
   out << "kloop run --check " << config_.path << " (run '" << config_.name << "' in " << config_.runs_dir << ")\n";
   std::vector<std::string> excluded;
   std::vector<ProblemSpec> specs;
@@ -181,6 +189,8 @@ int TurnLoop::check(std::ostream& out) {
   if (r.answered) out << ", less " << r.answered << " answer(s) stored and not yet evaluated";
   out << ")\n";
   print_cost_ceiling(c, config_, r);
+  check_totals_ = {static_cast<long long>(specs.size()), r.requests, r.input_tokens, r.output_tokens,
+                   cost_ceiling(config_, r), c.problems == 0};
   out << (c.problems ? "not ready: " + std::to_string(c.problems) + " problem(s) above\n"
                      : "ready: nothing was sent and no run folder was made\n");
   return c.problems ? 2 : 0;

@@ -101,41 +101,44 @@ json RunConfig::to_json() const {
   prov["first_token_timeout_s"] = provider.first_token_timeout.count() / 1000.0;
   prov["idle_timeout_s"] = provider.idle_timeout.count() / 1000.0;
   prov["resend_broken_streams"] = provider.resend_broken_streams;
-  return {{"name", name},
-          {"config_file", path},
-          {"problems",
-           {{"suite", problems.suite},
-            {"level", problems.level ? json(*problems.level) : json(nullptr)},
-            {"names", problems.names}}},
-          {"device", device},
-          {"devices", devices},
-          {"protocol", protocol},
-          {"seed", seed},
-          {"provider", prov},
-          {"scaffold",
-           {{"kind", scaffold.kind},
-            {"samples", scaffold.samples},
-            {"turns", scaffold.turns},
-            {"feedback", feedback},
-            {"context", scaffold.context},
-            {"keep_best", scaffold.keep_best},
-            {"width", scaffold.width},
-            {"expand", scaffold.expand},
-            {"population", scaffold.population},
-            {"parents", scaffold.parents},
-            {"crossover", scaffold.crossover},
-            {"mutate_prompt", scaffold.mutate_prompt},
-            {"select", scaffold.select},
-            {"early_stop_speedup", scaffold.early_stop_speedup ? json(*scaffold.early_stop_speedup) : json(nullptr)}}},
-          {"candidate_format", candidate_format},
-          {"prompts",
-           {{"dir", prompts.dir},
-            {"max_feedback_chars", prompts.max_feedback_chars},
-            {"style", prompts.style},
-            {"upstream", prompts.upstream}}},
-          {"evaluation", evaluation},
-          {"parallel_chains", parallel_chains},
-          {"compile_jobs", compile_jobs}};
+  json problems_json = {{"suite", problems.suite},
+                        {"level", problems.level ? json(*problems.level) : json(nullptr)},
+                        {"names", problems.names}};
+  if (!problems.select.empty()) problems_json["select"] = problems.select;
+  json out = {{"name", name},
+             {"config_file", path},
+             {"problems", problems_json},
+             {"device", device},
+             {"devices", devices},
+             {"protocol", protocol},
+             {"seed", seed},
+             {"provider", prov},
+             {"scaffold",
+              {{"kind", scaffold.kind},
+               {"samples", scaffold.samples},
+               {"turns", scaffold.turns},
+               {"feedback", feedback},
+               {"context", scaffold.context},
+               {"keep_best", scaffold.keep_best},
+               {"width", scaffold.width},
+               {"expand", scaffold.expand},
+               {"population", scaffold.population},
+               {"parents", scaffold.parents},
+               {"crossover", scaffold.crossover},
+               {"mutate_prompt", scaffold.mutate_prompt},
+               {"select", scaffold.select},
+               {"early_stop_speedup", scaffold.early_stop_speedup ? json(*scaffold.early_stop_speedup) : json(nullptr)}}},
+             {"candidate_format", candidate_format},
+             {"prompts",
+              {{"dir", prompts.dir},
+               {"max_feedback_chars", prompts.max_feedback_chars},
+               {"style", prompts.style},
+               {"upstream", prompts.upstream}}},
+             {"evaluation", evaluation},
+             {"parallel_chains", parallel_chains},
+             {"compile_jobs", compile_jobs}};
+  if (!overrides.empty()) out["overrides"] = overrides;
+  return out;
 }
 
 json read_config_json(const std::string& path, bool follow_links) {
@@ -200,7 +203,7 @@ void read_problems(const SettingsReader& r, RunConfig& c) {
   if (r.has("problems") && !r.at("problems").is_object())
     r.fail("problems", "expected a map with suite, level and/or names");
   const SettingsReader problems = r.block("problems");
-  problems.known({"suite", "level", "names"});
+  problems.known({"suite", "level", "names", "select"});
   c.problems.suite = problems.get<std::string>("suite", "");
   if (problems.has("level")) {
     c.problems.level = problems.get<int>("level", 0);
@@ -208,6 +211,17 @@ void read_problems(const SettingsReader& r, RunConfig& c) {
   c.problems.names = problems.get<std::vector<std::string>>("names", {});
   if (!c.problems.names.empty() && c.problems.level) {
     r.fail("problems", "give either level (every problem of a level) or names (those problems), not both");
+  }
+  c.problems.select = problems.get<std::string>("select", "");
+  if (problems.has("select")) {
+    if (c.problems.level || !c.problems.names.empty()) {
+      r.fail("problems.select", "selects by level and number itself; give it without level and names");
+    }
+    try {
+      (void)parse_numbered_selection(c.problems.select);
+    } catch (const std::invalid_argument& e) {
+      r.fail("problems.select", e.what());
+    }
   }
   {
     std::set<std::string> seen;
@@ -420,6 +434,87 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
   read_prompts(r, c);
   read_evaluation(r, c);
   return c;
+}
+
+std::vector<std::string> ConfigOverrides::describe() const {
+  std::vector<std::string> out;
+  for (const auto& s : sets) out.push_back("--set " + s);
+  if (!problems.empty()) out.push_back("--problems " + problems);
+  return out;
+}
+
+namespace {
+
+const std::set<std::string>& top_level_fields() {
+  static const std::set<std::string> fields = {"name",     "runs_dir",         "problems_dir", "problems", "device",
+                                               "devices",  "protocol",         "candidate_format", "seed", "provider",
+                                               "scaffold", "prompts",          "evaluation",   "parallel_chains",
+                                               "compile_jobs"};
+  return fields;
+}
+
+}  // namespace
+
+std::vector<std::string> overridden_fields(const ConfigOverrides& o) {
+  std::vector<std::string> out;
+  for (const auto& s : o.sets) out.push_back(s.substr(0, s.find('=')));
+  if (!o.problems.empty()) out.push_back("problems");
+  return out;
+}
+
+void apply_overrides(json& config, const ConfigOverrides& o) {
+  for (const auto& s : o.sets) {
+    const std::size_t eq = s.find('=');
+    auto fail = [&](const std::string& why) {
+      throw std::invalid_argument("--set " + s.substr(0, 200) + ": " + why);
+    };
+    if (eq == std::string::npos || eq == 0) fail("expected FIELD=VALUE, e.g. --set scaffold.turns=5");
+    const std::string field = s.substr(0, eq);
+    std::vector<std::string> keys;
+    for (std::size_t from = 0; from <= field.size();) {
+      const std::size_t dot = std::min(field.find('.', from), field.size());
+      keys.push_back(field.substr(from, dot - from));
+      if (keys.back().empty()) fail("field '" + field + "' has an empty part; write a dotted path like scaffold.turns");
+      from = dot + 1;
+    }
+    if (keys.front() == "sweep") fail("a sweep is the config file's; --set changes one field of every run");
+    if (!top_level_fields().count(keys.front())) {
+      std::string list;
+      for (const auto& f : top_level_fields()) list += (list.empty() ? "" : ", ") + f;
+      fail("field '" + keys.front() + "' is not a field of a run config; known fields: " + list);
+    }
+    json value;
+    try {
+      value = yaml_to_json(YAML::Load(s.substr(eq + 1)));
+    } catch (const YAML::Exception& e) {
+      fail("the value is not YAML (" + std::string(e.what()).substr(0, 200) + "); quote it, e.g. --set 'provider.stop=[\"x\"]'");
+    }
+    json* cur = &config;
+    for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+      json& next = (*cur)[keys[i]];
+      if (next.is_null()) next = json::object();
+      if (!next.is_object()) {
+        std::string at = keys[0];
+        for (std::size_t k = 1; k <= i; ++k) at += "." + keys[k];
+        fail("field '" + at + "' is " + next.dump().substr(0, 80) + ", not a map; set '" + at + "' itself");
+      }
+      cur = &next;
+    }
+    (*cur)[keys.back()] = value;
+  }
+  if (!o.problems.empty()) {
+    try {
+      (void)parse_numbered_selection(o.problems);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("--problems: " + std::string(e.what()) +
+                                  " (the problems folder is given before the command: kloop --problems DIR run ...)");
+    }
+    json& p = config["problems"];
+    if (!p.is_object()) p = json::object();
+    p.erase("level");
+    p.erase("names");
+    p["select"] = o.problems;
+  }
 }
 
 std::vector<std::string> evaluation_devices(const RunConfig& c) {

@@ -55,6 +55,9 @@ struct ProblemSelection {
   std::string suite;
   std::optional<int> level;
   std::vector<std::string> names;  // empty: everything matching suite and level
+  // By level and KernelBench number ("L1:1-20,L2:5"; registry.h:
+  // parse_numbered_selection); not together with level or names.
+  std::string select;
 };
 
 struct RunConfig {
@@ -71,8 +74,7 @@ struct RunConfig {
   nlohmann::json devices;  // null: one queue, or every GPU for device cuda
   std::string protocol = "strict";
   // What the model writes: cpp (kloop's kernel API) or kernelbench_python
-  // (KernelBench's Python ModelNew, run by the Python host; README:
-  // KernelBench candidates).
+  // (KernelBench's Python ModelNew, run by the Python host; docs/kernelbench.md).
   std::string candidate_format = "cpp";
   unsigned long long seed = 1;
   ProviderConfig provider;
@@ -89,6 +91,9 @@ struct RunConfig {
   int environment_retries = 2;
   int parallel_chains = 0;  // 0: the provider's concurrency
   int compile_jobs = 0;     // compiles at once; 0: the cores this process may run on
+  // The command line's changes to the file (--set FIELD=VALUE, --problems),
+  // as given; stored with the config so a run says how it was made.
+  std::vector<std::string> overrides;
 
   // The resolved config as stored in the run folder (no secrets: only the
   // name of the key's environment variable).
@@ -109,5 +114,24 @@ RunConfig load_run_config(const std::string& path);
 // `follow_links` false for a file in a folder someone else made.)
 nlohmann::json read_config_json(const std::string& path, bool follow_links = true);
 RunConfig run_config_from_json(const nlohmann::json& j, const std::string& path);
+
+// What `kloop run` changes in a config file before reading it: `--set
+// FIELD=VALUE` (a dotted path into the config, the value read as YAML:
+// `scaffold.turns=5`, `provider.model=gpt-5`, `scaffold.feedback=[compiler]`)
+// and `--problems SELECTION` (problems.select, replacing the file's level,
+// names and select). Applied after a sweep's point, so they win.
+struct ConfigOverrides {
+  std::vector<std::string> sets;
+  std::string problems;
+  bool empty() const { return sets.empty() && problems.empty(); }
+  // As given on the command line, for the stored config.
+  std::vector<std::string> describe() const;
+};
+// Applies them to a config's JSON. Throws std::invalid_argument naming the
+// --set, the field and the fix (no '=', an unknown top-level field, a path
+// through a value that is not a map, a value that is not YAML).
+void apply_overrides(nlohmann::json& config, const ConfigOverrides& o);
+// The dotted fields --set names ("scaffold.turns"), and "problems" for --problems.
+std::vector<std::string> overridden_fields(const ConfigOverrides& o);
 
 }  // namespace kloop

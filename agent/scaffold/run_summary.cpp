@@ -14,7 +14,7 @@ std::string what_was_kept(const LoopSummary& s) {
   for (const auto& e : s.errors) out << "error: " << e << "\n";
   if (s.chains_incomplete) out << s.chains_incomplete << " chain(s) incomplete; run the same command again to resume\n";
   if (!s.stopped.empty()) {
-    out << "stopped (" << s.stopped << "): " << s.attempts_run << " attempt(s) recorded";
+    out << "stopped (" << s.stopped << "): " << s.attempts_run << " attempt(s) recorded in " << s.run_path;
     if (s.answers_kept) out << ", " << s.answers_kept << " answer(s) kept that the next run evaluates without a request";
     if (s.requests_cut) out << ", " << s.requests_cut << " request(s) cut in flight (their cost recorded)";
     out << "; run the same command again to resume\n";

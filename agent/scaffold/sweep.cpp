@@ -55,11 +55,30 @@ void set_at(json& j, const std::string& dotted, const json& value) {
   }
 }
 
+// A run's config from its JSON with the command line's overrides applied;
+// an error about a field they set says so.
+RunConfig config_with_overrides(json j, const std::string& path, const ConfigOverrides& overrides) {
+  apply_overrides(j, overrides);
+  try {
+    RunConfig c = run_config_from_json(j, path);
+    c.overrides = overrides.describe();
+    return c;
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    for (const auto& field : overridden_fields(overrides)) {
+      if (what.find("field '" + field) != std::string::npos) {
+        throw std::invalid_argument(what + " (set on the command line: " + (field == "problems" ? "--problems" : "--set " + field) + ")");
+      }
+    }
+    throw;
+  }
+}
+
 }  // namespace
 
-std::vector<SweepRun> load_run_configs(const std::string& path) {
+std::vector<SweepRun> load_run_configs(const std::string& path, const ConfigOverrides& overrides) {
   json base = read_config_json(path);
-  if (!base.contains("sweep")) return {{"", run_config_from_json(base, path)}};
+  if (!base.contains("sweep")) return {{"", config_with_overrides(base, path, overrides)}};
   const json sweep = base["sweep"];
   base.erase("sweep");
   auto fail = [&](const std::string& field, const std::string& what) {
@@ -100,6 +119,19 @@ std::vector<SweepRun> load_run_configs(const std::string& path) {
   if (const std::string why = run_name_problem(name); !why.empty()) {
     fail("name", "'" + name.substr(0, 200) + "' cannot name a sweep: " + why);
   }
+  for (const auto& field : overridden_fields(overrides)) {
+    if (field == "name" || field == "runs_dir") {
+      throw std::invalid_argument("--set " + field + ": a sweep names its runs NAME/<point>; use --name or --runs-dir");
+    }
+    for (const auto& a : axes) {
+      const bool overlap = field == a.key || field.rfind(a.key + ".", 0) == 0 || a.key.rfind(field + ".", 0) == 0;
+      if (overlap) {
+        throw std::invalid_argument(path + ": field 'sweep." + a.key + "': the sweep varies it, so " +
+                                    (field == "problems" ? std::string("--problems") : "--set " + field) +
+                                    " would make its runs alike; change the sweep's values in the file instead");
+      }
+    }
+  }
   std::vector<SweepRun> runs;
   std::vector<std::size_t> at(axes.size(), 0);
   for (;;) {
@@ -111,7 +143,7 @@ std::vector<SweepRun> load_run_configs(const std::string& path) {
     }
     point_json["name"] = name + "/" + point;
     try {
-      runs.push_back({point, run_config_from_json(point_json, path)});
+      runs.push_back({point, config_with_overrides(point_json, path, overrides)});
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(std::string(e.what()) + " (in sweep point " + point + ")");
     }

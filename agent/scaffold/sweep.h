@@ -31,8 +31,10 @@ struct SweepRun {
 
 // The runs a config file stands for: one for a plain config, one per point
 // of its sweep. Throws std::invalid_argument naming the file, the field
-// (sweep.<key>, or the point's own field) and the fix.
-std::vector<SweepRun> load_run_configs(const std::string& path);
+// (sweep.<key>, or the point's own field) and the fix. `overrides` (kloop
+// run's --set and --problems) are applied to every run, after its point's
+// values; one that sets a field the sweep varies is refused.
+std::vector<SweepRun> load_run_configs(const std::string& path, const ConfigOverrides& overrides = {});
 
 // The sweep's folder (RUNS_DIR/NAME) and its list of runs (sweep.json), for
 // `kloop report` of the parent folder. Written before the first run starts.

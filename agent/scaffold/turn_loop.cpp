@@ -78,7 +78,22 @@ std::vector<ProblemSpec> TurnLoop::select_problems(std::vector<std::string>* exc
   ProblemRegistry registry(config_.problems_dir);
   std::vector<ProblemSpec> specs;
   if (!config_.problems.names.empty()) {
-    for (const auto& n : config_.problems.names) specs.push_back(registry.load(n));
+    for (const auto& n : config_.problems.names) {
+      specs.push_back(registry.load(n));
+      if (!config_.problems.suite.empty() && specs.back().suite != config_.problems.suite) {
+        throw std::invalid_argument(config_.path + ": field 'problems.names': '" + n + "' is in suite '" +
+                                    specs.back().suite + "', not in problems.suite '" + config_.problems.suite +
+                                    "'; fix the suite or leave it out");
+      }
+    }
+  } else if (!config_.problems.select.empty()) {
+    try {
+      for (const auto& e : registry.select_numbered(config_.problems.select, config_.problems.suite)) {
+        specs.push_back(registry.load(e));
+      }
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(config_.path + ": field 'problems.select': " + e.what());
+    }
   } else {
     for (const auto& e : registry.list(config_.problems.suite, config_.problems.level)) specs.push_back(registry.load(e));
   }

@@ -72,6 +72,17 @@ struct Shard {
   bool holds(std::size_t position) const { return static_cast<int>(position % static_cast<std::size_t>(count)) == index; }
 };
 
+// What `kloop run --check` found a run would still send, for a sweep's
+// totals.
+struct CheckTotals {
+  long long problems = 0;
+  long long requests = 0;
+  double input_tokens = 0;
+  double output_tokens = 0;
+  std::optional<double> cost_usd;  // the ceiling; none without max_tokens and prices
+  bool ready = false;
+};
+
 class TurnLoop {
  public:
   TurnLoop(RunConfig config, LlmProvider& provider, std::ostream& progress);
@@ -82,6 +93,8 @@ class TurnLoop {
   // requests still to send and, with max_tokens and prices, the cost
   // ceiling. Sends no request and makes no folder. 0 when ready, 2 if not.
   int check(std::ostream& out);
+  // What the last check() counted.
+  const CheckTotals& check_totals() const { return check_totals_; }
   // Ask the provider (LlmProvider::probe) before the first request; a
   // refused key then stops the run with nothing sent. Off by default.
   void set_provider_check(bool on) { provider_check_ = on; }
@@ -121,6 +134,7 @@ class TurnLoop {
   bool provider_check_ = false;
   std::optional<Shard> shard_;
   const std::atomic<int>* interrupts_ = nullptr;
+  CheckTotals check_totals_;
 };
 
 // The summary table printed after a run.

@@ -375,7 +375,7 @@ PreparedSandbox::PreparedSandbox(const SandboxSpec& spec, const std::string& cwd
       if (!warned_keys.exchange(true)) {
         std::fprintf(stderr,
                      "kloop: warning: this kernel has no Landlock: under --isolation weak the candidate can read "
-                     "the build cache's and the run's keys (README: What weak gives up)\n");
+                     "the build cache's and the run's keys (docs/isolation.md: What weak gives up)\n");
       }
     }
   }

@@ -1,6 +1,6 @@
 // The sandbox model-written code runs in: the candidate worker and the
 // compiler that reads a candidate's source. The threat model is native code
-// with kloop's privileges (README "Isolation"): it must not see or touch
+// with kloop's privileges (docs/isolation.md): it must not see or touch
 // another process, a file outside its own folder and a private tmp, a
 // secret in its environment, or a descriptor beyond its channel.
 //

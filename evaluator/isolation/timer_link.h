@@ -1,6 +1,6 @@
 // The memory and the handshake the trusted timer (the reference's worker,
 // worker/trusted_timer.cpp) shares with a candidate's worker for the timed
-// calls (README: Timing).
+// calls (docs/protocols.md: Timing).
 //
 // Two blocks, each created by the trusted side and mapped by the
 // candidate's: the control block (three counters) and the data block (the

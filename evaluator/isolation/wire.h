@@ -53,7 +53,7 @@ struct InputSpec {
   Draw dist;
 };
 
-// How a case's module gets its weights (README: KernelBench candidates).
+// How a case's module gets its weights (docs/kernelbench.md).
 // kDrawn: constructed, then every parameter drawn from kloop's generator
 // (`weight_seed`, the spec's overrides); a compiled candidate gets them by
 // name. kSeeded: KernelBench's contract: the CPU generator seeded with
@@ -384,7 +384,7 @@ struct Profile {
 };
 
 // ---- the trusted timer (the reference's worker) and the candidate's side ----
-// (timer_link.h: the shared blocks and the handshake; README: Timing)
+// (timer_link.h: the shared blocks and the handshake; docs/protocols.md: Timing)
 
 // One tensor in the data block.
 struct TensorSlot {

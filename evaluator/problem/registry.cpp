@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <stdexcept>
 
 #include "evaluator/build/build_config.h"
 #include "evaluator/build/environment.h"
@@ -101,6 +102,100 @@ std::vector<ProblemEntry> ProblemRegistry::select(const std::vector<std::string>
   if (names.empty()) return list(suite, level);
   std::vector<ProblemEntry> out;
   for (const auto& n : names) out.push_back(find(n));
+  return out;
+}
+
+namespace {
+
+std::invalid_argument bad_selection(const std::string& text, const std::string& part, const std::string& why) {
+  return std::invalid_argument("problem selection '" + text.substr(0, 200) + "': '" + part.substr(0, 60) + "' " + why +
+                               "; write parts like L1 (a level), L1:1-20 (numbers 1 to 20 of level 1), L1:3,7-9,"
+                               "L2:5");
+}
+
+// A whole number of at most 9 digits; nullopt otherwise.
+std::optional<long> whole(const std::string& s) {
+  if (s.empty() || s.size() > 9) return std::nullopt;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  }
+  return std::stol(s);
+}
+
+}  // namespace
+
+std::vector<NumberedPart> parse_numbered_selection(const std::string& text) {
+  std::vector<NumberedPart> out;
+  std::optional<int> level;
+  std::size_t from = 0;
+  if (text.empty()) throw bad_selection(text, text, "is empty");
+  while (from <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', from), text.size());
+    std::string part = text.substr(from, comma - from);
+    from = comma + 1;
+    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
+    while (!part.empty() && part.back() == ' ') part.pop_back();
+    if (part.empty()) throw bad_selection(text, part, "is an empty part");
+    std::string range = part;
+    if (part.front() == 'L' || part.front() == 'l') {
+      const std::size_t colon = part.find(':');
+      const auto n = whole(part.substr(1, colon == std::string::npos ? std::string::npos : colon - 1));
+      if (!n || *n < 1) throw bad_selection(text, part, "does not name a level (L1, L2, ...)");
+      level = static_cast<int>(*n);
+      if (colon == std::string::npos) {
+        out.push_back({*level, 0, 0});
+        continue;
+      }
+      range = part.substr(colon + 1);
+    } else if (!level) {
+      throw bad_selection(text, part, "has no level before it");
+    }
+    const std::size_t dash = range.find('-');
+    const auto lo = whole(range.substr(0, dash));
+    const auto hi = dash == std::string::npos ? lo : whole(range.substr(dash + 1));
+    if (!lo || !hi) throw bad_selection(text, part, "is not a number or a range N-M");
+    if (*lo < 1 || *hi < *lo) throw bad_selection(text, part, "is not a range from a lower to a higher number (from 1)");
+    out.push_back({*level, *lo, *hi});
+  }
+  return out;
+}
+
+std::vector<ProblemEntry> ProblemRegistry::select_numbered(const std::string& selection, const std::string& suite) const {
+  const std::vector<NumberedPart> parts = parse_numbered_selection(selection);
+  std::vector<bool> picked(entries_.size(), false);
+  for (const auto& part : parts) {
+    bool any = false;
+    long first = -1, last = -1;
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      const ProblemEntry& e = entries_[i];
+      if ((!suite.empty() && e.suite != suite) || e.level != part.level) continue;
+      const long n = numeric_prefix(e.name);
+      if (n < (1L << 30)) {
+        first = first < 0 ? n : std::min(first, n);
+        last = std::max(last, n);
+      }
+      if (part.lo == 0 || (n >= part.lo && n <= part.hi)) {
+        picked[i] = true;
+        any = true;
+      }
+    }
+    if (!any) {
+      const std::string what = "L" + std::to_string(part.level) +
+                               (part.lo == 0 ? std::string()
+                                             : ":" + std::to_string(part.lo) +
+                                                   (part.hi != part.lo ? "-" + std::to_string(part.hi) : std::string()));
+      throw std::invalid_argument(
+          "problem selection '" + selection.substr(0, 200) + "': " + what + " picks no problem" +
+          (suite.empty() ? std::string() : " of suite " + suite) +
+          (first < 0 ? "; level " + std::to_string(part.level) + " has none (kloop problems list shows the levels)"
+                     : "; level " + std::to_string(part.level) + " holds numbers " + std::to_string(first) + " to " +
+                           std::to_string(last)));
+    }
+  }
+  std::vector<ProblemEntry> out;
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    if (picked[i]) out.push_back(entries_[i]);
+  }
   return out;
 }
 

@@ -10,6 +10,18 @@
 
 namespace kloop {
 
+// A selection by level and KernelBench number, as `--problems` and a run
+// config's `problems.select` write it: comma-separated parts, each
+// `L<level>` (the whole level), `L<level>:<ranges>`, or a bare range that
+// goes on with the level before it; a range is `N` or `N-M`:
+//   "L1:1-20,L2:5"   "L1"   "L1:3,7-9,L2"   "l2:40"
+struct NumberedPart {
+  int level = 0;
+  long lo = 0, hi = 0;  // 0, 0: every problem of the level
+};
+// Throws std::invalid_argument naming the part and the syntax.
+std::vector<NumberedPart> parse_numbered_selection(const std::string& text);
+
 struct ProblemEntry {
   std::string suite;
   int level = 0;
@@ -33,6 +45,10 @@ class ProblemRegistry {
   // list(suite, level).
   std::vector<ProblemEntry> select(const std::vector<std::string>& names, const std::string& suite,
                                    std::optional<int> level) const;
+  // The problems of `suite` ("" = every suite) a numbered selection picks,
+  // in the registry's order, each once. Throws std::invalid_argument
+  // naming a part that picks nothing (and what its level holds).
+  std::vector<ProblemEntry> select_numbered(const std::string& selection, const std::string& suite) const;
   ProblemSpec load(const ProblemEntry& entry) const;
   ProblemSpec load(const std::string& name) const { return load(find(name)); }
   const std::string& root() const { return root_; }

@@ -25,7 +25,7 @@ struct Distribution {
   std::string kind = "randn";  // rand randn uniform normal randint ones zeros bernoulli sign
   std::map<std::string, std::string> params;
   // "" or a structure over the last two dimensions: symmetric,
-  // upper_triangular, lower_triangular (README: Problem specs).
+  // upper_triangular, lower_triangular (problems/README.md).
   std::string structure;
 };
 

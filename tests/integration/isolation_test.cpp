@@ -1,4 +1,4 @@
-// The candidate sandbox under attack (README: Isolation): each fixture
+// The candidate sandbox under attack (docs/isolation.md): each fixture
 // in tests/fixtures/attacks tries one class of escape from inside the
 // candidate's worker and throws "blocked: ..." when the sandbox stopped it,
 // "ESCAPED: ..." when it got through. Every attack must end in its verdict
@@ -614,7 +614,7 @@ TEST_F(UnprivilegedTest, HonestCandidateIsCorrect) {
 // build and its worker both run its code; under strict neither reaches the
 // driver's environment or writes beside its folder (uid 65534's own cache
 // at build time). Weak as an unprivileged user without Landlock leaves the
-// candidate that user's rights, by design (README: Isolation).
+// candidate that user's rights, by design (docs/isolation.md).
 TEST_F(UnprivilegedTest, PythonCandidateStaysInsideUnderStrict) {
   KLOOP_NEED_PYTHON_CANDIDATES();
   const fs::path target = fs::path(scratch().nobody_cache) / "builds" / "kloop-python-escape";

@@ -93,7 +93,7 @@ TEST_F(PythonCandidateTest, StrictCatchesPythonHacks) {
   EXPECT_EQ(stale.integrity.front().check, "stale_output");
 }
 
-// KernelBench's construction contract (README: KernelBench candidates):
+// KernelBench's construction contract (docs/kernelbench.md):
 // torch seeded before Model and again before ModelNew, so a kernel written
 // as published ones are (its own names for the reference's tensors, an
 // nn.Linear or nn.Conv2d built and unpacked in __init__, a pre-transposed

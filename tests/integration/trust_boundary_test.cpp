@@ -342,7 +342,7 @@ TEST(BuildCacheTest, WeakBuildsNeverServeStrictEvaluations) {
 }
 
 TEST(BuildCacheTest, AWeakCompileAsRootCannotIncbinTheCacheKey) {
-  if (geteuid() != 0) GTEST_SKIP() << "as another user a weak compile has that user's rights (README: Isolation)";
+  if (geteuid() != 0) GTEST_SKIP() << "as another user a weak compile has that user's rights (docs/isolation.md)";
   const std::string key = std::string(KLOOP_TEST_CACHE) + "/integrity.key";
   ASSERT_TRUE(fs::exists(key));
   const std::string fixture = scratch().fixture(
@@ -363,7 +363,7 @@ TEST(BuildCacheTest, AWeakCandidateCannotReadTheKeysUnprivileged) {
   ASSERT_EQ(first.verdict.value("verdict", ""), "correct") << first.out.substr(0, 2000) << first.err.substr(0, 2000);
   ASSERT_TRUE(fs::exists(key));
   if (first.err.find("has no Landlock") != std::string::npos) {
-    GTEST_SKIP() << "this kernel has no Landlock: weak gives the keys up (README: What weak gives up)";
+    GTEST_SKIP() << "this kernel has no Landlock: weak gives the keys up (docs/isolation.md: What weak gives up)";
   }
   for (const char* name : {"attack_incbin_secret.cpp", "attack_include_secret.cpp"}) {
     const CliResult r = eval_as_nobody(

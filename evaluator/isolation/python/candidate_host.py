@@ -1,6 +1,6 @@
 """kloop's side of a KernelBench-format candidate: a Python file whose
 ModelNew is a torch.nn.Module, possibly calling kernels it builds with
-torch.utils.cpp_extension.load_inline (README: KernelBench candidates).
+torch.utils.cpp_extension.load_inline (docs/kernelbench.md).
 
 Two uses, one file:
 

@@ -1,5 +1,5 @@
 // The trusted timer: the reference's worker times the candidate's calls
-// from its own process (README: Timing). Nothing the candidate's process
+// from its own process (docs/protocols.md: Timing). Nothing the candidate's process
 // says enters a timing: the timer draws each timed call's inputs into the
 // shared data block, flushes L2, marks the start, lets the call go, and
 // marks the end when the candidate's stream (GPU) or thread (CPU) says the

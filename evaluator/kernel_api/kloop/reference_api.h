@@ -2,7 +2,7 @@
 //
 // A reference is a LibTorch module (torch::nn::Module) whose named parameters
 // and buffers are the problem's weights, with the same names and shapes as
-// upstream's state_dict(). kloop builds it one of two ways (README: Weights):
+// upstream's state_dict(). kloop builds it one of two ways (problems/README.md: Weights):
 // for a compiled candidate it overwrites every parameter from its own seeded
 // generator and hands the values to the candidate by name; for a
 // KernelBench-format candidate it seeds torch's generator and lets the

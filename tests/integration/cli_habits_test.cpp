@@ -1,0 +1,269 @@
+// The command-line habits of a KernelBench user (issue 53), through the
+// kloop binary as a user runs it: `--set FIELD=VALUE` and `--problems
+// L1:1-20,...` for `kloop run`, `problems list` within 100 columns with
+// excluded tasks marked and an error on an empty selection, every changed
+// field named when a resume is refused, a sweep's totals in `--check`, the
+// pointer to `kloop report` at the end of a run and what Ctrl-C kept. The
+// model is a replayed transcript that answers without code, so no candidate
+// is built and each run takes about a second.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "evaluator/problem/registry.h"
+#include "tests/support/shell.h"
+
+namespace kloop {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using test::shell;
+
+class CliHabitsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kloop-habits-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream t(dir_ / "t.jsonl");
+    for (const char* p : {"19_ReLU", "20_LeakyReLU", "21_Sigmoid"}) {
+      for (int turn = 1; turn <= 3; ++turn) {
+        t << json{{"problem", p}, {"sample", 0}, {"turn", turn}, {"response", "No code today."}}.dump() << "\n";
+      }
+    }
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void write(const std::string& name, const std::string& yaml) { std::ofstream(dir_ / name) << yaml; }
+  // kloop with `args`, in the test's folder; stdout and stderr together.
+  test::ShellResult kloop(const std::string& args, const std::string& env = "") {
+    return shell("cd " + dir_.string() + " && " + env + " " + KLOOP_TEST_BINARY + " " + args + " 2>&1");
+  }
+  json stored_config(const std::string& run) {
+    std::ifstream in(dir_ / "runs" / run / "config.json");
+    return json::parse(in);
+  }
+
+  fs::path dir_;
+};
+
+const char* kConfig =
+    "name: habits\nruns_dir: runs\nproblems: {suite: kernelbench, names: [19_ReLU]}\ndevice: cpu\n"
+    "provider: {kind: replay, model: r, transcript: t.jsonl}\nscaffold: {kind: iterative, turns: 2}\n"
+    "evaluation: {timeout_s: 30}\n";
+
+TEST_F(CliHabitsTest, SetChangesFieldsAndTheRunRecordsThem) {
+  write("c.yaml", kConfig);
+  const auto r = kloop("run c.yaml --set scaffold.kind=one_shot --set scaffold.turns=1 --set seed=7");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json c = stored_config("habits");
+  EXPECT_EQ(c["scaffold"]["kind"], "one_shot");
+  EXPECT_EQ(c["seed"], 7);
+  EXPECT_EQ(c["overrides"], json::array({"--set scaffold.kind=one_shot", "--set scaffold.turns=1", "--set seed=7"}));
+  // One turn made, not the file's two; the summary points at the report.
+  EXPECT_NE(r.output.find("1 attempt(s) run now"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("`kloop report runs/habits`"), std::string::npos) << r.output;
+}
+
+TEST_F(CliHabitsTest, ABadSetNamesTheFieldAndTheFix) {
+  write("c.yaml", kConfig);
+  const auto unknown = kloop("run c.yaml --set scaffold.turnz=5 --check --no-provider-check");
+  EXPECT_EQ(unknown.code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("field 'scaffold.turnz': unknown field"), std::string::npos) << unknown.output;
+  EXPECT_NE(unknown.output.find("(set on the command line: --set scaffold.turnz)"), std::string::npos) << unknown.output;
+  const auto top = kloop("run c.yaml --set turns=5 --check --no-provider-check");
+  EXPECT_EQ(top.code, 2) << top.output;
+  EXPECT_NE(top.output.find("--set turns=5: field 'turns' is not a field of a run config"), std::string::npos)
+      << top.output;
+  const auto no_value = kloop("run c.yaml --set seed --check --no-provider-check");
+  EXPECT_EQ(no_value.code, 2) << no_value.output;
+  EXPECT_NE(no_value.output.find("--set seed: expected FIELD=VALUE"), std::string::npos) << no_value.output;
+  const auto through = kloop("run c.yaml --set scaffold.kind.x=1 --check --no-provider-check");
+  EXPECT_EQ(through.code, 2) << through.output;
+  EXPECT_NE(through.output.find("field 'scaffold.kind' is \"iterative\", not a map"), std::string::npos)
+      << through.output;
+  const auto wrong_type = kloop("run c.yaml --set scaffold.turns=two --check --no-provider-check");
+  EXPECT_EQ(wrong_type.code, 2) << wrong_type.output;
+  EXPECT_NE(wrong_type.output.find("field 'scaffold.turns'"), std::string::npos) << wrong_type.output;
+  EXPECT_NE(wrong_type.output.find("--set scaffold.turns"), std::string::npos) << wrong_type.output;
+  EXPECT_FALSE(fs::exists(dir_ / "runs")) << "nothing was run";
+}
+
+TEST_F(CliHabitsTest, ProblemsPicksByLevelAndNumber) {
+  write("c.yaml", kConfig);
+  const auto r = kloop("run c.yaml --problems 'L1:19-20,21' --check --no-provider-check");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("problems: 3 (19_ReLU, 20_LeakyReLU, 21_Sigmoid)"), std::string::npos) << r.output;
+
+  const auto none = kloop("run c.yaml --problems L1:900-910 --check --no-provider-check");
+  EXPECT_EQ(none.code, 2) << none.output;
+  EXPECT_NE(none.output.find("L1:900-910 picks no problem"), std::string::npos) << none.output;
+  EXPECT_NE(none.output.find("holds numbers 1 to 100"), std::string::npos) << none.output;
+  const auto no_level = kloop("run c.yaml --problems 19 --check --no-provider-check");
+  EXPECT_EQ(no_level.code, 2) << no_level.output;
+  EXPECT_NE(no_level.output.find("'19' has no level before it"), std::string::npos) << no_level.output;
+  EXPECT_NE(no_level.output.find("kloop --problems DIR run"), std::string::npos) << "a folder given here" << no_level.output;
+
+  // Run and stored: the selection is the report's denominator.
+  const auto run = kloop("run c.yaml --problems L1:20 --set scaffold.kind=one_shot --set scaffold.turns=1");
+  ASSERT_EQ(run.code, 0) << run.output;
+  const json c = stored_config("habits");
+  EXPECT_EQ(c["problems"]["select"], "L1:20");
+  EXPECT_TRUE(c["problems"]["names"].empty()) << c["problems"];
+  const auto report = kloop("report runs/habits --format markdown --bootstrap 0");
+  ASSERT_EQ(report.code, 0) << report.output;
+  EXPECT_NE(report.output.find("20_LeakyReLU"), std::string::npos) << report.output;
+  EXPECT_EQ(report.output.find("19_ReLU"), std::string::npos) << report.output;
+}
+
+TEST(NumberedSelectionTest, ParsesLevelsRangesAndContinuations) {
+  const auto parts = parse_numbered_selection("L1:1-20,L2:5,7-9,l3");
+  ASSERT_EQ(parts.size(), 4u);
+  EXPECT_EQ(parts[0].level, 1);
+  EXPECT_EQ(parts[0].lo, 1);
+  EXPECT_EQ(parts[0].hi, 20);
+  EXPECT_EQ(parts[1].level, 2);
+  EXPECT_EQ(parts[1].lo, 5);
+  EXPECT_EQ(parts[2].level, 2);
+  EXPECT_EQ(parts[2].hi, 9);
+  EXPECT_EQ(parts[3].level, 3);
+  EXPECT_EQ(parts[3].lo, 0);
+  for (const char* bad : {"", "L1:", "L1:5-2", "L0", "Lx:1", "1-3", "L1:,", "L1:1-2-3", "L1:0"}) {
+    EXPECT_THROW(parse_numbered_selection(bad), std::invalid_argument) << bad;
+  }
+  const ProblemRegistry reg(KLOOP_TEST_PROBLEMS);
+  const auto picked = reg.select_numbered("L1:19,21,L2:1", "kernelbench");
+  ASSERT_EQ(picked.size(), 3u);
+  EXPECT_EQ(picked[0].name, "19_ReLU");
+  EXPECT_EQ(picked[1].name, "21_Sigmoid");
+  EXPECT_EQ(picked[2].level, 2);
+  EXPECT_EQ(reg.select_numbered("L1", "").size(), reg.list("", 1).size());
+}
+
+TEST_F(CliHabitsTest, ProblemsListFitsMarksExclusionsAndRefusesAnEmptySelection) {
+  const auto r = kloop("problems list --level 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::string line, softmax;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_LE(line.size(), 100u) << line;
+    if (line.find("23_Softmax") != std::string::npos) softmax = line;
+    ++rows;
+  }
+  EXPECT_GT(rows, 100);
+  EXPECT_NE(softmax.find(" verified "), std::string::npos) << "excluded from verified: " << softmax;
+  EXPECT_NE(r.output.find("excluded from a protocol"), std::string::npos) << r.output;
+
+  const auto some = kloop("problems list --problems 'L1:19-21'");
+  ASSERT_EQ(some.code, 0) << some.output;
+  EXPECT_NE(some.output.find("3 problem(s)"), std::string::npos) << some.output;
+  const auto empty = kloop("problems list --suite nope");
+  EXPECT_EQ(empty.code, 2) << empty.output;
+  EXPECT_NE(empty.output.find("no problem matches suite 'nope'"), std::string::npos) << empty.output;
+}
+
+TEST_F(CliHabitsTest, ARefusedResumeNamesEveryChangedField) {
+  write("c.yaml", kConfig);
+  ASSERT_EQ(kloop("run c.yaml --set scaffold.turns=1").code, 0);
+  const auto r = kloop("run c.yaml --set scaffold.turns=1 --set seed=9 --set protocol=verified --set scaffold.context=last");
+  EXPECT_EQ(r.code, 2) << r.output;
+  for (const char* field : {"'protocol' (\"strict\" vs \"verified\")", "'seed' (1 vs 9)", "'scaffold.context'"}) {
+    EXPECT_NE(r.output.find(field), std::string::npos) << field << " in " << r.output;
+  }
+  // --check says the same before anything is sent.
+  const auto check = kloop("run c.yaml --set seed=9 --set protocol=verified --check --no-provider-check");
+  EXPECT_EQ(check.code, 2) << check.output;
+  EXPECT_NE(check.output.find("'protocol'"), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find("'seed'"), std::string::npos) << check.output;
+}
+
+TEST_F(CliHabitsTest, NamedProblemsMustBeInTheGivenSuite) {
+  write("c.yaml", "name: s\nruns_dir: runs\nproblems: {suite: nope, names: [19_ReLU]}\ndevice: cpu\n"
+                  "provider: {kind: replay, model: r, transcript: t.jsonl}\nscaffold: {kind: one_shot}\n");
+  const auto r = kloop("run c.yaml");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("'19_ReLU' is in suite 'kernelbench', not in problems.suite 'nope'"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "runs/s/results.jsonl")) << "no request was made";
+}
+
+TEST_F(CliHabitsTest, ASweepsCheckEndsWithItsTotals) {
+  write("s.yaml", std::string(kConfig) +
+                      "sweep:\n  seed: [1, 2, 3]\n");
+  const auto r = kloop("run s.yaml --problems 'L1:19-20' --check --no-provider-check");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("sweep total: 3 run(s), 3 ready; 6 problem(s) over the runs; 12 request(s) to send"),
+            std::string::npos)
+      << r.output;
+  const auto varied = kloop("run s.yaml --set seed=4 --check --no-provider-check");
+  EXPECT_EQ(varied.code, 2) << varied.output;
+  EXPECT_NE(varied.output.find("field 'sweep.seed': the sweep varies it"), std::string::npos) << varied.output;
+}
+
+TEST_F(CliHabitsTest, CtrlCSaysWhatWasKept) {
+  write("c.yaml", kConfig);
+  const auto r = kloop("run c.yaml --problems 'L1:19-21'", "KLOOP_TEST_STOP_AT=recorded:1:INT");
+  EXPECT_EQ(r.code, 130) << r.output;
+  // (The note as the stop begins comes from a watcher that looks every 0.1 s: a run this short may end first.)
+  // Requests go out side by side: those in flight finish and are recorded too.
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(stopped \(interrupted\): [1-6] attempt\(s\) recorded in runs/habits)")))
+      << r.output;
+  EXPECT_NE(r.output.find("run the same command again to resume"), std::string::npos) << r.output;
+  const auto again = kloop("run c.yaml --problems 'L1:19-21'");
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("resumed from the run store"), std::string::npos) << again.output;
+}
+
+
+// Every subcommand's --help names its docs/ page, the page exists, and
+// every option the help lists is documented in README.md or docs/ (the
+// README split must not lose a flag; a new flag needs its text).
+TEST(DocsTest, EveryHelpNamesAnExistingPageAndEveryFlagIsDocumented) {
+  const fs::path source = fs::path(KLOOP_TEST_PROBLEMS).parent_path();
+  std::string docs;
+  for (const auto& f : fs::directory_iterator(source / "docs")) {
+    std::ifstream in(f.path());
+    docs += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  {
+    std::ifstream in(source / "README.md");
+    const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_LE(readme.size(), 15u * 1024) << "the README stays a first day's read; the rest goes to docs/";
+    docs += readme;
+  }
+  const std::vector<std::string> commands = {"problems", "problems list", "problems show", "problems check", "problems build",
+                                             "problems parity", "eval", "demo", "run", "audit", "calibrate",
+                                             "baseline", "report", "rescore", "import", ""};
+  const std::regex page(R"(docs/[a-z-]+\.md)"), flag(R"((^|[\s,\[])(--[a-z][a-z0-9-]*))");
+  for (const auto& command : commands) {
+    const auto help = shell(std::string(KLOOP_TEST_BINARY) + " " + command + " --help 2>&1");
+    ASSERT_EQ(help.code, 0) << command << ": " << help.output;
+    if (command.find(' ') == std::string::npos || command.empty()) {
+      std::smatch m;
+      const std::string text = help.output;
+      if (command != "demo") {
+        ASSERT_TRUE(std::regex_search(text, m, page)) << command << " names no docs page:\n" << text;
+        EXPECT_TRUE(fs::exists(source / m.str())) << m.str();
+      }
+    }
+    for (auto it = std::sregex_iterator(help.output.begin(), help.output.end(), flag); it != std::sregex_iterator();
+         ++it) {
+      const std::string f = (*it)[2];
+      if (f == "--help") continue;
+      EXPECT_NE(docs.find(f), std::string::npos) << "kloop " << command << " " << f << " is in no docs page";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kloop
