@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -326,6 +327,32 @@ TEST_F(BuilderTest, TamperedPrecompiledHeaderIsRebuilt) {
   EXPECT_EQ(untrusted_entries(config_.cache_dir), 1);
   ASSERT_TRUE(fs::exists(pch));
   EXPECT_NE(read_file(pch.string()), tampered);
+}
+
+// A checkout that rewrites the reference API's headers with the same text
+// (a newer mtime, the same content, so the same PCH key) must not break
+// every reference: clang's PCH records no timestamps, and a compile that
+// fails with a PCH is tried again without it.
+TEST_F(BuilderTest, TouchedReferenceHeadersKeepReferencesBuilding) {
+  const fs::path api = dir_ / "api";
+  fs::create_directories(api / "kloop");
+  std::ofstream(api / "kloop" / "kernel_api.h") << "#pragma once\nint kloop_candidate_api();\n";
+  std::ofstream(api / "kloop" / "reference_api.h") << "#pragma once\ninline int kloop_reference_api() { return 2; }\n";
+  config_.include_dirs.front() = api.string();
+  BuildResult first = Builder(config_).build(source("ref1.cpp", "int kloop_a = kloop_reference_api();\n"),
+                                             ModuleRole::kReference, BuildTarget::kCpu);
+  ASSERT_TRUE(first.ok) << first.log;
+  // Every header the PCH was made from, kloop's own wrapper of it included.
+  std::vector<fs::path> headers = {api / "kloop" / "reference_api.h", api / "kloop" / "kernel_api.h"};
+  for (const auto& e : fs::directory_iterator(fs::path(config_.cache_dir) / "pch")) {
+    if (e.path().extension() == ".h") headers.push_back(e.path());
+  }
+  ASSERT_GT(headers.size(), 2u) << "no PCH header in the cache";
+  for (const auto& h : headers) fs::last_write_time(h, fs::last_write_time(h) + std::chrono::hours(1));
+  BuildResult second = Builder(config_).build(source("ref2.cpp", "int kloop_b = kloop_reference_api();\n"),
+                                              ModuleRole::kReference, BuildTarget::kCpu);
+  EXPECT_TRUE(second.ok) << second.log;
+  EXPECT_EQ(second.log.find("modified since the precompiled header"), std::string::npos) << second.log;
 }
 
 }  // namespace
