@@ -44,6 +44,21 @@ void map_buffer(VmmBuffer& b, CUmemGenericAllocationHandle handle, uint64_t size
   KLOOP_CUDA_CHECK(cuMemSetAccess(b.address, size, &access, 1), std::string("CUDA IPC: granting access to ") + what);
 }
 
+// A buffer over `handle` (just created or imported) set up by `setup`;
+// when that throws, whatever it had set up and the handle are released.
+template <class Setup>
+VmmBuffer owning(CUmemGenericAllocationHandle handle, Setup&& setup) {
+  VmmBuffer b;
+  try {
+    setup(b);
+  } catch (...) {
+    if (!b.handle) cuMemRelease(handle);
+    b.release();
+    throw;
+  }
+  return b;
+}
+
 }  // namespace
 #endif
 
@@ -70,15 +85,7 @@ VmmBuffer vmm_create(int ordinal, uint64_t bytes, const char* what) {
   CUmemGenericAllocationHandle handle = 0;
   KLOOP_CUDA_CHECK(cuMemCreate(&handle, size, &prop, 0),
                    std::string("CUDA IPC: allocating ") + std::to_string(size) + " bytes for " + what);
-  VmmBuffer b;
-  try {
-    map_buffer(b, handle, size, granularity, ordinal, what);
-  } catch (...) {
-    if (!b.handle) cuMemRelease(handle);
-    b.release();
-    throw;
-  }
-  return b;
+  return owning(handle, [&](VmmBuffer& b) { map_buffer(b, handle, size, granularity, ordinal, what); });
 #else
   (void)ordinal;
   (void)bytes;
@@ -107,8 +114,7 @@ VmmBuffer vmm_import(int fd, uint64_t bytes, int ordinal, const char* what) {
   KLOOP_CUDA_CHECK(cuMemImportFromShareableHandle(&handle, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
                    std::string("CUDA IPC: importing ") + what);
-  VmmBuffer b;
-  try {
+  return owning(handle, [&](VmmBuffer& b) {
     CUmemAllocationProp prop = {};
     size_t granularity = 0;
     KLOOP_CUDA_CHECK(cuMemGetAllocationPropertiesFromHandle(&prop, handle),
@@ -118,12 +124,7 @@ VmmBuffer vmm_import(int fd, uint64_t bytes, int ordinal, const char* what) {
     // Mapping fails when the allocation is smaller than it claims, so no
     // view of it can reach past it.
     map_buffer(b, handle, round_up(bytes, granularity), granularity, ordinal, what);
-  } catch (...) {
-    if (!b.handle) cuMemRelease(handle);
-    b.release();
-    throw;
-  }
-  return b;
+  });
 #else
   (void)fd;
   (void)bytes;

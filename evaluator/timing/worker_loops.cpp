@@ -1,7 +1,9 @@
 // The worker's timed loops (kloop-worker, worker.h): the reference's
-// baseline and the trusted timing floor, and the candidate's timing, which
-// the driver runs from outside in batches (detail/candidate_timing.h) so
-// that it can hold the claimed times against the wall time it sees itself.
+// baseline, and the candidate's side of its timing: the timing case's
+// module warmed up before the trusted timer (isolation/worker/
+// trusted_timer.cpp, in the reference's process) times its calls, and one
+// more call after them, published for the judge. Nothing measured here
+// enters the candidate's time.
 #include <ATen/core/grad_mode.h>
 
 #include "evaluator/isolation/worker/worker.h"
