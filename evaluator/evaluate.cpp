@@ -409,7 +409,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
 }
 
 std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec& spec, const std::string& candidate_path,
-                                                             int n) {
+                                                             int n, std::vector<nlohmann::json>* checks) {
   const Protocol protocol = protocol_by_name(options_.protocol);
   const bool cpu = options_.device == "cpu";
   const BuildTarget target = cpu ? BuildTarget::kCpu : BuildTarget::kCuda;
@@ -468,6 +468,7 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
       throw EvaluationError(std::string("repeat timing: protocol_violation: ") + e.what());
     }
     out.push_back(timed.summary);
+    if (checks) checks->push_back(timed.check);
     cand.finish();
   }
   ref.finish();

@@ -197,7 +197,9 @@ class Evaluator {
   Calibration calibrate();
   // The candidate's timing repeated `n` times, each in a fresh worker process
   // on the same weights and inputs: how repeatable kloop's figure is.
-  std::vector<TimingSummary> repeat_candidate_timing(const ProblemSpec& spec, const std::string& candidate_path, int n);
+  // `checks`: each run's timing check (the timer's floors and spans).
+  std::vector<TimingSummary> repeat_candidate_timing(const ProblemSpec& spec, const std::string& candidate_path, int n,
+                                                     std::vector<nlohmann::json>* checks = nullptr);
   // The reference built for the evaluation's device (the CPU or a GPU).
   // `bundled`: as a member of its folder's bundle when
   // options_.reference_bundle asks for one (checks and audits only: a

@@ -397,7 +397,11 @@ Rejudged rejudge(const nlohmann::json& stored, const Protocol& to) {
     r.speedup.reset();
     const json& reference = timing.at("reference_headline");
     const double candidate = timing.at("candidate_headline").get<double>();
-    if (!decided && !reference.is_null() && candidate > 0) r.speedup = reference.get<double>() / candidate;
+    // A time within the trusted timer's resolution stays without a speedup.
+    const bool below_resolution = stored.value("timing_check", json::object()).contains("below_resolution");
+    if (!decided && !below_resolution && !reference.is_null() && candidate > 0) {
+      r.speedup = reference.get<double>() / candidate;
+    }
     if (out.contains("timing")) {
       if (r.speedup) {
         out["timing"]["speedup"] = *r.speedup;

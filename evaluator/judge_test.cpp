@@ -455,6 +455,30 @@ Verdict stored_after_timing(const TimingObservation& t, const Protocol& protocol
   return v;
 }
 
+// A GPU time within the trusted timer's resolution carries no speedup, and
+// judging the stored verdict again does not make one from its times.
+TEST(JudgeTest, ATimeWithinTheTimersResolutionStaysWithoutASpeedupWhenJudgedAgain) {
+  TimingObservation t;
+  t.cpu = false;
+  t.headline_seconds = 20e-6;
+  t.floor_seconds = 2e-6;
+  t.reference_kernels_per_call = 1;
+  ActivityObservation timed;
+  timed.audit.kernels_per_call = 1;
+  timed.audit.gpu_us_per_call = 18;
+  timed.audit.libraries = {"cublas"};
+  t.activity = {timed};
+  Verdict v = stored_after_timing(t, protocol_by_name("strict"));
+  ASSERT_EQ(v.verdict, VerdictClass::kIntegrityViolation);
+  const Rejudged measured = rejudge(v.to_json(), protocol_by_name("strict-libraries"));
+  ASSERT_TRUE(measured.speedup.has_value()) << "a time above the resolution keeps its speedup";
+  v.timing_check["below_resolution"] = "within twice the trusted timer's resolution";
+  const Rejudged r = rejudge(v.to_json(), protocol_by_name("strict-libraries"));
+  EXPECT_EQ(r.verdict, VerdictClass::kCorrect) << r.message;
+  EXPECT_FALSE(r.speedup.has_value());
+  EXPECT_FALSE(r.verdict_json["timing"].contains("speedup"));
+}
+
 // strict and strict-libraries measure the same: a stored verdict is judged
 // again under the other from what its timing phase observed, both ways.
 TEST(JudgeTest, AStoredVerdictIsJudgedAgainUnderAProtocolThatMeasuresTheSame) {

@@ -236,6 +236,9 @@ std::string Verdict::to_text() const {
           << fmt_number(*sol_percent) << "% of it\n";
     }
   }
+  if (timing_check.is_object() && timing_check.contains("below_resolution")) {
+    out << "  timing: " << timing_check["below_resolution"].get<std::string>() << "\n";
+  }
   if (!activity.is_null() && activity.contains("kernels_per_call")) {
     out << "  activity: " << fmt_number(activity["kernels_per_call"].get<double>()) << " kernels per call ("
         << fmt_number(activity["gpu_us_per_call"].get<double>()) << " us of kernel time)";

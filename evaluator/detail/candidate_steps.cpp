@@ -2,6 +2,8 @@
 // (candidate_steps.h).
 #include "evaluator/detail/candidate_steps.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "evaluator/build/build_config.h"
@@ -420,6 +422,16 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
   if (const auto decided = judge_timing(seen, protocol_, v_.integrity)) {
     cand_.finish();
     return finish_(decided->verdict, decided->message);
+  }
+  // A time within the trusted timer's resolution is not a measurement: no
+  // speedup is claimed from it (docs/protocols.md: the trusted timer).
+  const double resolution = v_.timing_check.value("floors", json::object()).value("resolution", 0.0);
+  if (resolution > 0 && candidate_headline < 2 * resolution) {
+    v_.timing_check["below_resolution"] =
+        "the candidate's " + rules_.statistic + " (" + fmt::format("{:.2f} us", candidate_headline * 1e6) +
+        ") is within twice the trusted timer's resolution on this device (" + fmt::format("{:.2f} us", resolution * 1e6) +
+        "): no speedup is claimed; time it at larger sizes (--dims full)";
+    return std::nullopt;
   }
   if (reference_headline && candidate_headline > 0) v_.speedup = *reference_headline / candidate_headline;
   return std::nullopt;

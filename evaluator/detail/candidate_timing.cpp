@@ -78,25 +78,35 @@ CallStatus attach_timer(TimerState& timer, WorkerSession& ref, WorkerSession& ca
   attach.bytes = timer.control_bytes;
   const CallStatus attached = CallStatus::of(cand.call(attach, timeout, {timer.control.get()}));
   if (!attached.ok()) return attached;
-  wire::TimerServe serve;
-  serve.samples = kHandoffCalls;
-  serve.first = timer.next;
-  serve.empty = true;
-  if (!cand.send(serve)) return CallStatus::of(std::optional<wire::Outcome<wire::NoReply>>(cand.lost(timeout)));
-  wire::TimerHandoff handoff;
-  handoff.samples = kHandoffCalls;
-  handoff.first = timer.next;
-  handoff.deadline_ms = timeout.count();
-  handoff.candidate_pid = cand.pid();
-  timer.next += kHandoffCalls;
-  auto h = ref.call(handoff, timeout + std::chrono::seconds(30));
-  const CallStatus served = CallStatus::of(cand.await<wire::TimerServeReply>(timeout));
-  if (!served.ok()) return served;
-  if (!h || !h->ok()) {
-    throw EvaluationError("the timer could not measure its handshake (" + (h ? h->message() : ref.failure()) + ")\n" +
-                          ref.log_tail());
+  // The handshake alone, then (GPU) with kloop's small kernels where a
+  // timed call's work goes: the floors hold the device's switches between
+  // the two processes' contexts as the timed calls meet them.
+  const bool gpu = timer.device != "cpu";
+  CallStatus served = attached;
+  for (const bool work : gpu ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    wire::TimerServe serve;
+    serve.samples = kHandoffCalls;
+    serve.first = timer.next;
+    serve.empty = true;
+    serve.work = work;
+    if (!cand.send(serve)) return CallStatus::of(std::optional<wire::Outcome<wire::NoReply>>(cand.lost(timeout)));
+    wire::TimerHandoff handoff;
+    handoff.samples = kHandoffCalls;
+    handoff.first = timer.next;
+    handoff.deadline_ms = timeout.count();
+    handoff.candidate_pid = cand.pid();
+    handoff.work = work;
+    timer.next += kHandoffCalls;
+    auto h = ref.call(handoff, timeout + std::chrono::seconds(30));
+    served = CallStatus::of(cand.await<wire::TimerServeReply>(timeout));
+    if (!served.ok()) return served;
+    if (!h || !h->ok()) {
+      throw EvaluationError("the timer could not measure its handshake (" + (h ? h->message() : ref.failure()) + ")\n" +
+                            ref.log_tail());
+    }
+    timer.floors = h->reply.floors;
+    if (!work) timer.floors_plain = h->reply.floors;
   }
-  timer.floors = h->reply.floors;
   return served;
 }
 
@@ -138,6 +148,7 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
   std::string ended_process;
   StoppingRule rule(run.rules, [&observed] { return observed; });
   std::vector<double> spans;
+  std::vector<double> preps, windows_seen, tails, captures;  // the spans as measured (a diagnosis)
   auto run_batch = [&](int n, double per_call, bool count) {
     wire::TimerBatch cmd;
     cmd.samples = n;
@@ -180,6 +191,10 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
     for (const auto& s : r.samples) {
       outside += s.outside;
       windows += std::max(0.0, s.window - timer.floors.window);
+      preps.push_back(s.prep);
+      windows_seen.push_back(s.window);
+      tails.push_back(s.tail);
+      if (s.capture) captures.push_back(*s.capture);
       if (!count || rule.done()) continue;  // the batch overshot the stopping point
       if (s.throttled && out.throttled_discarded < kMaxThrottledDiscards) {
         ++out.throttled_discarded;
@@ -237,9 +252,20 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
     out.outside_work = std::to_string(processes_ended) + " of its processes (the first: " + ended_process.substr(0, 200) +
                        ") ended during its timed calls, so their work there cannot be counted";
   }
+  const auto median_of = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
   out.check = {{"source", "trusted timer (the reference's process)"},
                {"floors", timer.floors},
+               {"spans_median",
+                {{"prep", median_of(preps)},
+                 {"window", median_of(windows_seen)},
+                 {"tail", median_of(tails)},
+                 {"capture", median_of(captures)}}},
                {"outside_seconds", outside},
+               {"floors_alone", timer.floors_plain},
                {"processes_ended", processes_ended},
                {"unsettled_calls", unsettled},
                {"inside_seconds", windows},

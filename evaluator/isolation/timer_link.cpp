@@ -179,6 +179,26 @@ void device_abort(SharedBlock& control) {
   cudaStreamDestroy(s);
 }
 
+void* signal_stream() {
+  static cudaStream_t s = [] {
+    cudaStream_t made = nullptr;
+    KLOOP_CUDA_CHECK(cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking), "the timed calls' signal stream");
+    return made;
+  }();
+  return s;
+}
+
+void join(void* waiter, void* signaller) {
+  // One event serves every join: a wait takes the record made before it.
+  static cudaEvent_t e = [] {
+    cudaEvent_t made = nullptr;
+    KLOOP_CUDA_CHECK(cudaEventCreateWithFlags(&made, cudaEventDisableTiming), "the timed calls' join event");
+    return made;
+  }();
+  KLOOP_CUDA_CHECK(cudaEventRecord(e, static_cast<cudaStream_t>(signaller)), "joining the timed calls' streams");
+  KLOOP_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), e, 0), "joining the timed calls' streams");
+}
+
 void arm(SharedBlock& control, uint32_t value) {
   // Non-blocking: the worker's own stream is held by its wait for go.
   static cudaStream_t s = [] {
@@ -200,6 +220,8 @@ void stream_store(void*, SharedBlock&, Word, uint32_t) { throw std::logic_error(
 void stream_wait(void*, SharedBlock&, Word, uint32_t) { throw std::logic_error("no CUDA in this build"); }
 void device_abort(SharedBlock&) {}
 void arm(SharedBlock&, uint32_t) { throw std::logic_error("no CUDA in this build"); }
+void* signal_stream() { throw std::logic_error("no CUDA in this build"); }
+void join(void*, void*) { throw std::logic_error("no CUDA in this build"); }
 uint32_t device_load(SharedBlock&, Word) { throw std::logic_error("no CUDA in this build"); }
 #endif
 

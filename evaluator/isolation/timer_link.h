@@ -82,6 +82,15 @@ void arm(SharedBlock& control, uint32_t value);
 // GPU: the same as operations on `stream` (a cudaStream_t), ordered with
 // the work around them; and kAbort stored into every word at once, outside
 // any stream's order (it releases waits that will never be met).
+// The stream that carries every store and wait of the other process's
+// words (one per process, non-blocking, never given a kernel). On a stream
+// that has run kernels a wait for the other process holds the device in
+// this process's context until its timeslice ends (about 270 us on an
+// H100), so the other context cannot run: the words go here, and the
+// streams that run kernels are ordered after them with join().
+void* signal_stream();
+// `waiter` (a cudaStream_t) waits for all work enqueued on `signaller` so far.
+void join(void* waiter, void* signaller);
 void stream_store(void* stream, SharedBlock& control, Word w, uint32_t value);
 void stream_wait(void* stream, SharedBlock& control, Word w, uint32_t value);
 void device_abort(SharedBlock& control);

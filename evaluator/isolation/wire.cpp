@@ -189,11 +189,11 @@ KLOOP_WIRE_EMPTY(Exit)
 
 KLOOP_WIRE(TensorSlot, REQ(dtype), REQ(shape), REQ(offset), REQ(bytes))
 KLOOP_WIRE(TimerLayout, REQ(inputs), REQ(outputs), REQ(bytes))
-KLOOP_WIRE(TimerFloors, OPT(prep), OPT(copy), OPT(window), OPT(tail))
+KLOOP_WIRE(TimerFloors, OPT(prep), OPT(copy), OPT(window), OPT(tail), OPT(prep_switch), OPT(capture_switch), OPT(resolution))
 KLOOP_WIRE(TimerCalibrate, REQ_AS(c, "case"), OPT(l2_flush), OPT(samples))
 KLOOP_WIRE(TimerCalibrateReply, REQ(floors), REQ(control_bytes))
-KLOOP_WIRE(TimerHandoff, REQ(samples), REQ(first), OPT(deadline_ms), OPT(candidate_pid))
-KLOOP_WIRE(TimerHandoffReply, REQ(floors), OPT(window), OPT(tail))
+KLOOP_WIRE(TimerHandoff, REQ(samples), REQ(first), OPT(deadline_ms), OPT(candidate_pid), OPT(work))
+KLOOP_WIRE(TimerHandoffReply, REQ(floors), OPT(window), OPT(tail), OPT(prep), OPT(capture), OPT(alone_fill), OPT(alone_copy))
 KLOOP_WIRE(TimerOpen, REQ_AS(c, "case"))
 KLOOP_WIRE(TimerOpenReply, REQ(layout))
 KLOOP_WIRE(TimedSample, REQ(seconds), OPT(window), OPT(tail), OPT(prep), OPT(outside), OPT(capture), OPT(throttled))
@@ -203,7 +203,7 @@ KLOOP_WIRE(TimerBatch, REQ(samples), REQ(first), OPT(l2_flush), OPT(check), OPT(
 KLOOP_WIRE(TimerBatchReply, REQ(samples), OPT(checks), OPT(aborted), OPT(clock_monitor), OPT(check_seconds), OPT(processes_ended), OPT(ended_process), OPT(unsettled))
 KLOOP_WIRE_EMPTY(TimerClose)
 KLOOP_WIRE(TimerAttach, REQ(block), OPT(device), REQ(bytes), OPT(layout))
-KLOOP_WIRE(TimerServe, REQ(samples), REQ(first), OPT(empty))
+KLOOP_WIRE(TimerServe, REQ(samples), REQ(first), OPT(empty), OPT(work))
 KLOOP_WIRE(TimerServeReply, REQ(served), OPT(note), OPT(persisting_l2_limit), OPT(persisting_l2_window_bytes))
 
 #undef KLOOP_WIRE_EMPTY

@@ -409,6 +409,15 @@ struct TimerFloors {
   double copy = 0;
   double window = 0;
   double tail = 0;
+  // GPU: what the device's switch from one process's context to the other's
+  // adds to the timer's spans before go (prep) and to a capture: measured
+  // with kloop's own small kernels on both sides (TimerHandoff's `work`).
+  double prep_switch = 0;
+  double capture_switch = 0;
+  // GPU: how far apart the handshake's windows with kernels lie (the 90th
+  // less the 10th percentile): a call's time within twice this of the floor
+  // cannot be told from the handshake's own jitter.
+  double resolution = 0;
 };
 
 // Reference, before the candidate's process exists: the control block
@@ -433,6 +442,10 @@ struct TimerHandoffReply {
   TimerFloors floors;
   std::vector<double> window;
   std::vector<double> tail;
+  std::vector<double> prep;     // `work`: the timer's small kernel before go
+  std::vector<double> capture;  // `work`: the timer's small copy after copied
+  double alone_fill = 0;        // `work`: the small kernel, and the small copy, with no switch around them
+  double alone_copy = 0;
 };
 struct TimerHandoff {
   using Reply = TimerHandoffReply;
@@ -441,6 +454,11 @@ struct TimerHandoff {
   uint32_t first = 1;       // the first call's sequence number
   int64_t deadline_ms = 0;  // per call
   int64_t candidate_pid = 0;  // the CPU: whose processes' quiet ends a call (as in TimerBatch)
+  // GPU: both sides run a small kernel where a timed call runs its work
+  // (the timer before go and after copied, the candidate's worker between
+  // go and called and between called and copied), so the floors hold the
+  // device's switches between the two contexts as the timed calls meet them.
+  bool work = false;
 };
 
 // Reference: the data block for the timing case (prepared: its module
@@ -533,6 +551,7 @@ struct TimerServe {
   int samples = 0;
   uint32_t first = 1;
   bool empty = false;
+  bool work = false;  // with `empty`: TimerHandoff's `work` (kloop's small kernels in place of forward and the copy)
 };
 
 struct Exit {

@@ -36,23 +36,37 @@ wire::NoReply Worker::timer_attach(const wire::TimerAttach& cmd) {
 
 // One timed call, `seq`. Its outputs are copied as far as they fit the
 // slots the timer expects; what does not fit is noted (the checks judge).
-void Worker::serve_one(uint32_t seq, bool empty, std::string& note) {
+// An empty call with `work` (the handshake's floors, no module loaded yet)
+// runs a small kernel of kloop's where forward would run and a small copy
+// where the outputs' copy would: the device switches between the two
+// processes' contexts as in a timed call.
+void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
   SharedBlock& control = *timer_control_;
   const bool cuda = session_->cuda();
   void* stream = session_->stream();
   // A carve-out would let the module's data survive the timer's flush:
   // cleared before each call (the stream is idle here), and what was set is
   // reported.
-  if (cuda && !empty) session_->guard_persisting_l2();
+  if (cuda && (!empty || work)) session_->guard_persisting_l2();
+  at::Tensor small, small_out;
+  if (cuda && empty && work) {
+    small = at::empty({64}, at::TensorOptions().dtype(at::kFloat).device(at::Device(device_)));
+    small_out = at::empty_like(small);
+  }
+  void* signal = cuda ? timer::signal_stream() : nullptr;
   if (cuda) {
-    timer::stream_wait(stream, control, Word::kGo, seq);
+    // The words on the signal stream; the call's work on kloop's stream,
+    // after go.
+    timer::stream_wait(signal, control, Word::kGo, seq);
     timer::arm(control, seq);  // its own steps are done: the timer may draw and let the call go
+    timer::join(stream, signal);
   } else {
     const auto go = timer::host_wait(control, Word::kGo, seq, Clock::now() + std::chrono::hours(24));
     if (!go || *go == timer::kAbort) throw WorkerError{"runtime_error", "the timer stopped the timed calls"};
   }
   std::vector<at::Tensor> out;
   if (!empty) out = timing_module_->forward(timer_inputs_);
+  if (small.defined()) small.fill_(static_cast<double>(seq & 0xffff));
   auto copy_out = [&] {
     for (std::size_t k = 0; k < out.size() && k < timer_outputs_.size(); ++k) {
       const at::Tensor& o = out[k];
@@ -70,9 +84,12 @@ void Worker::serve_one(uint32_t seq, bool empty, std::string& note) {
     }
   };
   if (cuda) {
-    timer::stream_store(stream, control, Word::kCalled, seq);
+    timer::join(signal, stream);
+    timer::stream_store(signal, control, Word::kCalled, seq);
     copy_out();
-    timer::stream_store(stream, control, Word::kCopied, seq);
+    if (small.defined()) small_out.copy_(small);
+    timer::join(signal, stream);
+    timer::stream_store(signal, control, Word::kCopied, seq);
     synchronize();  // one call at a time: the next is launched while the timer draws its inputs
     if (timer::device_load(control, Word::kGo) == timer::kAbort) {
       throw WorkerError{"runtime_error", "the timer stopped the timed calls"};
@@ -98,7 +115,7 @@ wire::TimerServeReply Worker::timer_serve(const wire::TimerServe& cmd) {
   std::string note;
   try {
     for (int i = 0; i < cmd.samples; ++i) {
-      serve_one(cmd.first + static_cast<uint32_t>(i), cmd.empty, note);
+      serve_one(cmd.first + static_cast<uint32_t>(i), cmd.empty, cmd.work, note);
       ++reply.served;
     }
   } catch (...) {

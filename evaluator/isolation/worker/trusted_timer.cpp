@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <cmath>
 #include <fstream>
@@ -364,23 +365,59 @@ wire::TimerHandoffReply Worker::timer_handoff(const wire::TimerHandoff& cmd) {
 #ifdef KLOOP_WITH_CUDA
   if (session_->cuda()) {
     auto* stream = static_cast<cudaStream_t>(session_->stream());
-    Events e(3 * static_cast<std::size_t>(n));
+    // Per call: before its work, at go, at called, at copied, after a capture.
+    Events e(5 * static_cast<std::size_t>(n));
+    auto ev = [&](int i, int k) { return e[5 * static_cast<std::size_t>(i) + k]; };
+    at::Tensor small, small_out;
+    if (cmd.work) {
+      small = at::zeros({64}, at::TensorOptions().dtype(at::kFloat).device(at::Device(device_)));
+      small_out = at::empty_like(small);
+    }
+    auto* signal = static_cast<cudaStream_t>(timer::signal_stream());
     for (int i = 0; i < n; ++i) {
       const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
-      timer::stream_wait(stream, control, Word::kArmed, seq);  // as a timed call waits
-      KLOOP_CUDA_CHECK(cudaEventRecord(e[3 * i], stream), "the timer's events");
-      timer::stream_store(stream, control, Word::kGo, seq);
-      timer::stream_wait(stream, control, Word::kCalled, seq);
-      KLOOP_CUDA_CHECK(cudaEventRecord(e[3 * i + 1], stream), "the timer's events");
-      timer::stream_wait(stream, control, Word::kCopied, seq);
-      KLOOP_CUDA_CHECK(cudaEventRecord(e[3 * i + 2], stream), "the timer's events");
+      timer::stream_wait(signal, control, Word::kArmed, seq);  // as a timed call waits
+      timer::join(stream, signal);
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 0), stream), "the timer's events");
+      if (cmd.work) small.fill_(static_cast<double>(i & 0xffff));  // where a timed call draws its inputs
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 1), stream), "the timer's events");
+      timer::join(signal, stream);
+      timer::stream_store(signal, control, Word::kGo, seq);
+      timer::stream_wait(signal, control, Word::kCalled, seq);
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 2), signal), "the timer's events");
+      timer::stream_wait(signal, control, Word::kCopied, seq);
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 3), signal), "the timer's events");
+      timer::join(stream, signal);
+      if (cmd.work) small_out.copy_(small);  // where a checked call's outputs are captured
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 4), stream), "the timer's events");
     }
-    if (!wait_event(e[3 * (n - 1) + 2], deadline, 0, control)) {
+    if (!wait_event(ev(n - 1, 4), deadline, 0, control)) {
       throw WorkerError{"runtime_error", "the candidate's worker did not serve the handshake's calls"};
     }
     for (int i = 0; i < n; ++i) {
-      reply.window.push_back(Events::seconds(e[3 * i], e[3 * i + 1]));
-      reply.tail.push_back(Events::seconds(e[3 * i + 1], e[3 * i + 2]));
+      reply.window.push_back(Events::seconds(ev(i, 1), ev(i, 2)));
+      reply.tail.push_back(Events::seconds(ev(i, 2), ev(i, 3)));
+      if (!cmd.work) continue;
+      reply.prep.push_back(Events::seconds(ev(i, 0), ev(i, 1)));
+      reply.capture.push_back(Events::seconds(ev(i, 3), ev(i, 4)));
+    }
+    if (cmd.work) {
+      // The same kernels with the device to the timer alone.
+      const int m = 20;
+      Events a(3 * m);
+      for (int j = 0; j < m; ++j) {
+        KLOOP_CUDA_CHECK(cudaEventRecord(a[3 * j], stream), "the timer's events");
+        small.fill_(static_cast<double>(j));
+        KLOOP_CUDA_CHECK(cudaEventRecord(a[3 * j + 1], stream), "the timer's events");
+        small_out.copy_(small);
+        KLOOP_CUDA_CHECK(cudaEventRecord(a[3 * j + 2], stream), "the timer's events");
+      }
+      synchronize();
+      reply.alone_fill = reply.alone_copy = 1e9;
+      for (int j = 0; j < m; ++j) {
+        reply.alone_fill = std::min(reply.alone_fill, Events::seconds(a[3 * j], a[3 * j + 1]));
+        reply.alone_copy = std::min(reply.alone_copy, Events::seconds(a[3 * j + 1], a[3 * j + 2]));
+      }
     }
   }
 #endif
@@ -404,8 +441,24 @@ wire::TimerHandoffReply Worker::timer_handoff(const wire::TimerHandoff& cmd) {
     }
   }
   // The least of each: a candidate can only ever make the handshake slower.
-  timer_floors_.window = *std::min_element(reply.window.begin(), reply.window.end());
-  timer_floors_.tail = *std::min_element(reply.tail.begin(), reply.tail.end());
+  // With `work`, the median less kloop's own kernels: what the switches
+  // between the two contexts add, as the timed calls meet them.
+  const bool least = !cmd.work;
+  auto floor_of = [&](std::vector<double> v, double less) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return std::max(0.0, (least ? v.front() : v[v.size() / 2]) - less);
+  };
+  timer_floors_.window = floor_of(reply.window, reply.alone_fill);
+  timer_floors_.tail = floor_of(reply.tail, reply.alone_copy);
+  timer_floors_.prep_switch = floor_of(reply.prep, reply.alone_fill);
+  timer_floors_.capture_switch = floor_of(reply.capture, reply.alone_copy);
+  timer_floors_.resolution = 0;
+  if (cmd.work && reply.window.size() >= 10) {
+    std::vector<double> w = reply.window;
+    std::sort(w.begin(), w.end());
+    timer_floors_.resolution = w[w.size() * 9 / 10] - w[w.size() / 10];
+  }
   reply.floors = timer_floors_;
   return reply;
 }
@@ -510,19 +563,26 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
     Events e(5 * static_cast<std::size_t>(std::max(n, 1)));
     auto ev = [&](int i, int k) { return e[5 * static_cast<std::size_t>(i) + k]; };
     int done = 0;
+    // The words on the signal stream (timer_link.h: a wait on a stream
+    // that runs kernels would hold the device in this context); drawing,
+    // flushing and captures on the session's stream, joined to it.
+    auto* signal = static_cast<cudaStream_t>(timer::signal_stream());
     for (int i = 0; i < n; ++i) {
       const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
       // The candidate's worker has done its own steps before the call.
-      timer::stream_wait(stream, control, Word::kArmed, seq);
+      timer::stream_wait(signal, control, Word::kArmed, seq);
+      timer::join(stream, signal);
       KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 0), stream), "the timer's events");
       draw_into(timer_inputs_, timer_case_, seq, stream);
       if (cmd.l2_flush) session_->flush_l2_async();
       KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 1), stream), "the timer's events");
-      timer::stream_store(stream, control, Word::kGo, seq);
-      timer::stream_wait(stream, control, Word::kCalled, seq);
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 2), stream), "the timer's events");
-      timer::stream_wait(stream, control, Word::kCopied, seq);
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 3), stream), "the timer's events");
+      timer::join(signal, stream);
+      timer::stream_store(signal, control, Word::kGo, seq);
+      timer::stream_wait(signal, control, Word::kCalled, seq);
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 2), signal), "the timer's events");
+      timer::stream_wait(signal, control, Word::kCopied, seq);
+      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 3), signal), "the timer's events");
+      timer::join(stream, signal);
       if (!checked[static_cast<std::size_t>(i)]) continue;
       for (std::size_t k = 0; k < timer_outputs_.size(); ++k) timer_captured_[k].copy_(timer_outputs_[k]);
       KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 4), stream), "the timer's events");
@@ -555,10 +615,10 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
       s.prep = Events::seconds(ev(i, 0), ev(i, 1));
       s.window = Events::seconds(ev(i, 1), ev(i, 2));
       s.tail = Events::seconds(ev(i, 2), ev(i, 3));
-      s.outside = beyond(s.prep, f.prep, true) + beyond(s.tail, f.tail + f.copy, true);
+      s.outside = beyond(s.prep, f.prep + f.prep_switch, true) + beyond(s.tail, f.tail + f.copy, true);
       if (checked[static_cast<std::size_t>(i)]) {
         s.capture = Events::seconds(ev(i, 3), ev(i, 4));
-        s.outside += beyond(*s.capture, f.copy, true);
+        s.outside += beyond(*s.capture, f.copy + f.capture_switch, true);
       }
       s.seconds = std::max(0.0, s.window - f.window) + s.outside;
       s.throttled = throttled;

@@ -150,7 +150,7 @@ class Worker {
   wire::NoReply timer_close(const wire::TimerClose& cmd);
   wire::NoReply timer_attach(const wire::TimerAttach& cmd);
   wire::TimerServeReply timer_serve(const wire::TimerServe& cmd);
-  void serve_one(uint32_t seq, bool empty, std::string& note);
+  void serve_one(uint32_t seq, bool empty, bool work, std::string& note);
   void export_block(const SharedBlock& block);
 
   wire::ProfileReply profile(const wire::Profile& cmd);        // profile_op.cpp
