@@ -11,10 +11,14 @@ namespace {
 
 using json = nlohmann::json;
 
-// Counts under the outcomes' names, as results.jsonl spells them.
-json by_name(const std::map<Outcome, int>& counts) {
+// Failed attempts' counts under the outcomes' names, as results.jsonl
+// spells them: a correct attempt is no failure (the Markdown and HTML
+// failures tables leave it out too; the headline tables count it).
+json failures_by_name(const std::map<Outcome, int>& counts) {
   json j = json::object();
-  for (const auto& [o, n] : counts) j[outcome_name(o)] = n;
+  for (const auto& [o, n] : counts) {
+    if (o != Outcome::kCorrect) j[outcome_name(o)] = n;
+  }
   return j;
 }
 
@@ -116,7 +120,7 @@ json view_json(const RunView& v, const RunMetrics& m) {
           {"groups", groups},
           {"failures",
            {{"attempts", f.attempts},
-            {"by_verdict", by_name(f.by_outcome)},
+            {"by_verdict", failures_by_name(f.by_outcome)},
             {"incorrect_by_kind", f.incorrect_by_kind},
             {"integrity_by_check", f.integrity_by_check}}},
           {"cost",

@@ -231,6 +231,11 @@ TEST_F(ReportTest, JsonSummaryAndCsv) {
   EXPECT_EQ(all["by_turn"][2]["fast_p"][3]["p"], 1.0);
   EXPECT_TRUE(all["by_turn"][0]["geomean_speedup"].is_null());
   EXPECT_EQ(s["views"][0]["failures"]["incorrect_by_kind"]["hidden_shape"], 1);
+  // Failures only: the run's correct attempts are not among them.
+  const json& by_verdict = s["views"][0]["failures"]["by_verdict"];
+  EXPECT_FALSE(by_verdict.empty());
+  EXPECT_FALSE(by_verdict.contains("correct")) << by_verdict.dump();
+  EXPECT_GT(metrics[0].failures.by_outcome.count(Outcome::kCorrect), 0u);  // there were some to leave out
 
   const std::string csv = attempts_csv(views);
   std::istringstream lines(csv);
