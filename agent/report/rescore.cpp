@@ -34,12 +34,18 @@ using Key = std::tuple<std::string, int, int>;
 
 Key key_of(const AttemptRecord& r) { return {r.problem, r.sample, r.turn}; }
 
+// The precision the run evaluated at (fp32 for a run made before precisions).
+Precision run_precision(const json& config) {
+  return parse_precision(config.value("precision", std::string("fp32"))).value_or(Precision::kFp32);
+}
+
 // The evaluation settings the run used (turn_loop.cpp), under `protocol`.
 EvalOptions eval_options(const json& config, const RescoreOptions& o) {
   const json ev = config.value("evaluation", json::object());
   EvalOptions e;
   e.device = config.value("device", std::string("cpu"));
-  e.protocol = o.protocol;
+  e.protocol = canonical_protocol_name(o.protocol);
+  e.precision = run_precision(config);
   e.seed = config.value("seed", 1ull);
   const double timeout = o.timeout_s.value_or(ev.value("timeout_s", kDefaultRunTimeoutSeconds));
   e.run_timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
@@ -225,9 +231,10 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
   } catch (const json::exception& e) {
     throw std::runtime_error((folder / "config.json").string() + ": not JSON (" + e.what() + ")");
   }
-  const Protocol target = protocol_by_name(options.protocol);  // throws naming the protocols
+  // At the run's precision: its tolerance, its precision check.
+  const Protocol target = at_precision(protocol_by_name(options.protocol), run_precision(config));  // throws naming them
   const std::string own = config.value("protocol", std::string("strict"));
-  if (options.protocol == own) {
+  if (canonical_protocol_name(options.protocol) == canonical_protocol_name(own)) {
     throw std::invalid_argument((fs::path(run_dir) / "config.json").string() + ": '" + own +
                                 "' is the run's own protocol, whose results are results.jsonl; rescore under another "
                                 "one (" + protocol_choices() + ")");
@@ -243,7 +250,7 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
 
   RescoreSummary s;
   try {
-    s.judging_only = same_measurements(protocol_by_name(own), target);
+    s.judging_only = same_measurements(at_precision(protocol_by_name(own), run_precision(config)), target);
   } catch (const std::invalid_argument&) {  // an imported run's protocol is another harness's
     s.judging_only = false;
   }
