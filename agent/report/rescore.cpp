@@ -84,10 +84,13 @@ class AttemptRescorer {
   // rules) the stored verdict is judged again when it keeps its
   // observations (`rejudged` says so); otherwise, or when it keeps none, the
   // candidate is evaluated again and `note` says why it was not re-judged.
-  AttemptRecord rescore(const AttemptRecord& original, const Protocol& protocol, bool judging_only, bool& rejudged,
-                        std::string& note) {
+  // `as_named`: the protocol as the command named it (an alias stays the
+  // alias: rescore-kernelbench.jsonl and its verdicts' folder keep the
+  // names older runs have).
+  AttemptRecord rescore(const AttemptRecord& original, const Protocol& protocol, const std::string& as_named,
+                        bool judging_only, bool& rejudged, std::string& note) {
     AttemptRecord r = original;
-    r.protocol = protocol.name;
+    r.protocol = as_named;
     r.timestamp = utc_timestamp();
     rejudged = false;
     // No code (none in the answer, or no answer): it fails under any protocol.
@@ -95,7 +98,7 @@ class AttemptRescorer {
     // Where the record points, checked to stay inside the run; what is read
     // there, checked against the run's seal (RunStore::read_sealed).
     store_.attempt_path(original.attempt_dir);
-    const std::string out_rel = rescore_verdict_root(protocol.name) + "/" + original.attempt_dir;
+    const std::string out_rel = rescore_verdict_root(as_named) + "/" + original.attempt_dir;
     const fs::path dir = store_.attempt_path(out_rel);
     if (judging_only && !store_.verifiable()) {
       note = "the run's files cannot be verified here, so its observations are not re-judged; evaluated again";
@@ -195,7 +198,7 @@ void rescore_attempt(const AttemptRecord& original, int index, AttemptRescorer& 
     bool rejudged = false;
     std::string note;
     try {
-      r = rescorer.rescore(original, target, s.judging_only, rejudged, note);
+      r = rescorer.rescore(original, target, options.protocol, s.judging_only, rejudged, note);
     } catch (...) {
       status.end("eval");
       throw;
