@@ -231,9 +231,14 @@ Evaluator::Evaluator(Builder& builder, EvalOptions options) : builder_(builder),
   }
 }
 
-Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidate_path) {
+Protocol run_protocol(const EvalOptions& options) {
+  return at_precision(protocol_by_name(options.protocol), options.precision);
+}
+
+Verdict Evaluator::evaluate(const ProblemSpec& given, const std::string& candidate_path) {
   const auto start = Clock::now();
-  Protocol protocol = protocol_by_name(options_.protocol);
+  const ProblemSpec spec = spec_at_precision(given, options_.precision);
+  Protocol protocol = run_protocol(options_);
   const bool cpu = options_.device == "cpu";
   const BuildTarget target = cpu ? BuildTarget::kCpu : BuildTarget::kCuda;
 
@@ -261,13 +266,24 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
       v.message = "this candidate is GPU code (" + gpu_where +
                   ") and this evaluation runs on the CPU: evaluate it with --device cuda";
     }
+    // A candidate written for fp32 only meets float16/bfloat16 tensors in
+    // an fp16/bf16 run: its error (ATen's "expected scalar type Float but
+    // found Half", a dtype mismatch of its output) says why in these words.
+    if (options_.precision != Precision::kFp32 &&
+        (cls == VerdictClass::kRuntimeError || cls == VerdictClass::kLoadError ||
+         (cls == VerdictClass::kIncorrect && v.message.find("dtype mismatch") != std::string::npos))) {
+      const std::string dtype = dtype_name(precision_dtype(options_.precision));
+      v.message += " [this evaluation runs in " + std::string(precision_name(options_.precision)) +
+                   ": the inputs, weights and expected outputs are " + dtype +
+                   " tensors; a candidate written for float32 only must handle " + dtype + "]";
+    }
     v.phases.total = since(start);
     return v;
   };
 
   if (excluded_by_protocol(spec, protocol.name)) {
     throw EvaluationError(spec.name + " is excluded from the " + protocol.name +
-                          " protocol (see its spec's deviations); use --protocol kernelbench");
+                          " protocol (see its spec's deviations); use --protocol kernelbench-v0.1");
   }
 
   // 1. Builds: the candidate first, since its errors need no reference.
@@ -341,7 +357,9 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   // process of the candidate exists (none can load the CPU or the GPU
   // beside it, or signal it, to inflate the speedup).
   if (options_.measure_time) {
-    const BaselineKey key{spec.name, rb.key, json(tests[0].dims), device_info, KLOOP_TORCH_VERSION, to_json(rules)};
+    const BaselineKey key{spec.name,          rb.key,         json(tests[0].dims),
+                          device_info,        KLOOP_TORCH_VERSION, to_json(rules),
+                          precision_name(options_.precision)};
     BaselineReport b;
     const auto t0 = Clock::now();
     reference_baseline(ref, cases[0], key, rules, cpu, true, builder_.config().cache_dir, options_.run_timeout, b);
@@ -408,9 +426,11 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
   }
 }
 
-std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec& spec, const std::string& candidate_path,
-                                                             int n, std::vector<nlohmann::json>* checks) {
-  const Protocol protocol = protocol_by_name(options_.protocol);
+std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec& given,
+                                                             const std::string& candidate_path, int n,
+                                                             std::vector<nlohmann::json>* checks) {
+  const ProblemSpec spec = spec_at_precision(given, options_.precision);
+  const Protocol protocol = run_protocol(options_);
   const bool cpu = options_.device == "cpu";
   const BuildTarget target = cpu ? BuildTarget::kCpu : BuildTarget::kCuda;
   const TimingRules rules = timing_rules(protocol, cpu, options_);

@@ -47,6 +47,9 @@ bool machine_exhausted(const std::string& text);
 struct EvalOptions {
   std::string device = "cpu";
   std::string protocol = "strict";
+  // KernelBench's precision (protocol.h): floating-point inputs, weights,
+  // reference, baseline and tolerance in fp32, fp16 or bf16.
+  Precision precision = Precision::kFp32;
   uint64_t seed = 1;
   std::chrono::milliseconds load_timeout{60000};
   std::chrono::milliseconds run_timeout{static_cast<long long>(kDefaultRunTimeoutSeconds * 1000)};
@@ -208,12 +211,16 @@ class Evaluator {
   BuildResult build_reference(const ProblemSpec& spec, bool bundled = false);
 
   const EvalOptions& options() const { return options_; }
+  const BuilderConfig& builder_config() const { return builder_.config(); }
 
  private:
 
   Builder& builder_;
   EvalOptions options_;
 };
+
+// The options' protocol at their precision (at_precision).
+Protocol run_protocol(const EvalOptions& options);
 
 // Locates kloop-worker: $KLOOP_WORKER, then beside the running executable.
 std::string find_worker_executable();

@@ -78,7 +78,7 @@ std::string describe_failed_output(const TensorComparison& c, const Tolerance& t
 void judge_precision(TestOutcome& out, const std::vector<wire::ErrorAnalysisRow>& rows, const Protocol& protocol) {
   if (!out.problem.empty() || !protocol.precision_check) return;
   for (const auto& row : rows) {
-    const std::string why = precision_failure(row.candidate_rms_error, row.reference_rms_error, row.rms_fp64);
+    const std::string why = precision_failure(row.candidate_rms_error, row.reference_rms_error, row.rms_fp64, protocol.precision);
     if (!why.empty()) {
       out.problem = "output " + std::to_string(row.output) + ": " + why;
       out.problem_kind = "precision";

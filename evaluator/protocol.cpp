@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
 #include "evaluator/runtime/dtype.h"
 
@@ -54,7 +55,76 @@ TimingRules kernelbench_rules() {
 }
 
 
+// KernelBench's current loop (timing.py's time_execution_with_cuda_event as
+// eval_from_generations.py calls it): 3 warm-ups, one discarded trial, 100
+// trials, L2 thrashed before each, mean.
+TimingRules kernelbench_current_rules() {
+  TimingRules r = kernelbench_rules();
+  r.l2_flush = true;
+  return r;
+}
+
 }  // namespace
+
+const char* precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::kFp16: return "fp16";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp32: break;
+  }
+  return "fp32";
+}
+
+std::optional<Precision> parse_precision(const std::string& name) {
+  if (name == "fp32" || name == "float32") return Precision::kFp32;
+  if (name == "fp16" || name == "float16") return Precision::kFp16;
+  if (name == "bf16" || name == "bfloat16") return Precision::kBf16;
+  return std::nullopt;
+}
+
+const char* precision_choices() { return "fp32, fp16 or bf16"; }
+
+DType precision_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::kFp16: return DType::kFloat16;
+    case Precision::kBf16: return DType::kBFloat16;
+    case Precision::kFp32: break;
+  }
+  return DType::kFloat32;
+}
+
+double precision_unit(Precision precision) {
+  switch (precision) {
+    case Precision::kFp16: return 1.0 / (1 << 11);
+    case Precision::kBf16: return 1.0 / (1 << 8);
+    case Precision::kFp32: break;
+  }
+  return 1.0 / (1 << 24);
+}
+
+double kernelbench_tolerance(Precision precision) { return precision == Precision::kFp32 ? 1e-4 : 1e-2; }
+
+ProblemSpec spec_at_precision(const ProblemSpec& spec, Precision precision) {
+  ProblemSpec out = spec;
+  out.precision = precision_dtype(precision);
+  if (precision == Precision::kFp32) return out;
+  for (auto& in : out.inputs) {
+    if (dtype_is_floating(in.dtype)) in.dtype = out.precision;
+  }
+  return out;
+}
+
+Protocol at_precision(Protocol p, Precision precision) {
+  p.precision = precision;
+  if (p.per_precision_tolerance) {
+    p.tolerance.atol = p.tolerance.rtol = kernelbench_tolerance(precision);
+  } else if (precision != Precision::kFp32) {
+    const double half = kernelbench_tolerance(precision);
+    p.tolerance.atol = std::max(p.tolerance.atol, half);
+    p.tolerance.rtol = std::max(p.tolerance.rtol, half);
+  }
+  return p;
+}
 
 nlohmann::json Protocol::to_json() const {
   nlohmann::json scalings = nlohmann::json::array();
@@ -76,13 +146,23 @@ nlohmann::json Protocol::to_json() const {
           {"speed_of_light_floor", speed_of_light_floor},
           {"precision_check", precision_check},
           {"calls_per_case", calls_per_case},
+          {"precision", precision_name(precision)},
           {"cpu_timing", kloop::to_json(cpu_timing)},
           {"gpu_timing", kloop::to_json(gpu_timing)}};
 }
 
-std::vector<std::string> protocol_names() { return {"kernelbench", "verified", "strict", "strict-libraries"}; }
+std::vector<std::string> protocol_names() {
+  return {kKernelBenchOriginal, kKernelBenchCurrent, "verified", "strict", "strict-libraries"};
+}
 
-std::string protocol_choices() { return "kernelbench, verified, strict or strict-libraries"; }
+std::string protocol_choices() {
+  return std::string(kKernelBenchOriginal) + " (alias kernelbench), " + kKernelBenchCurrent +
+         ", verified, strict or strict-libraries";
+}
+
+std::string canonical_protocol_name(const std::string& name) {
+  return name == "kernelbench" ? kKernelBenchOriginal : name;
+}
 
 bool same_measurements(const Protocol& a, const Protocol& b) {
   auto measured = [](const Protocol& p) {
@@ -102,26 +182,30 @@ bool same_measurements(const Protocol& a, const Protocol& b) {
 // 1e-6 of it and TF32 accumulation near 1e-3 of it, ten times inside.
 constexpr double kStrictMagnitude = 1e-2;
 
-std::string precision_failure(double candidate_rms, double reference_rms, double exact_rms) {
+std::string precision_failure(double candidate_rms, double reference_rms, double exact_rms, Precision precision) {
   if (!std::isfinite(candidate_rms) || !std::isfinite(reference_rms) || !std::isfinite(exact_rms)) return "";
-  constexpr double kFp32Unit = 1.0 / (1 << 24);  // fp32's unit roundoff, 2^-24
+  const std::string at = precision_name(precision);
   const double by_reference = kPrecisionFactor * reference_rms;
-  const double floor = kPrecisionFloorUlps * kFp32Unit * exact_rms;
+  const double units = precision == Precision::kFp32 ? kPrecisionFloorUlps : kReducedPrecisionFloorUnits;
+  const double floor = units * precision_unit(precision) * exact_rms;
   const double bound = std::max(by_reference, floor);
   if (candidate_rms <= bound) return "";
   std::string against;
   if (reference_rms > 0) {
-    against = fmt::format("{:.0f}x the fp32 reference's ({:.3g})", candidate_rms / reference_rms, reference_rms);
+    against = fmt::format("{:.0f}x the {} reference's ({:.3g})", candidate_rms / reference_rms, at, reference_rms);
   } else {
-    against = fmt::format("where the fp32 reference's is 0");
+    against = fmt::format("where the {} reference's is 0", at);
   }
   const std::string text = fmt::format(
       "precision: its RMS error against an fp64 reference is {:.3g}, {}, and {:.3g} of the output's RMS "
-      "({:.3g}); the bound is {:.0f}x the reference's error or {:.0f} fp32 units of the output's RMS, whichever "
-      "is larger ({:.3g}): reduced-precision arithmetic (fp16/bf16 inputs, fp16 accumulation, approximate "
-      "functions) is not fp32",
+      "({:.3g}); the bound is {:.0f}x the reference's error or {:.0f} {} units of the output's RMS, whichever "
+      "is larger ({:.3g}): {}",
       candidate_rms, against, exact_rms > 0 ? candidate_rms / exact_rms : 0.0, exact_rms, kPrecisionFactor,
-      kPrecisionFloorUlps, bound);
+      units, at, bound,
+      precision == Precision::kFp32
+          ? "reduced-precision arithmetic (fp16/bf16 inputs, fp16 accumulation, approximate functions) is not fp32"
+          : "arithmetic below the run's precision (a narrower type, a lower-precision accumulation, approximate "
+            "functions) is not " + at);
   return text;
 }
 
@@ -163,7 +247,8 @@ bool has_centerable_input(const ProblemSpec& spec) {
   return false;
 }
 
-Protocol protocol_by_name(const std::string& name) {
+Protocol protocol_by_name(const std::string& given) {
+  const std::string name = canonical_protocol_name(given);
   if (name == "strict-libraries") {
     Protocol p = protocol_by_name("strict");
     p.name = name;
@@ -176,13 +261,27 @@ Protocol protocol_by_name(const std::string& name) {
   Protocol p;
   p.name = name;
   p.measures_as = name;
-  if (name == "kernelbench") {
-    p.description = "original KernelBench: atol=rtol=1e-2, 5 seeds, fixed shapes, FP32 baseline, mean of 100";
+  if (name == kKernelBenchOriginal) {
+    p.description =
+        "original KernelBench (v0.1, alias kernelbench): atol=rtol=1e-2, 5 seeds, fixed shapes, eager baseline "
+        "without TF32, mean of 100, no L2 flush";
     p.tolerance = {1e-2, 1e-2};
     p.integrity_checks = false;
     p.calls_per_case = 1;
     p.cpu_timing = kernelbench_rules();
     p.gpu_timing = kernelbench_rules();
+    return p;
+  }
+  if (name == kKernelBenchCurrent) {
+    p.description =
+        "current KernelBench (v0.2, 423217d): atol=rtol=1e-4 in fp32, 1e-2 in fp16/bf16, 5 seeds, fixed shapes, "
+        "eager baseline without TF32, mean of 100, L2 flushed before each trial";
+    p.tolerance = {kernelbench_tolerance(Precision::kFp32), kernelbench_tolerance(Precision::kFp32)};
+    p.per_precision_tolerance = true;
+    p.integrity_checks = false;
+    p.calls_per_case = 1;
+    p.cpu_timing = kernelbench_rules();
+    p.gpu_timing = kernelbench_current_rules();
     return p;
   }
   if (name == "verified" || name == "strict") {

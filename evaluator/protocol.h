@@ -4,11 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "evaluator/check/compare.h"
 #include "evaluator/problem/spec.h"
+#include "evaluator/runtime/dtype.h"
 #include "evaluator/timing/sample_stats.h"
 
 namespace kloop {
@@ -32,8 +34,38 @@ nlohmann::json centered_draw(const nlohmann::json& dist);
 // Whether a centered case would change any of the spec's inputs.
 bool has_centerable_input(const ProblemSpec& spec);
 
+// KernelBench's precisions (its eval's `precision`: fp32, fp16, bf16): the
+// dtype of a run's floating-point inputs, weights, reference and baseline.
+// Integer and bool inputs keep their dtype.
+enum class Precision { kFp32, kFp16, kBf16 };
+const char* precision_name(Precision precision);  // fp32, fp16, bf16
+// fp32, fp16 or bf16 (also float32, float16, bfloat16); nullopt otherwise.
+std::optional<Precision> parse_precision(const std::string& name);
+// "fp32, fp16 or bf16", for messages.
+const char* precision_choices();
+DType precision_dtype(Precision precision);
+// The precision's unit roundoff: 2^-24 (fp32), 2^-11 (fp16), 2^-8 (bf16).
+double precision_unit(Precision precision);
+// KernelBench's tolerance (atol = rtol) for a precision in its current eval
+// (eval.py's get_tolerance_for_precision, after torchbench): 1e-4 for fp32,
+// 1e-2 for fp16 and bf16.
+double kernelbench_tolerance(Precision precision);
+
+// The spec with its floating-point inputs in `precision` (ProblemSpec::
+// precision says which): the cases generate_case makes from it draw them in
+// that dtype, and the workers convert the modules' floating-point
+// parameters and buffers to it (wire::Case::precision).
+ProblemSpec spec_at_precision(const ProblemSpec& spec, Precision precision);
+
 constexpr double kPrecisionFactor = 16;
 constexpr double kPrecisionFloorUlps = 64;
+// The floor at fp16 and bf16, in units of that precision: one unit of the
+// output's RMS. A reference that is exact there (ReLU, a copy, a max)
+// leaves the floor as the whole bound, and a computation through a
+// narrower type (bf16 inside an fp16 run: about 2.3 fp16 units RMS) must
+// not pass under it; an honest half-precision kernel that rounds once is
+// at about 0.3 units.
+constexpr double kReducedPrecisionFloorUnits = 1;
 
 struct Protocol {
   std::string name;
@@ -60,25 +92,51 @@ struct Protocol {
   // fp32 units of the output's RMS, whichever is larger (docs/protocols.md).
   bool precision_check = false;
   int calls_per_case = 2;                    // forward calls per model instance
+  // The run's precision (at_precision); tolerance is the one for it.
+  Precision precision = Precision::kFp32;
+  // KernelBench's current eval: atol = rtol = kernelbench_tolerance(precision).
+  bool per_precision_tolerance = false;
   TimingRules cpu_timing;
   TimingRules gpu_timing;
 
   nlohmann::json to_json() const;
 };
 
+// The protocol at a run's precision: fp32 leaves it as it is; at fp16 or
+// bf16 its tolerance is KernelBench's for that precision (1e-2) where its
+// own is tighter (no half-precision reference meets 1e-3 against another
+// half-precision implementation), and the precision check's floor counts
+// units of that precision. Under kernelbench-v0.2 the tolerance is
+// KernelBench's for the precision whatever it is (1e-4 in fp32).
+Protocol at_precision(Protocol protocol, Precision precision);
+
 // The precision check on one output: empty when the candidate's RMS error
 // against the fp64 reference (`candidate_rms`) is within the bound, else
-// why not. `reference_rms` is the fp32 reference's error, `exact_rms` the
-// fp64 output's RMS; non-finite figures (a NaN in an output, which the
-// comparison judges) are not judged here.
-std::string precision_failure(double candidate_rms, double reference_rms, double exact_rms);
+// why not. `reference_rms` is the reference's error at the run's precision
+// (fp32 unless `precision` says otherwise), `exact_rms` the fp64 output's
+// RMS; non-finite figures (a NaN in an output, which the comparison
+// judges) are not judged here.
+std::string precision_failure(double candidate_rms, double reference_rms, double exact_rms,
+                              Precision precision = Precision::kFp32);
 
-// kernelbench, verified, strict or strict-libraries (strict, with vendor
-// library kernels allowed in the forward); throws std::invalid_argument
-// naming them.
+// KernelBench's evals, each named for its KernelBench version
+// (docs/protocols.md): the original (v0.1: atol = rtol = 1e-2, no L2
+// flush; `kernelbench` is its alias, so older configs and runs still load)
+// and the current one (v0.2: atol = rtol = 1e-4 in fp32 and 1e-2 in
+// fp16/bf16, L2 flushed before each trial).
+constexpr const char* kKernelBenchOriginal = "kernelbench-v0.1";
+constexpr const char* kKernelBenchCurrent = "kernelbench-v0.2";
+// The protocol a name stands for: an alias's target (kernelbench ->
+// kernelbench-v0.1), any other name as it is.
+std::string canonical_protocol_name(const std::string& name);
+
+// kernelbench-v0.1 (alias kernelbench), kernelbench-v0.2, verified, strict or
+// strict-libraries (strict, with vendor library kernels allowed in the
+// forward); throws std::invalid_argument naming them. The protocol's name is
+// the canonical one.
 Protocol protocol_by_name(const std::string& name);
 std::vector<std::string> protocol_names();
-// "kernelbench, verified, strict or strict-libraries", for messages.
+// "kernelbench-v0.1 (alias kernelbench), kernelbench-v0.2, verified, strict or strict-libraries", for messages.
 std::string protocol_choices();
 
 // Whether an evaluation under `a` runs and measures exactly what one under

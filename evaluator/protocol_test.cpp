@@ -114,6 +114,62 @@ TEST(ProtocolTest, PrecisionBoundIsRelativeToTheReferenceWithAnFp32Floor) {
   EXPECT_EQ(precision_failure(NAN, 1e-5, 1), "");
 }
 
+// KernelBench's two evals, each named for its version: the original
+// (v0.1, still reachable as `kernelbench`) and the current one (v0.2: 1e-4
+// in fp32, 1e-2 in fp16/bf16, L2 flushed before each trial).
+TEST(ProtocolTest, KernelBenchVersionsAndTheirAlias) {
+  const Protocol original = protocol_by_name("kernelbench"), current = protocol_by_name("kernelbench-v0.2");
+  EXPECT_EQ(original.name, "kernelbench-v0.1");
+  EXPECT_EQ(canonical_protocol_name("kernelbench"), "kernelbench-v0.1");
+  EXPECT_EQ(canonical_protocol_name("strict"), "strict");
+  EXPECT_EQ(protocol_by_name("kernelbench-v0.1").to_json(), original.to_json());
+  EXPECT_DOUBLE_EQ(original.tolerance.atol, 1e-2);
+  EXPECT_FALSE(original.gpu_timing.l2_flush);
+  EXPECT_DOUBLE_EQ(current.tolerance.atol, 1e-4);
+  EXPECT_DOUBLE_EQ(current.tolerance.rtol, 1e-4);
+  EXPECT_TRUE(current.gpu_timing.l2_flush);
+  EXPECT_EQ(current.gpu_timing.statistic, "mean");
+  EXPECT_EQ(current.gpu_timing.max_samples, 100);
+  EXPECT_EQ(current.seeds, 5);
+  EXPECT_FALSE(same_measurements(original, current));
+  // Per precision, as KernelBench's get_tolerance_for_precision sets it.
+  EXPECT_DOUBLE_EQ(at_precision(current, Precision::kFp32).tolerance.atol, 1e-4);
+  EXPECT_DOUBLE_EQ(at_precision(current, Precision::kFp16).tolerance.atol, 1e-2);
+  EXPECT_DOUBLE_EQ(at_precision(current, Precision::kBf16).tolerance.rtol, 1e-2);
+  EXPECT_DOUBLE_EQ(at_precision(original, Precision::kBf16).tolerance.atol, 1e-2);
+  // kloop's protocols keep theirs in fp32 and take KernelBench's 1e-2 below it.
+  EXPECT_DOUBLE_EQ(at_precision(protocol_by_name("strict"), Precision::kFp32).tolerance.atol, 1e-3);
+  const Protocol strict16 = at_precision(protocol_by_name("strict"), Precision::kFp16);
+  EXPECT_DOUBLE_EQ(strict16.tolerance.atol, 1e-2);
+  EXPECT_DOUBLE_EQ(strict16.tolerance.magnitude, protocol_by_name("strict").tolerance.magnitude);
+  EXPECT_EQ(strict16.to_json()["precision"], "fp16");
+  EXPECT_FALSE(same_measurements(protocol_by_name("strict"), strict16));
+  for (const auto& name : protocol_names()) EXPECT_NO_THROW(protocol_by_name(name)) << name;
+  EXPECT_NE(protocol_choices().find("kernelbench-v0.2"), std::string::npos);
+}
+
+TEST(ProtocolTest, PrecisionsTurnFloatingPointInputsOnly) {
+  EXPECT_EQ(parse_precision("bf16"), Precision::kBf16);
+  EXPECT_EQ(parse_precision("float16"), Precision::kFp16);
+  EXPECT_EQ(parse_precision("fp8"), std::nullopt);
+  ProblemSpec s = two_variant_spec();
+  s.inputs.push_back({"x", {"n"}, DType::kFloat32, {}});
+  s.inputs.push_back({"labels", {"n"}, DType::kInt64, {}});
+  const ProblemSpec half = spec_at_precision(s, Precision::kBf16);
+  EXPECT_EQ(half.precision, DType::kBFloat16);
+  EXPECT_EQ(half.inputs[0].dtype, DType::kBFloat16);
+  EXPECT_EQ(half.inputs[1].dtype, DType::kInt64);  // integer inputs stay integer
+  EXPECT_EQ(spec_at_precision(half, Precision::kBf16).inputs[0].dtype, DType::kBFloat16);  // idempotent
+  EXPECT_EQ(spec_at_precision(s, Precision::kFp32).inputs[0].dtype, DType::kFloat32);
+  // The precision check's floor at fp16 is one fp16 unit of the output's RMS
+  // (fp32's is 64 fp32 units): bf16 arithmetic inside an fp16 run exceeds it.
+  const double fp16_unit = 1.0 / (1 << 11);
+  EXPECT_EQ(precision_failure(0.5 * fp16_unit, 0, 1, Precision::kFp16), "");
+  const std::string why = precision_failure(2.3 * fp16_unit, 0, 1, Precision::kFp16);
+  EXPECT_NE(why.find("where the fp16 reference's is 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("is not fp16"), std::string::npos) << why;
+}
+
 // strict-libraries is strict with vendor library kernels allowed: the same
 // tests, timing and excluded tasks, so only the judging differs.
 TEST(ProtocolTest, StrictLibrariesMeasuresWhatStrictDoes) {

@@ -50,7 +50,8 @@ HeldJudgement HeldReferenceCase::judge(const std::string& outputs_file, const To
   return out;
 }
 
-std::unique_ptr<HeldReferenceCase> Evaluator::hold_reference_case(const ProblemSpec& spec, bool seeded) {
+std::unique_ptr<HeldReferenceCase> Evaluator::hold_reference_case(const ProblemSpec& given, bool seeded) {
+  const ProblemSpec spec = spec_at_precision(given, options_.precision);
   const wire::Construction construction = seeded ? wire::Construction::kSeeded : wire::Construction::kDrawn;
   const bool cpu = options_.device == "cpu";
   const BuildResult rb = build_reference(spec, /*bundled=*/true);

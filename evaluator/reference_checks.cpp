@@ -113,7 +113,8 @@ ReferenceReport Evaluator::check_reference(const ProblemSpec& spec) { return che
 std::vector<ReferenceReport> Evaluator::check_references(const std::vector<ProblemSpec>& specs,
                                                          const std::function<void(const ReferenceReport&)>& on_report) {
   CheckWorker worker(options_);
-  auto check = [&](const ProblemSpec& spec) {
+  auto check = [&](const ProblemSpec& given) {
+    const ProblemSpec spec = spec_at_precision(given, options_.precision);
     ReferenceReport r;
     r.problem = spec.name;
     const bool cpu = options_.device == "cpu";
@@ -190,12 +191,13 @@ std::vector<ReferenceReport> Evaluator::check_references(const std::vector<Probl
   return reports;
 }
 
-AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
+AuditReport Evaluator::audit_reference(const ProblemSpec& given) {
+  const ProblemSpec spec = spec_at_precision(given, options_.precision);
   AuditReport r;
   r.problem = spec.name;
   const bool cpu = options_.device == "cpu";
   const bool small = cpu || options_.small_dims;
-  const Protocol protocol = protocol_by_name(options_.protocol);
+  const Protocol protocol = run_protocol(options_);
   BuildResult rb = build_reference(spec, /*bundled=*/true);
   if (!rb.ok) {
     r.error = "the reference does not build";
@@ -302,11 +304,12 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& spec) {
   return r;
 }
 
-BaselineReport Evaluator::measure_baseline(const ProblemSpec& spec, bool use_cache) {
+BaselineReport Evaluator::measure_baseline(const ProblemSpec& given, bool use_cache) {
   const auto start = Clock::now();
+  const ProblemSpec spec = spec_at_precision(given, options_.precision);
   BaselineReport r;
   r.problem = spec.name;
-  const Protocol protocol = protocol_by_name(options_.protocol);
+  const Protocol protocol = run_protocol(options_);
   const bool cpu = options_.device == "cpu";
   const TimingRules rules = timing_rules(protocol, cpu, options_);
   BuildResult rb = build_reference(spec);
@@ -325,7 +328,9 @@ BaselineReport Evaluator::measure_baseline(const ProblemSpec& spec, bool use_cac
     r.error = reply ? reply->message() : ref.failure();
     return r;
   }
-  const BaselineKey key{spec.name, rb.key, json(t.dims), reply->reply.device, KLOOP_TORCH_VERSION, to_json(rules)};
+  const BaselineKey key{spec.name,           rb.key,         json(t.dims),
+                        reply->reply.device, KLOOP_TORCH_VERSION, to_json(rules),
+                        precision_name(options_.precision)};
   reference_baseline(ref, c, key, rules, cpu, use_cache, builder_.config().cache_dir, options_.run_timeout, r);
   if (r.error.empty()) ref.finish();
   r.seconds = since(start);

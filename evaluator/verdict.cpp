@@ -80,6 +80,8 @@ json Verdict::to_json() const {
             {"problem", problem},
             {"device", device},
             {"protocol", protocol},
+            // KernelBench's precision the evaluation ran at (also in the protocol's record).
+            {"precision", protocol.is_object() ? protocol.value("precision", "fp32") : std::string("fp32")},
             {"candidate", candidate_path},
             {"build",
              {{"cached", build.cached},
@@ -165,7 +167,9 @@ void for_each_failure(const std::vector<TestOutcome>& tests, int most,
 
 std::string Verdict::to_text() const {
   std::ostringstream out;
-  out << problem << " [" << protocol_name << ", " << device << "]: " << verdict_name(verdict);
+  const std::string precision = protocol.is_object() ? protocol.value("precision", "fp32") : "fp32";
+  out << problem << " [" << protocol_name << (precision == "fp32" ? "" : ", " + precision) << ", " << device
+      << "]: " << verdict_name(verdict);
   if (!message.empty()) out << ": " << message;
   out << "\n";
   if (verdict == VerdictClass::kCompileError) {
@@ -260,10 +264,10 @@ std::string Verdict::to_text() const {
     auto num = [](const json& v) { return v.is_number() ? v.get<double>() : NAN; };
     const std::string line = fmt::format(
         "  vs fp64 reference, output {} ({}max |value| {:.3g}): candidate max abs error {:.3g} (rms {:.3g}), "
-        "fp32 reference {:.3g} (rms {:.3g})\n",
+        "{} reference {:.3g} (rms {:.3g})\n",
         e.value("output", 0), e.contains("case") ? (e.value("case", "") + "; ").c_str() : "",
         num(e.value("max_abs_fp64", json())), num(e.value("candidate_max_abs_error", json())),
-        num(e.value("candidate_rms_error", json())), num(e.value("reference_max_abs_error", json())),
+        num(e.value("candidate_rms_error", json())), precision, num(e.value("reference_max_abs_error", json())),
         num(e.value("reference_rms_error", json())));
     out << line;
   }

@@ -13,11 +13,13 @@
 namespace kloop::cli {
 namespace {
 
-nlohmann::json row_of(const AuditReport& r, const ProblemSpec& spec, const std::string& device, const std::string& dims) {
+nlohmann::json row_of(const AuditReport& r, const ProblemSpec& spec, const std::string& device, const std::string& dims,
+                      const std::string& precision) {
   nlohmann::json flags = nlohmann::json::array();
   for (const auto& f : r.flags) flags.push_back({{"check", f.check}, {"reason", f.reason}});
   nlohmann::json row = {{"problem", spec.name}, {"level", spec.level},     {"max_abs_output", r.max_abs_output},
-                        {"flags", flags},        {"device", device},        {"dims", dims}};
+                        {"flags", flags},        {"device", device},        {"dims", dims},
+                        {"precision", precision}};
   if (!r.error.empty()) row["error"] = r.error;
   return row;
 }
@@ -79,6 +81,7 @@ struct AuditState {
   int level = 0;
   std::string device = "cpu";
   std::string protocol = "strict";
+  std::string precision = "fp32";
   std::string dims = "small";
   std::string json_out;
   std::string resume;
@@ -93,6 +96,10 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--level", st->level, "only this level");
   app.add_option("--device", st->device, "cpu or cuda[:N]")->capture_default_str();
   app.add_option("--protocol", st->protocol, "whose tolerance decides what passes")->capture_default_str();
+  app.add_option("--precision", st->precision,
+                 "fp32, fp16 or bf16: inputs, weights and reference in that precision, and the protocol's tolerance "
+                 "for it (zeros pass more tasks in bf16)")
+      ->capture_default_str();
   app.add_option("--dims", st->dims, "small (the cpu dims) or full (upstream sizes; GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"full", "small"}));
@@ -106,7 +113,8 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
     Builder builder(BuilderConfig::from_environment());
     EvalOptions opts;
     opts.device = st->device;
-    opts.protocol = st->protocol;
+    opts.protocol = canonical_protocol_name(st->protocol);
+    opts.precision = parse_precision_option("--precision", st->precision);
     opts.small_dims = st->dims == "small";
     opts.measure_time = false;
     // Many references compile in bundles, a tenth of the cost; one alone.
@@ -116,7 +124,8 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
     ResumableTable table(st->json_out, st->resume, "problem", "an audit table written by kloop audit --json",
                          [&](const nlohmann::json& row) {
                            return !row.contains("error") && row.value("device", "") == opts.device &&
-                                  row.value("dims", "") == st->dims;
+                                  row.value("dims", "") == st->dims &&
+                                  row.value("precision", "fp32") == precision_name(opts.precision);
                          });
     table.only(entries);
     std::vector<std::string> sources;
@@ -141,7 +150,7 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
       }
       status.done(0);
       auto quiet = status.quiet();
-      table.add(earlier ? *earlier : row_of(r, spec, opts.device, st->dims));
+      table.add(earlier ? *earlier : row_of(r, spec, opts.device, st->dims, precision_name(opts.precision)));
       if (!r.error.empty()) {
         ++failed;
         std::printf("%-60s %-12s ERROR: %s\n", e.name.c_str(), "-", r.error.c_str());
@@ -157,8 +166,11 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
       std::fflush(stdout);
     }
     std::printf(
-        "%zu problems audited (%s, %s dims, %s tolerance; %d resumed): %d flagged, %d without a decision, %d failed\n",
-        entries.size(), opts.device.c_str(), st->dims.c_str(), opts.protocol.c_str(), resumed, flagged,
+        "%zu problems audited (%s, %s dims, %s tolerance%s; %d resumed): %d flagged, %d without a decision, %d "
+        "failed\n",
+        entries.size(), opts.device.c_str(), st->dims.c_str(), opts.protocol.c_str(),
+        opts.precision == Precision::kFp32 ? "" : (std::string(" at ") + precision_name(opts.precision)).c_str(),
+        resumed, flagged,
         undecided, failed);
     return failed ? 1 : 0;
   };

@@ -26,6 +26,7 @@ using Runner = std::function<int()>;
 struct EvalCliOptions {
   std::string device = "cpu";
   std::string protocol = "strict";
+  std::string precision = "fp32";  // KernelBench's precision: fp32, fp16 or bf16
   uint64_t seed = 1;
   double timeout_s = kDefaultRunTimeoutSeconds;
   double memory_limit_gb = kDefaultMemoryLimitGb;
@@ -45,6 +46,9 @@ void add_eval_options(CLI::App& app, EvalCliOptions& o);
 // Checks the values and builds the Evaluator's options; throws
 // std::invalid_argument naming the bad option.
 EvalOptions make_eval_options(const EvalCliOptions& o);
+// A precision option's value (fp32, fp16, bf16); std::invalid_argument
+// naming `option` and the choices otherwise.
+Precision parse_precision_option(const std::string& option, const std::string& value);
 
 Runner add_problems_command(CLI::App& app, const GlobalOptions& global);
 Runner add_eval_command(CLI::App& app, const GlobalOptions& global);

@@ -12,6 +12,10 @@ namespace kloop::cli {
 void add_eval_options(CLI::App& app, EvalCliOptions& o) {
   app.add_option("--device", o.device, "cpu, or cuda / cuda:N where kloop was built with CUDA")->capture_default_str();
   app.add_option("--protocol", o.protocol, protocol_choices())->capture_default_str();
+  app.add_option("--precision", o.precision,
+                 "fp32, fp16 or bf16, as KernelBench's eval offers them: inputs, weights, reference, tolerance and "
+                 "baseline in that precision (docs/protocols.md)")
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "base seed for weights and inputs")->capture_default_str();
   app.add_option("--timeout", o.timeout_s, "seconds allowed per worker step (tests, timing)")->capture_default_str();
   app.add_option("--memory-limit-gb", o.memory_limit_gb,
@@ -57,7 +61,8 @@ EvalOptions make_eval_options(const EvalCliOptions& o) {
   if (e.device != "cpu") throw std::invalid_argument("--device " + o.device + ": this kloop was built without CUDA");
 #endif
   protocol_by_name(o.protocol);  // validates the name
-  e.protocol = o.protocol;
+  e.protocol = canonical_protocol_name(o.protocol);
+  e.precision = parse_precision_option("--precision", o.precision);
   e.seed = o.seed;
   if (o.timeout_s <= 0) throw std::invalid_argument("--timeout: expected a positive number of seconds");
   e.run_timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
@@ -74,6 +79,11 @@ EvalOptions make_eval_options(const EvalCliOptions& o) {
   e.isolation = *parse_isolation(o.isolation);
   e.small_dims = o.dims == "small";
   return e;
+}
+
+Precision parse_precision_option(const std::string& option, const std::string& value) {
+  if (const auto p = parse_precision(value)) return *p;
+  throw std::invalid_argument(option + ": '" + value + "' is not a precision; use " + precision_choices());
 }
 
 namespace {

@@ -1,7 +1,8 @@
 // kloop calibrate: this GPU's copy bandwidth and GEMM rates, measured once
 // and cached for the speed-of-light floor. kloop baseline: the references'
 // FP32 and TF32 times at their upstream sizes, as a table and in the
-// baseline cache that evaluations reuse.
+// baseline cache that evaluations reuse; with --compile, the upstream
+// task's torch.compile times beside them (evaluator/compile_baseline.h).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -16,6 +17,8 @@
 #include "agent/cli/commands.h"
 #include "agent/cli/resumable_table.h"
 #include "agent/scaffold/status_line.h"
+#include "evaluator/compile_baseline.h"
+#include "evaluator/parity.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::cli {
@@ -86,12 +89,16 @@ struct BaselineState {
   int level = 0;
   std::string device = "cuda:0";
   std::string protocol = "strict";
+  std::string precision = "fp32";
   std::string dims = "full";
   double max_timing_s = 0;
   bool remeasure = false;
   std::string json_out;
   std::string resume;
   double timeout_s = 300;
+  std::vector<std::string> compile;  // torch.compile modes: default, reduce-overhead
+  std::string upstream;              // a KernelBench checkout, for --compile
+  std::string python;                // with torch >= 2.0, for --compile
 };
 
 }  // namespace
@@ -103,6 +110,10 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--level", st->level, "only this level");
   app.add_option("--device", st->device, "cpu or cuda[:N]")->capture_default_str();
   app.add_option("--protocol", st->protocol, "whose timing rules")->capture_default_str();
+  app.add_option("--precision", st->precision,
+                 "fp32, fp16 or bf16: the reference's inputs and weights in that precision (cached apart; the "
+                 "\"FP32\" and \"TF32\" columns are then the eager baseline with TF32 off and on)")
+      ->capture_default_str();
   app.add_option("--dims", st->dims, "full (upstream sizes) or small (the cpu dims)")
       ->capture_default_str()
       ->check(CLI::IsMember({"full", "small"}));
@@ -112,19 +123,44 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--timeout", st->timeout_s, "seconds per reference before it counts as failed")->capture_default_str();
   app.add_option("--resume", st->resume,
                  "a --json table of an earlier run: its measured rows are kept, only the rest is measured");
+  app.add_option("--compile", st->compile,
+                 "also time the upstream task under torch.compile in these modes (default, reduce-overhead; "
+                 "comma-separated), compilation excluded, cached like the eager baselines; needs --upstream and a "
+                 "python3 with torch >= 2.0")
+      ->delimiter(',');
+  app.add_option("--upstream", st->upstream, "a KernelBench checkout, for --compile (the task files it compiles)");
+  app.add_option("--python", st->python, "the python3 (torch >= 2.0) for --compile (default: $KLOOP_PYTHON, python3)");
   return [st, &global]() {
+    // torch.compile: checked before anything is measured, and fails closed.
+    for (const auto& m : st->compile) {
+      if (compile_mode_of(kCompileBaselinePrefix + m).empty()) {
+        throw std::invalid_argument("--compile: '" + m + "' is not a mode kloop measures; use default or "
+                                    "reduce-overhead");
+      }
+    }
+    if (!st->compile.empty()) {
+      if (st->upstream.empty()) throw std::invalid_argument("--compile needs --upstream (a KernelBench checkout)");
+      if (const std::string why = compile_unavailable(st->python); !why.empty()) {
+        throw std::runtime_error("--compile: " + why);
+      }
+    }
     ProblemRegistry reg(global.problems_dir);
     const std::vector<ProblemEntry> entries =
         reg.select(st->names, st->suite, st->level > 0 ? std::optional<int>(st->level) : std::nullopt);
     // Rows measured before (a level cut short by a time limit): kept as
     // they are, in the selection's order, and not measured again.
+    const std::string precision = precision_name(parse_precision_option("--precision", st->precision));
     ResumableTable table(st->json_out, st->resume, "task", "a baseline table written by --json",
-                         [](const nlohmann::json& row) { return row.contains("fp32_ms") && !row.contains("error"); });
+                         [&](const nlohmann::json& row) {
+                           return row.contains("fp32_ms") && !row.contains("error") &&
+                                  row.value("precision", "fp32") == precision;
+                         });
     table.only(entries);
     Builder builder(BuilderConfig::from_environment());
     EvalOptions opts;
     opts.device = st->device;
-    opts.protocol = st->protocol;
+    opts.protocol = canonical_protocol_name(st->protocol);
+    opts.precision = *parse_precision(precision);
     opts.small_dims = st->dims == "small";
     if (st->max_timing_s > 0) opts.max_timing_seconds = st->max_timing_s;
     opts.run_timeout = std::chrono::milliseconds(static_cast<long long>(st->timeout_s * 1000));
@@ -162,12 +198,35 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
       status.end("eval");
       auto quiet = status.quiet();
       nlohmann::json row = baseline_row(spec, r);
+      row["precision"] = precision;
+      for (const auto& mode : st->compile) {
+        CompileBaselineOptions co;
+        co.upstream_root = st->upstream;
+        co.python = st->python;
+        co.use_cache = !st->remeasure;
+        co.timeout = std::chrono::seconds(static_cast<long long>(st->timeout_s));
+        const CompileBaselineReport c = measure_compile_baseline(evaluator, spec, mode, co);
+        const std::string name = kCompileBaselinePrefix + mode;
+        if (c.time) {
+          const double ms = c.time->headline(run_protocol(opts).gpu_timing.statistic) * 1e3;
+          row[name + "_ms"] = ms;
+          row[name] = to_json(*c.time);
+          row[name + "_compile_s"] = c.compile_seconds;
+          std::printf("  %-60s %10.4f ms (torch %s%s; compiling took %.1f s, not counted)\n", name.c_str(), ms,
+                      c.torch_version.c_str(), c.cached ? ", cached" : "", c.compile_seconds);
+        } else {
+          row[name + "_error"] = c.error;
+          ++failed;
+          std::printf("  %-60s FAILED: %s\n", name.c_str(), c.error.substr(0, 200).c_str());
+        }
+      }
       failed += row.contains("error") ? 1 : 0;
       table.add(row);  // the --json file kept current
       std::fflush(stdout);
     }
-    std::printf("%zu references measured on %s (%s timing rules), %zu resumed: %d failed\n", sources.size(),
-                opts.device.c_str(), opts.protocol.c_str(), resumed, failed);
+    std::printf("%zu references measured on %s (%s timing rules%s), %zu resumed: %d failed\n", sources.size(),
+                opts.device.c_str(), opts.protocol.c_str(), precision == "fp32" ? "" : (", " + precision).c_str(),
+                resumed, failed);
     return failed ? 1 : 0;
   };
 }

@@ -24,7 +24,7 @@ Runner add_rescore_command(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--threads", st->threads, "intra-op threads (default: the run's setting)");
   return [st, &global]() {
     report::RescoreOptions o;
-    o.protocol = st->protocol;
+    o.protocol = st->protocol;  // as spelt: rescore-kernelbench.jsonl stays where older runs have it
     o.problems_dir = global.problems_dir;
     if (st->max_timing_s > 0) o.max_timing_seconds = st->max_timing_s;
     if (st->timeout_s > 0) o.timeout_s = st->timeout_s;

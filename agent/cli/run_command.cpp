@@ -165,8 +165,8 @@ int run_one(const State& st, const RunConfig& config, const GlobalOptions& globa
   std::cerr << "kloop: run '" << config.name << "'"
             << (shard ? " shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) : "") << " with "
             << provider->describe() << ", scaffold " << config.scaffold.kind << " (" << config.scaffold.samples
-            << " sample(s) x " << config.scaffold.turns << " turn(s)), protocol " << config.protocol << " on "
-            << config.device << "\n";
+            << " sample(s) x " << config.scaffold.turns << " turn(s)), protocol " << config.protocol
+            << (config.precision == "fp32" ? "" : " in " + config.precision) << " on " << config.device << "\n";
   TurnLoop loop(config, *provider, std::cout);
   loop.set_provider_check(!st.no_provider_check);
   if (shard) loop.set_shard(*shard);

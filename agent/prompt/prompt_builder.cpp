@@ -45,7 +45,14 @@ std::string fmt_time(double s) {
   return fmt::format("{:.3f} s", s);
 }
 
-std::string precision_note(bool cuda) {
+std::string precision_note(bool cuda, DType precision) {
+  if (precision != DType::kFloat32) {
+    // An fp16/bf16 run (KernelBench's precision option): the weights too.
+    const std::string t = dtype_name(precision);
+    return "This run is in " + t + ": the floating-point inputs, the weights and the expected outputs are " + t +
+           " tensors, and the outputs must be " + t + " (the tolerance is 1e-2; precision below " + t +
+           "'s own is not accurate enough).\n";
+  }
   return cuda ? "Inputs and outputs are float32 unless stated; TF32 and lower precisions are not accurate enough for "
                 "the 1e-3 tolerance.\n"
               : "Inputs and outputs are float32 unless stated.\n";
@@ -177,7 +184,7 @@ std::string PromptBuilder::task(const ProblemSpec& spec) const {
       {"interface", interface_text(spec, cuda)},
       {"contract", file(cuda ? "contract_cuda.txt" : "contract_cpu.txt")},
       {"hardware", file(cuda ? "hardware_cuda.txt" : "hardware_cpu.txt")},
-      {"precision", precision_note(cuda)},
+      {"precision", precision_note(cuda, spec.precision)},
       {"example_reference", file("example_reference.cpp")},
       {"example_candidate", file(cuda ? "example_candidate_cuda.cu" : "example_candidate_cpu.cpp")},
       {"source_ext", cuda ? ".cu" : ".cpp"},
@@ -270,7 +277,7 @@ std::string PromptBuilder::kernelbench_task(const ProblemSpec& spec) const {
       {"reference_source", cap_text(source, settings_.max_reference_chars)},
       {"interface", interface_text(spec, cuda)},
       {"hardware", file(cuda ? "hardware_kernelbench_cuda.txt" : "hardware_kernelbench_cpu.txt")},
-      {"precision", precision_note(cuda)},
+      {"precision", precision_note(cuda, spec.precision)},
       {"example_reference", file("example_reference_kernelbench.py")},
       {"example_candidate", file(cuda ? "example_candidate_kernelbench_cuda.py" : "example_candidate_kernelbench_cpu.py")},
       {"kernel_language", cuda ? "CUDA" : "C++"},

@@ -421,6 +421,31 @@ std::map<std::string, std::vector<const AttemptRecord*>> in_call_order(const std
 
 }  // namespace
 
+std::vector<BaselineMetrics> baseline_metrics(const std::vector<SelectedProblem>& problems,
+                                              const std::vector<Attempt>& attempts, int turns, int samples,
+                                              const MetricOptions& options) {
+  std::set<std::string> names;
+  for (const auto& a : attempts) {
+    for (const auto& [name, x] : a.record.speedups) names.insert(name);
+  }
+  std::vector<BaselineMetrics> out;
+  for (const auto& name : names) {
+    BaselineMetrics b;
+    b.baseline = name;
+    std::vector<Attempt> against = attempts;
+    for (auto& a : against) {
+      const auto it = a.record.speedups.find(name);
+      a.record.speedup = it == a.record.speedups.end() ? std::nullopt : std::optional<double>(it->second);
+      if (a.record.outcome == Outcome::kCorrect && a.record.speedup) ++b.timed;
+    }
+    const RunMetrics m = compute_metrics(problems, against, turns, samples, options);
+    if (m.groups.empty() || m.groups.back().by_turn.empty()) continue;
+    b.final_turn = m.groups.back().by_turn.back();
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 MetricOptions options_of(const RunMetrics& m) {
   MetricOptions o;
   o.ps = m.ps;

@@ -181,6 +181,20 @@ std::vector<std::vector<ProblemBest>> best_so_far(const std::vector<SelectedProb
 RunMetrics compute_metrics(const std::vector<SelectedProblem>& problems, const std::vector<Attempt>& attempts,
                            int turns, int samples, const MetricOptions& options);
 
+// The final turn's metrics against each baseline the run asked for besides
+// its protocol's (evaluation.baselines: AttemptRecord::speedups): every
+// correct attempt's speedup taken against that baseline, everything else as
+// compute_metrics has it. A correct attempt without that figure passes
+// fast_0 only. In the order of the names, over every problem selected.
+struct BaselineMetrics {
+  std::string baseline;  // eager, eager-tf32, compile-default, compile-reduce-overhead
+  TurnMetrics final_turn;
+  int timed = 0;  // correct attempts with a speedup against it
+};
+std::vector<BaselineMetrics> baseline_metrics(const std::vector<SelectedProblem>& problems,
+                                              const std::vector<Attempt>& attempts, int turns, int samples,
+                                              const MetricOptions& options);
+
 // Unbiased pass@k of one problem with n samples of which c are correct
 // (Chen et al. 2021): 1 - C(n - c, k) / C(n, k).
 double pass_at_k(int n, int c, int k);

@@ -11,16 +11,34 @@ namespace {
 
 using json = nlohmann::json;
 
-// Counts under the outcomes' names, as results.jsonl spells them.
-json by_name(const std::map<Outcome, int>& counts) {
+// Failed attempts' counts under the outcomes' names, as results.jsonl
+// spells them: a correct attempt is no failure (the Markdown and HTML
+// failures tables leave it out too; the headline tables count it).
+json failures_by_name(const std::map<Outcome, int>& counts) {
   json j = json::object();
-  for (const auto& [o, n] : counts) j[outcome_name(o)] = n;
+  for (const auto& [o, n] : counts) {
+    if (o != Outcome::kCorrect) j[outcome_name(o)] = n;
+  }
   return j;
 }
 
 json estimate_json(const Estimate& e) {
   if (!e.defined) return nullptr;
   return {{"value", e.value}, {"lo", e.lo}, {"hi", e.hi}};
+}
+
+// The final turn against each baseline the run asked for besides its
+// protocol's: {name: {timed, fast_p: [{p, value}], geomean_speedup}}.
+json baselines_json(const RunView& v, const RunMetrics& m) {
+  json out = json::object();
+  for (const auto& b : baseline_metrics(v.problems, v.attempts, m.turns, m.samples, options_of(m))) {
+    json fast = json::array();
+    for (std::size_t i = 0; i < m.ps.size(); ++i) {
+      fast.push_back({{"p", m.ps[i]}, {"value", estimate_json(b.final_turn.fast_p[i])}});
+    }
+    out[b.baseline] = {{"timed", b.timed}, {"fast_p", fast}, {"geomean_speedup", estimate_json(b.final_turn.geomean_speedup)}};
+  }
+  return out;
 }
 
 json turn_json(const TurnMetrics& t, const std::vector<double>& ps) {
@@ -114,9 +132,10 @@ json view_json(const RunView& v, const RunMetrics& m) {
           {"ps", m.ps},
           {"bootstrap", {{"resamples", m.bootstrap_resamples}, {"confidence", m.confidence}}},
           {"groups", groups},
+          {"baselines", baselines_json(v, m)},
           {"failures",
            {{"attempts", f.attempts},
-            {"by_verdict", by_name(f.by_outcome)},
+            {"by_verdict", failures_by_name(f.by_outcome)},
             {"incorrect_by_kind", f.incorrect_by_kind},
             {"integrity_by_check", f.integrity_by_check}}},
           {"cost",
@@ -197,10 +216,14 @@ std::string attempts_csv(const std::vector<RunView>& views) {
   std::ostringstream out;
   out << "run,protocol,rescored,model,device,problem,level,sample,turn,verdict,failure_kind,compiled,correct,speedup,"
          "input_tokens,output_tokens,reasoning_tokens,cost_usd,llm_seconds,eval_seconds,finish_reason,timestamp,"
-         "attempt_dir,code_file,message,cached_input_tokens,cache_write_tokens,provider_attempts,evaluated_on,gpu\n";
+         "attempt_dir,code_file,message,cached_input_tokens,cache_write_tokens,provider_attempts,evaluated_on,gpu,"
+         "speedups\n";
   for (const auto& v : views) {
     for (const auto& a : selected_attempts(v.problems, v.attempts)) {
       const AttemptRecord& r = a.record;
+      // Against the run's other baselines: "eager=1.2;compile-default=0.8".
+      std::string speedups;
+      for (const auto& [name, x] : r.speedups) speedups += (speedups.empty() ? "" : ";") + name + "=" + number(x);
       // New columns go last, so that older column positions hold.
       const std::vector<std::string> row = {v.run_name,
                                             v.protocol,
@@ -231,7 +254,8 @@ std::string attempts_csv(const std::vector<RunView>& views) {
                                             std::to_string(r.cache_write_tokens),
                                             std::to_string(r.provider_attempts),
                                             r.device,
-                                            r.gpu};
+                                            r.gpu,
+                                            speedups};
       for (std::size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << csv_field(row[i]);
       out << "\n";
     }

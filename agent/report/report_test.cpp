@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -83,7 +84,7 @@ TEST_F(ReportTest, SeveralGpuModelsAreSaid) {
   const nlohmann::json summary = summary_json({h200, h100}, {metrics_of(h200), metrics_of(h100)});
   EXPECT_EQ(summary["gpu_models"].size(), 2u) << summary["gpu_models"].dump();
   const std::string csv = attempts_csv({h100});
-  EXPECT_NE(csv.find(",cuda:0,NVIDIA H100 80GB HBM3\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",cuda:0,NVIDIA H100 80GB HBM3,\n"), std::string::npos) << csv;  // then speedups (none)
 }
 
 TEST_F(ReportTest, SelectionFromConfigIsTheDenominator) {
@@ -154,6 +155,53 @@ TEST_F(ReportTest, TerminalAndMarkdownShowOneShotAgainstIterative) {
   EXPECT_NE(md.find("| metric | one-shot (turn 1) | final (turn 3) | diff |"), std::string::npos) << md;
   EXPECT_NE(md.find("|---|--:|"), std::string::npos) << md;
   EXPECT_NE(md.find("| fast_1 | 0.0% [0.0, 0.0] | 75.0% ["), std::string::npos) << md;
+}
+
+// A run that asked for other baselines (evaluation.baselines): each correct
+// attempt's speedup against each is in its record, and the report shows
+// fast_p and the geomean against each beside the protocol's headline.
+TEST_F(ReportTest, SpeedupsAgainstEachBaselineTheRunAskedFor) {
+  RunView v = view();
+  // The synthetic run's correct attempts: against eager they are 2x what
+  // the protocol's baseline gives; the torch.compile baseline is measured
+  // for 19_ReLU only.
+  int correct = 0;
+  for (auto& a : v.attempts) {
+    AttemptRecord& r = a.record;
+    if (r.outcome != Outcome::kCorrect || !r.speedup) continue;
+    ++correct;
+    r.speedups["eager"] = 2 * *r.speedup;
+    if (r.problem == "19_ReLU") r.speedups["compile-default"] = *r.speedup / 4;
+  }
+  ASSERT_GT(correct, 0);
+  const std::vector<RunView> views = {v};
+  const std::vector<RunMetrics> metrics = {metrics_of(v)};
+  const std::vector<BaselineMetrics> bs =
+      baseline_metrics(v.problems, v.attempts, v.turns, v.samples, options_of(metrics[0]));
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(bs[0].baseline, "compile-default");
+  EXPECT_EQ(bs[1].baseline, "eager");
+  EXPECT_EQ(bs[1].timed, correct);
+  // The problems and the correct ones are the protocol's; only the speedups differ.
+  const TurnMetrics& own = metrics[0].groups.back().by_turn.back();
+  EXPECT_DOUBLE_EQ(bs[1].final_turn.correctness.value, own.correctness.value);
+  EXPECT_NEAR(bs[1].final_turn.geomean_speedup.value, 2 * own.geomean_speedup.value, 1e-9);
+  // Against compile-default only 19_ReLU (best 1.6x -> 0.4x) is timed: fast_1 is 0.
+  const std::size_t p1 = std::find(metrics[0].ps.begin(), metrics[0].ps.end(), 1.0) - metrics[0].ps.begin();
+  EXPECT_DOUBLE_EQ(bs[0].final_turn.fast_p[p1].value, 0.0);
+  const std::string md = render_text_report(views, metrics, TextFormat::kMarkdown);
+  EXPECT_NE(md.find("final turn against each baseline the run asked for"), std::string::npos) << md;
+  EXPECT_NE(md.find("| compile-default |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| eager | " + std::to_string(correct) + " |"), std::string::npos) << md;
+  const json s = summary_json(views, metrics);
+  EXPECT_TRUE(s["views"][0]["baselines"].contains("eager")) << s["views"][0]["baselines"].dump();
+  EXPECT_EQ(s["views"][0]["baselines"]["eager"]["timed"], correct);
+  // The CSV's last column: "compile-default=0.4;eager=3.2" on 19_ReLU's third turn.
+  EXPECT_NE(attempts_csv(views).find(",compile-default=0.4;eager=3.2\n"), std::string::npos) << attempts_csv(views);
+  // A run without other baselines has no such table.
+  const RunView plain = view();
+  EXPECT_EQ(render_text_report({plain}, {metrics_of(plain)}, TextFormat::kMarkdown).find("against each baseline"),
+            std::string::npos);
 }
 
 TEST_F(ReportTest, RescoredProtocolSitsBesideTheRunsOwn) {
@@ -231,6 +279,11 @@ TEST_F(ReportTest, JsonSummaryAndCsv) {
   EXPECT_EQ(all["by_turn"][2]["fast_p"][3]["p"], 1.0);
   EXPECT_TRUE(all["by_turn"][0]["geomean_speedup"].is_null());
   EXPECT_EQ(s["views"][0]["failures"]["incorrect_by_kind"]["hidden_shape"], 1);
+  // Failures only: the run's correct attempts are not among them.
+  const json& by_verdict = s["views"][0]["failures"]["by_verdict"];
+  EXPECT_FALSE(by_verdict.empty());
+  EXPECT_FALSE(by_verdict.contains("correct")) << by_verdict.dump();
+  EXPECT_GT(metrics[0].failures.by_outcome.count(Outcome::kCorrect), 0u);  // there were some to leave out
 
   const std::string csv = attempts_csv(views);
   std::istringstream lines(csv);
@@ -331,8 +384,10 @@ TEST_F(ReportTest, ProviderSectionCountsWhatTheProviderDid) {
 
   // CSV: the new columns close the row; a refusal did not compile.
   const std::string csv = attempts_csv({v});
-  EXPECT_NE(csv.find(",message,cached_input_tokens,cache_write_tokens,provider_attempts,evaluated_on,gpu\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",stop,2026-01-01T00:01:01Z,attempts/19_ReLU/sample0/turn1,,,0,600,3,cpu,\n"), std::string::npos)
+  EXPECT_NE(csv.find(",message,cached_input_tokens,cache_write_tokens,provider_attempts,evaluated_on,gpu,speedups\n"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find(",stop,2026-01-01T00:01:01Z,attempts/19_ReLU/sample0/turn1,,,0,600,3,cpu,,\n"), std::string::npos)
       << csv;
   EXPECT_NE(csv.find("prov,strict,0,replay:synthetic,cpu,23_Softmax,1,0,1,refused,,0,0,"), std::string::npos) << csv;
 }

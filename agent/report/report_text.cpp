@@ -193,6 +193,32 @@ std::string by_turn_table(const GroupMetrics& g, const RunMetrics& m, TextFormat
   return heading(g.name + ": best so far by turn (over turns <= t and samples)", 3, f) + render_table(t, f);
 }
 
+// The final turn against each baseline the run asked for besides its
+// protocol's (evaluation.baselines); nothing when it asked for none.
+std::string baselines_table(const RunView& v, const RunMetrics& m, TextFormat f) {
+  const std::vector<BaselineMetrics> bs = baseline_metrics(v.problems, v.attempts, m.turns, m.samples, options_of(m));
+  if (bs.empty()) return "";
+  const bool ci = m.bootstrap_resamples > 0;
+  Table t;
+  t.header = {"baseline", "correct, timed against it"};
+  for (double p : m.ps) {
+    if (p > 0) t.header.push_back(p_name(p));
+  }
+  t.header.push_back("geomean speedup");
+  for (const auto& b : bs) {
+    std::vector<std::string> row = {b.baseline, std::to_string(b.timed)};
+    for (std::size_t i = 0; i < m.ps.size(); ++i) {
+      if (m.ps[i] > 0) row.push_back(percent(b.final_turn.fast_p[i], ci));
+    }
+    row.push_back(speedup(b.final_turn.geomean_speedup, ci));
+    t.rows.push_back(std::move(row));
+  }
+  return heading("all: final turn against each baseline the run asked for (the tables above use the protocol's, " +
+                     std::string(v.protocol) + ")",
+                 3, f) +
+         render_table(t, f) + "\n";
+}
+
 std::string samples_table(const GroupMetrics& g, const RunMetrics& m, TextFormat f) {
   const bool ci = m.bootstrap_resamples > 0;
   Table pass;
@@ -460,6 +486,7 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
     const bool search = v.scaffold_kind == "beam" || v.scaffold_kind == "evolve";
     if (g->samples > 1 && !search) out << samples_table(*g, m, f) << "\n";
   }
+  out << baselines_table(v, m, f);
   out << problems_table(v, f) << "\n";
   out << failures_table(m.failures, f) << "\n" << cost_table(m.cost, v.prices, f) << bill_lines(v, f);
   if (v.rescored) {

@@ -34,12 +34,18 @@ using Key = std::tuple<std::string, int, int>;
 
 Key key_of(const AttemptRecord& r) { return {r.problem, r.sample, r.turn}; }
 
+// The precision the run evaluated at (fp32 for a run made before precisions).
+Precision run_precision(const json& config) {
+  return parse_precision(config.value("precision", std::string("fp32"))).value_or(Precision::kFp32);
+}
+
 // The evaluation settings the run used (turn_loop.cpp), under `protocol`.
 EvalOptions eval_options(const json& config, const RescoreOptions& o) {
   const json ev = config.value("evaluation", json::object());
   EvalOptions e;
   e.device = config.value("device", std::string("cpu"));
-  e.protocol = o.protocol;
+  e.protocol = canonical_protocol_name(o.protocol);
+  e.precision = run_precision(config);
   e.seed = config.value("seed", 1ull);
   const double timeout = o.timeout_s.value_or(ev.value("timeout_s", kDefaultRunTimeoutSeconds));
   e.run_timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
@@ -78,10 +84,13 @@ class AttemptRescorer {
   // rules) the stored verdict is judged again when it keeps its
   // observations (`rejudged` says so); otherwise, or when it keeps none, the
   // candidate is evaluated again and `note` says why it was not re-judged.
-  AttemptRecord rescore(const AttemptRecord& original, const Protocol& protocol, bool judging_only, bool& rejudged,
-                        std::string& note) {
+  // `as_named`: the protocol as the command named it (an alias stays the
+  // alias: rescore-kernelbench.jsonl and its verdicts' folder keep the
+  // names older runs have).
+  AttemptRecord rescore(const AttemptRecord& original, const Protocol& protocol, const std::string& as_named,
+                        bool judging_only, bool& rejudged, std::string& note) {
     AttemptRecord r = original;
-    r.protocol = protocol.name;
+    r.protocol = as_named;
     r.timestamp = utc_timestamp();
     rejudged = false;
     // No code (none in the answer, or no answer): it fails under any protocol.
@@ -89,7 +98,7 @@ class AttemptRescorer {
     // Where the record points, checked to stay inside the run; what is read
     // there, checked against the run's seal (RunStore::read_sealed).
     store_.attempt_path(original.attempt_dir);
-    const std::string out_rel = rescore_verdict_root(protocol.name) + "/" + original.attempt_dir;
+    const std::string out_rel = rescore_verdict_root(as_named) + "/" + original.attempt_dir;
     const fs::path dir = store_.attempt_path(out_rel);
     if (judging_only && !store_.verifiable()) {
       note = "the run's files cannot be verified here, so its observations are not re-judged; evaluated again";
@@ -189,7 +198,7 @@ void rescore_attempt(const AttemptRecord& original, int index, AttemptRescorer& 
     bool rejudged = false;
     std::string note;
     try {
-      r = rescorer.rescore(original, target, s.judging_only, rejudged, note);
+      r = rescorer.rescore(original, target, options.protocol, s.judging_only, rejudged, note);
     } catch (...) {
       status.end("eval");
       throw;
@@ -225,9 +234,10 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
   } catch (const json::exception& e) {
     throw std::runtime_error((folder / "config.json").string() + ": not JSON (" + e.what() + ")");
   }
-  const Protocol target = protocol_by_name(options.protocol);  // throws naming the protocols
+  // At the run's precision: its tolerance, its precision check.
+  const Protocol target = at_precision(protocol_by_name(options.protocol), run_precision(config));  // throws naming them
   const std::string own = config.value("protocol", std::string("strict"));
-  if (options.protocol == own) {
+  if (canonical_protocol_name(options.protocol) == canonical_protocol_name(own)) {
     throw std::invalid_argument((fs::path(run_dir) / "config.json").string() + ": '" + own +
                                 "' is the run's own protocol, whose results are results.jsonl; rescore under another "
                                 "one (" + protocol_choices() + ")");
@@ -243,7 +253,7 @@ RescoreSummary rescore_run(const std::string& run_dir, const RescoreOptions& opt
 
   RescoreSummary s;
   try {
-    s.judging_only = same_measurements(protocol_by_name(own), target);
+    s.judging_only = same_measurements(at_precision(protocol_by_name(own), run_precision(config)), target);
   } catch (const std::invalid_argument&) {  // an imported run's protocol is another harness's
     s.judging_only = false;
   }

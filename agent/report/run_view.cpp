@@ -221,7 +221,10 @@ std::vector<std::string> run_protocols(const std::string& run_dir) {
         f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0) {
       std::string p = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
       if (const std::size_t shard = p.find(".shard-"); shard != std::string::npos) p.resize(shard);  // a shard's file
-      if (p != out.front() && std::find(rescored.begin(), rescored.end(), p) == rescored.end()) rescored.push_back(p);
+      if (canonical_protocol_name(p) != canonical_protocol_name(out.front()) &&
+          std::find(rescored.begin(), rescored.end(), p) == rescored.end()) {
+        rescored.push_back(p);
+      }
     }
   }
   std::sort(rescored.begin(), rescored.end());
@@ -240,7 +243,8 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   v.run_name = config.value("name", folder.filename().string());
   const std::string own = config.value("protocol", std::string("strict"));
   v.protocol = protocol.empty() ? own : protocol;
-  v.rescored = v.protocol != own;
+  // An alias names its protocol's results (kernelbench: kernelbench-v0.1).
+  v.rescored = canonical_protocol_name(v.protocol) != canonical_protocol_name(own);
   v.results_file = v.rescored ? rescore_results_file(v.protocol) : RunStore::kResultsFile;
   v.verdict_root = v.rescored ? rescore_verdict_root(v.protocol) : "";
   const fs::path results = fs::path(run_dir) / v.results_file;
@@ -273,7 +277,8 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   // A protocol of kloop's may leave degenerate tasks out; an imported run's
   // own verdicts (kernelbench_published) are another harness's, as they were.
   const std::vector<std::string> ours = protocol_names();
-  const bool kloop_protocol = std::find(ours.begin(), ours.end(), v.protocol) != ours.end();
+  const bool kloop_protocol =
+      std::find(ours.begin(), ours.end(), canonical_protocol_name(v.protocol)) != ours.end();
   if (registry && kloop_protocol && protocol_by_name(v.protocol).exclude_degenerate) drop_excluded(v, *registry);
   for (const auto& r : records) v.attempts.push_back(attempt_of(r, run_dir, v.verdict_root));
 

@@ -328,6 +328,18 @@ void AttemptStages::evaluate(Attempt& a, const std::string& source) {
                                         c_.status.print(c_.progress, what(a) + ": " + why + "\n");
                                       })
             .verdict;
+    // Speedups against the other baselines the run asks for, the
+    // torch.compile ones measured under the same lease (no candidate on
+    // the device) the first time a problem needs them.
+    if (!c_.config.baselines.empty() && v.verdict == VerdictClass::kCorrect) {
+      std::map<std::string, TimingSummary> compiled;
+      if (c_.compile_baselines) {
+        std::vector<std::string> errors;
+        compiled = c_.compile_baselines->times(evaluator, *a.spec, errors);
+        for (const auto& e : errors) c_.status.print(c_.progress, what(a) + ": no baseline " + e + "\n");
+      }
+      rec.speedups = speedups_against(v, c_.config.baselines, compiled);
+    }
   }
   if (v.environment.contains("device") && v.environment["device"].is_object()) {
     rec.gpu = v.environment["device"].value("name", "");

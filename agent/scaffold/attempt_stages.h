@@ -29,6 +29,7 @@
 #include "agent/llm/provider.h"
 #include "agent/llm/redactor.h"
 #include "agent/prompt/prompt_builder.h"
+#include "agent/scaffold/run_baselines.h"
 #include "agent/scaffold/run_config.h"
 #include "agent/scaffold/scheduler.h"
 #include "agent/scaffold/search.h"
@@ -72,6 +73,7 @@ struct StageContext {
   std::ostream& progress;
   RunTally& tally;
   int total_attempts = 0;
+  CompileBaselines* compile_baselines = nullptr;  // the torch.compile baselines the run asks for
 };
 
 // One attempt on its way through the stages.

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "agent/scaffold/redaction.h"
+#include "agent/scaffold/run_baselines.h"
 #include "agent/scaffold/stage_journal.h"
 #include "agent/scaffold/turn_loop.h"
 #include "agent/scaffold/turn_loop_parts.h"
@@ -60,10 +61,27 @@ void check_devices(Checker& c, const RunConfig& config, const EvalOptions& base)
       Evaluator evaluator(builder, options);
       if (!builder.config().cuda_arch.empty()) c.out << (d == devices.front() ? " " : ", ") << d << ": " << builder.config().cuda_arch;
     }
-    c.out << " usable by this build; protocol " << config.protocol << ", isolation " << config.isolation << "\n";
+    c.out << " usable by this build; protocol " << config.protocol << ", precision " << config.precision << ", isolation "
+          << config.isolation << "\n";
   } catch (const std::exception& e) {
     c.bad("device", e.what());
   }
+}
+
+// The baselines beside the protocol's: a torch.compile one needs a python3
+// with torch >= 2.0, asked here as the run itself would.
+void check_baselines(Checker& c, const RunConfig& config) {
+  if (config.baselines.empty()) return;
+  std::string list;
+  for (const auto& b : config.baselines) list += (list.empty() ? "" : ", ") + b;
+  CompileBaselineOptions options;
+  options.upstream_root = config.upstream;
+  options.python = config.python;
+  if (const std::string why = CompileBaselines(config.baselines, options).unavailable(); !why.empty()) {
+    c.bad("evaluation.baselines", why);
+    return;
+  }
+  c.out << "  baselines: the protocol's, and " << list << "\n";
 }
 
 void check_provider(Checker& c, LlmProvider& provider, bool probe_it) {
@@ -174,6 +192,7 @@ int TurnLoop::check(std::ostream& out) {
   const Redactor redactor = feedback_redactor(provider_);
   const std::size_t prompt_chars = check_prompts(c, config_.prompts, specs.front(), redactor);
   check_devices(c, config_, eval_options());
+  check_baselines(c, config_);
   check_provider(c, provider_, provider_check_);
   std::optional<RunStore> store;
   if (fs::exists(fs::path(config_.runs_dir) / config_.name / "config.json")) {

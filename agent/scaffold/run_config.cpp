@@ -4,10 +4,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
 
+#include "agent/scaffold/run_baselines.h"
 #include "agent/store/run_store.h"
 #include "base/settings.h"
 #include "evaluator/build/build_config.h"
@@ -15,6 +17,7 @@
 #include "evaluator/isolation/sandbox.h"
 #include "evaluator/problem/registry.h"
 #include "evaluator/problem/yaml_input.h"
+#include "evaluator/compile_baseline.h"
 #include "evaluator/protocol.h"
 
 namespace kloop {
@@ -66,6 +69,9 @@ json RunConfig::to_json() const {
   if (isolation != "strict") evaluation["isolation"] = isolation;
   if (!activity_audit) evaluation["activity_audit"] = false;
   if (environment_retries != 2) evaluation["environment_retries"] = environment_retries;
+  if (!baselines.empty()) evaluation["baselines"] = baselines;
+  if (!upstream.empty()) evaluation["upstream"] = upstream;
+  if (!python.empty()) evaluation["python"] = python;
   json feedback = json::array();
   for (auto k : scaffold.feedback) feedback.push_back(feedback_kind_name(k));
   json prov = {{"kind", provider.kind},
@@ -111,6 +117,7 @@ json RunConfig::to_json() const {
              {"device", device},
              {"devices", devices},
              {"protocol", protocol},
+             {"precision", precision},
              {"seed", seed},
              {"provider", prov},
              {"scaffold",
@@ -365,7 +372,25 @@ void read_prompts(const SettingsReader& r, RunConfig& c) {
 
 void read_evaluation(const SettingsReader& r, RunConfig& c) {
   const SettingsReader ev = r.block("evaluation");
-  ev.known({"timeout_s", "max_timing_seconds", "threads", "isolation", "activity_audit", "environment_retries"});
+  ev.known({"timeout_s", "max_timing_seconds", "threads", "isolation", "activity_audit", "environment_retries",
+            "baselines", "upstream", "python"});
+  c.baselines = ev.get<std::vector<std::string>>("baselines", {});
+  for (const auto& b : c.baselines) {
+    if (!is_run_baseline(b)) {
+      r.fail("evaluation.baselines", "'" + b + "' is not a baseline; use " + run_baseline_choices());
+    }
+  }
+  if (std::set<std::string>(c.baselines.begin(), c.baselines.end()).size() != c.baselines.size()) {
+    r.fail("evaluation.baselines", "a baseline is listed twice");
+  }
+  c.upstream = ev.has("upstream") ? r.resolve_path(ev.get<std::string>("upstream", "")) : "";
+  c.python = ev.get<std::string>("python", "");
+  const bool compiled = std::any_of(c.baselines.begin(), c.baselines.end(),
+                                    [](const std::string& b) { return !compile_mode_of(b).empty(); });
+  if (compiled && c.upstream.empty()) {
+    r.fail("evaluation.upstream", "missing; the torch.compile baselines compile the upstream task files: give a "
+                                  "KernelBench checkout (the folder holding KernelBench/level1/...)");
+  }
   c.activity_audit = ev.get<bool>("activity_audit", true);
   c.eval_timeout_s = ev.get<double>("timeout_s", kDefaultRunTimeoutSeconds);
   c.max_timing_seconds = ev.get<double>("max_timing_seconds", 0);
@@ -385,7 +410,8 @@ void read_evaluation(const SettingsReader& r, RunConfig& c) {
 
 RunConfig run_config_from_json(const json& j, const std::string& path) {
   const SettingsReader r(j, path);
-  r.known({"name", "runs_dir", "problems_dir", "problems", "device", "devices", "protocol", "candidate_format", "seed",
+  r.known({"name", "runs_dir", "problems_dir", "problems", "device", "devices", "protocol", "precision",
+           "candidate_format", "seed",
            "provider", "scaffold", "prompts", "evaluation", "parallel_chains", "compile_jobs"});
 
   RunConfig c;
@@ -404,6 +430,13 @@ RunConfig run_config_from_json(const json& j, const std::string& path) {
     (void)protocol_by_name(c.protocol);
   } catch (const std::invalid_argument& e) {
     r.fail("protocol", e.what());
+  }
+  c.precision = r.get<std::string>("precision", "fp32");
+  if (const auto p = parse_precision(c.precision)) {
+    c.precision = precision_name(*p);  // float16 is stored as fp16
+  } else {
+    r.fail("precision", "'" + c.precision + "' is not a precision; use " + precision_choices() +
+                            " (KernelBench's: inputs, weights, reference, tolerance and baseline in it)");
   }
   c.candidate_format = r.get<std::string>("candidate_format", "cpp");
   if (c.candidate_format != "cpp" && c.candidate_format != "kernelbench_python") {
@@ -447,7 +480,8 @@ namespace {
 
 const std::set<std::string>& top_level_fields() {
   static const std::set<std::string> fields = {"name",     "runs_dir",         "problems_dir", "problems", "device",
-                                               "devices",  "protocol",         "candidate_format", "seed", "provider",
+                                               "devices",  "protocol",         "precision", "candidate_format", "seed",
+                                               "provider",
                                                "scaffold", "prompts",          "evaluation",   "parallel_chains",
                                                "compile_jobs"};
   return fields;

@@ -73,6 +73,8 @@ struct RunConfig {
   // by side), or a list of GPU indices. Resolved by evaluation_devices().
   nlohmann::json devices;  // null: one queue, or every GPU for device cuda
   std::string protocol = "strict";
+  // KernelBench's precision (evaluator/protocol.h): fp32, fp16 or bf16.
+  std::string precision = "fp32";
   // What the model writes: cpp (kloop's kernel API) or kernelbench_python
   // (KernelBench's Python ModelNew, run by the Python host; docs/kernelbench.md).
   std::string candidate_format = "cpp";
@@ -85,6 +87,15 @@ struct RunConfig {
   int threads = 0;
   std::string isolation = "strict";  // the candidate's sandbox: strict or weak (evaluator/isolation/sandbox.h)
   bool activity_audit = true;  // GPU: trace the candidate's kernels (false: timings stand unaudited)
+  // The baselines each correct attempt's speedup is also reported against
+  // (evaluation.baselines; run_baselines.h): eager, eager-tf32,
+  // compile-default, compile-reduce-overhead. The protocol's own baseline
+  // stays the headline speedup. torch.compile ones compile the upstream
+  // task (evaluation.upstream, a KernelBench checkout) with
+  // evaluation.python (torch >= 2.0; "" = $KLOOP_PYTHON or python3).
+  std::vector<std::string> baselines;
+  std::string upstream;
+  std::string python;
   // Evaluations made again when the machine, not the candidate, may be at
   // fault (environment_retry.h): a worker that could not start, the
   // reference out of memory beside the candidate, a fork that failed.

@@ -66,7 +66,7 @@ TurnLoop::TurnLoop(RunConfig config, LlmProvider& provider, std::ostream& progre
 
 // What changes earlier attempts; more turns, samples or problems extend a
 // run instead.
-const std::vector<std::string> kIdentityFields = {"model_identity",   "protocol",          "device",
+const std::vector<std::string> kIdentityFields = {"model_identity",   "protocol",          "precision",        "device",
                                                   "seed",             "scaffold.kind",     "scaffold.feedback",
                                                   "scaffold.context", "scaffold.keep_best", "prompts_digest",
                                                   // a search's shape (more rounds extend it; these change it)
@@ -112,6 +112,9 @@ std::vector<ProblemSpec> TurnLoop::select_problems(std::vector<std::string>* exc
     throw std::invalid_argument(config_.path + ": field 'problems': every selected problem is excluded by the " +
                                 config_.protocol + " protocol");
   }
+  // The run's precision: the prompt shows the inputs in it, the evaluator runs them in it.
+  const Precision precision = parse_precision(config_.precision).value_or(Precision::kFp32);
+  for (auto& s : specs) s = spec_at_precision(s, precision);
   if (shard_) {
     std::vector<ProblemSpec> mine;
     for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -160,7 +163,8 @@ std::vector<int> TurnLoop::shards_with_work(int count) const {
 EvalOptions TurnLoop::eval_options() const {
   EvalOptions eval_opts;
   eval_opts.device = config_.device;
-  eval_opts.protocol = config_.protocol;
+  eval_opts.protocol = canonical_protocol_name(config_.protocol);
+  eval_opts.precision = *parse_precision(config_.precision);
   eval_opts.seed = config_.seed;
   eval_opts.run_timeout = std::chrono::milliseconds(static_cast<long long>(config_.eval_timeout_s * 1000));
   eval_opts.threads = config_.threads;
@@ -345,6 +349,17 @@ LoopSummary TurnLoop::run() {
   // The devices and the worker are checked here, before the run folder or
   // any request exists.
   Evaluation evaluation = prepare_evaluation();
+  // The torch.compile baselines the run asks for: checked here, before any
+  // request, and a run that cannot have them does not start.
+  CompileBaselineOptions compile_options;
+  compile_options.upstream_root = config_.upstream;
+  compile_options.python = config_.python;
+  CompileBaselines compile_baselines(config_.baselines, compile_options);
+  if (const std::string why = compile_baselines.unavailable(); !why.empty()) {
+    throw std::invalid_argument(config_.path + ": field 'evaluation.baselines': " + why +
+                                " (no request was sent; leave the compile-* baselines out, or set evaluation.python "
+                                "to a python3 with torch >= 2.0)");
+  }
   LoopSummary summary;
   summary.problems = static_cast<int>(specs.size());
   summary.excluded = excluded;
@@ -389,7 +404,7 @@ LoopSummary TurnLoop::run() {
                      config_.device == "cpu" ? BuildTarget::kCpu : BuildTarget::kCuda);
     StageContext context{config_,  provider_, prompts,   redactor,       redactor.redact(prompts.system()),
                          store,    journal,   scheduler, evaluation.devices, evaluation.evaluators,
-                         evaluation.build_configs, status, progress_, tally, total_attempts};
+                         evaluation.build_configs, status, progress_, tally, total_attempts, &compile_baselines};
     AttemptStages stages(context);
     RunDriver driver(context, stages, *planner, problems, config_.scaffold.kind == "beam" || config_.scaffold.kind == "evolve");
     driver.start();

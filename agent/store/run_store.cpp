@@ -23,6 +23,7 @@
 #include "base/untrusted_tree.h"
 #include "evaluator/build/builder.h"
 #include "evaluator/build/content_hash.h"
+#include "evaluator/protocol.h"
 
 namespace kloop {
 namespace {
@@ -145,6 +146,7 @@ json AttemptRecord::to_json() const {
     j["parents"] = p;
   }
   if (!step.empty()) j["step"] = step;
+  if (!speedups.empty()) j["speedups"] = speedups;
   return j;
 }
 
@@ -163,6 +165,11 @@ AttemptRecord AttemptRecord::from_json(const json& j) {
   }
   r.outcome = *outcome;
   if (j.contains("speedup") && j["speedup"].is_number()) r.speedup = j["speedup"].get<double>();
+  if (j.contains("speedups") && j["speedups"].is_object()) {
+    for (const auto& [name, x] : j["speedups"].items()) {
+      if (x.is_number()) r.speedups[name] = x.get<double>();
+    }
+  }
   r.message = j.value("message", "");
   r.protocol = j.value("protocol", "");
   r.device = j.value("device", "");
@@ -267,6 +274,11 @@ std::string RunStore::config_conflict(const json& resolved, const std::vector<st
     const json b = at_path(resolved, f, nullptr);  // the new config has every field
     // A field an older kloop did not store cannot be compared.
     if (!in_old) continue;
+    // A protocol's alias names the protocol it stands for (kernelbench, kernelbench-v0.1).
+    if (f == "protocol" && a.is_string() && b.is_string() &&
+        canonical_protocol_name(a.get<std::string>()) == canonical_protocol_name(b.get<std::string>())) {
+      continue;
+    }
     if (a != b) differ += std::string(count++ ? "; " : "") + "'" + f + "' (" + a.dump() + " vs " + b.dump() + ")";
   }
   if (!count) return "";

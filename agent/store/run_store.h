@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include <map>
+
 #include "agent/store/outcome.h"
 #include "evaluator/build/integrity.h"
 
@@ -50,6 +52,9 @@ struct AttemptRecord {
   int turn = 1;
   Outcome outcome = Outcome::kRuntimeError;  // stored as "verdict"
   std::optional<double> speedup;
+  // Against each baseline the run asks for besides the protocol's
+  // (evaluation.baselines): eager, eager-tf32, compile-default, ...
+  std::map<std::string, double> speedups;
   std::string message;
   std::string protocol;
   std::string device;  // where it was evaluated: cpu, cuda:N (the run's evaluation queues, one per device)

@@ -311,7 +311,8 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
     // was profiled before on this device, since their replay passes
     // cost tens of seconds at upstream sizes.
     const BaselineKey counters_key{spec_.name,  reference_key,       json(tests[0].dims),
-                                   device_info, KLOOP_TORCH_VERSION, {{"counters", kReferenceMetricsFormat}}};
+                                   device_info, KLOOP_TORCH_VERSION, {{"counters", kReferenceMetricsFormat}},
+                                   precision_name(protocol_.precision)};
     std::optional<json> cached_metrics;
     if (options_.profile) cached_metrics = load_reference_metrics(cache_dir_, counters_key);
     const auto t0 = Clock::now();

@@ -59,6 +59,7 @@ wire::Case generate_case(const ProblemSpec& spec, const DimValues& dims, int id,
   for (const auto& [name, d] : spec.weights) c.weight_overrides[name] = draw_of(d, dims);
   c.randomize_identity_params = randomize_identity_params;
   c.construction = construction;
+  if (spec.precision != DType::kFloat32) c.precision = dtype_name(spec.precision);
   return c;
 }
 

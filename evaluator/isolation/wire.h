@@ -78,6 +78,11 @@ struct Case {
   std::map<std::string, Draw> weight_overrides;
   bool randomize_identity_params = false;
   Construction construction = Construction::kDrawn;
+  // The run's precision as a dtype name (float16, bfloat16): the modules'
+  // floating-point parameters and buffers are converted to it once built,
+  // as KernelBench's eval does with .to(dtype); "" keeps them as built
+  // (fp32). The inputs above are already declared in it.
+  std::string precision;
   // The seed of a seeded construction: torch's CPU generator (an mt19937)
   // keeps 32 bits of a seed, so the case's seed is folded to them.
   uint64_t construction_seed() const { return (weight_seed ^ (weight_seed >> 32)) & 0xffffffffu; }

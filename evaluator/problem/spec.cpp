@@ -222,7 +222,12 @@ std::vector<long long> ProblemSpec::resolve_shape(const InputSpec& input, const 
 }
 
 double ProblemSpec::flop_count(const DimValues& d) const { return eval_expr(flops, d); }
-double ProblemSpec::byte_count(const DimValues& d) const { return eval_expr(bytes, d); }
+double ProblemSpec::byte_count(const DimValues& d) const {
+  // `bytes` counts fp32 elements; at fp16/bf16 every one is taken at the
+  // narrower size (integer data too: a lower bound stays a lower bound).
+  const double scale = precision == DType::kFloat32 ? 1.0 : static_cast<double>(dtype_size(precision)) / 4.0;
+  return eval_expr(bytes, d) * scale;
+}
 
 ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& suite) {
   SpecReader r(yaml_path);

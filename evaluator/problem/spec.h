@@ -90,6 +90,10 @@ struct ProblemSpec {
   // make no sense for it.
   bool centered_inputs = true;
   std::vector<AuditDecision> audit;        // decisions about `kloop audit` flags
+  // The run's floating-point dtype (spec_at_precision in protocol.h):
+  // float32 as the task is written, or float16/bfloat16, in which the
+  // floating-point inputs above are then declared.
+  DType precision = DType::kFloat32;
   std::string spec_path;
   std::string reference_path;
 
@@ -99,6 +103,7 @@ struct ProblemSpec {
   std::vector<ArgValue> resolve_args(const DimValues& dims) const;
   std::vector<long long> resolve_shape(const InputSpec& input, const DimValues& dims) const;
   double flop_count(const DimValues& dims) const;
+  // The spec's `bytes` (written for fp32 elements), at the spec's precision.
   double byte_count(const DimValues& dims) const;
 };
 

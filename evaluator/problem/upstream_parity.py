@@ -23,6 +23,18 @@ seeded reference's bit for bit (a weights mismatch names what differs). The outp
 to O.safetensors (kloop's tensor files are safetensors); one JSON line (on
 stdout, or the socket) says what happened.
 
+A request with `compile` (a torch.compile mode: default, reduce-overhead)
+is a baseline instead (`kloop baseline --compile`): the same Model on the
+same weights and inputs, compiled, warmed up until compilation is done
+(not timed), then timed like KernelBench's current eval times it (CUDA
+events, L2 thrashed before each trial, the device synchronised after it;
+wall clock on the CPU); its outputs are written too, so kloop judges the
+compiled model before its time counts. `dtype` (float16, bfloat16) turns
+the model's floating-point parameters and buffers to the run's precision,
+as the inputs already are. A request with `probe` only answers which torch
+this is and whether it has torch.compile (it needs torch >= 2.0): kloop
+asks before it relies on one, and fails closed with that message.
+
 Upstream runs at the precision kloop's references run at: full FP32, TF32
 off for cuBLAS and cuDNN. PyTorch's own default lets cuDNN convolutions use
 TF32 (as KernelBench's eval leaves it), which moves a convolution's outputs
@@ -120,8 +132,69 @@ def tf32_flags():
     return dict(cublas=bool(torch.backends.cuda.matmul.allow_tf32), cudnn=bool(torch.backends.cudnn.allow_tf32))
 
 
+def compile_unavailable():
+    """Why torch.compile cannot run here ("" when it can)."""
+    version = torch.__version__
+    try:
+        major = int(version.split(".")[0])
+    except ValueError:
+        major = 0
+    if major < 2 or not hasattr(torch, "compile"):
+        return "torch.compile needs torch >= 2.0; this torch is %s" % ".".join(version.split("+")[0].split(".")[:2])
+    return ""
+
+
+def probe():
+    return dict(ok=True, torch=torch.__version__, compile=compile_unavailable() == "",
+                why=compile_unavailable(), cuda=torch.version.cuda or "")
+
+
+def time_compiled(model, inputs, a):
+    """Seconds per call of the compiled model: warm-ups until compilation is
+    done (excluded), then `trials` timed calls, each after the L2 is
+    thrashed (CUDA), as KernelBench's time_execution_with_cuda_event does."""
+    import time
+    warmup = int(getattr(a, "warmup", 3) or 3)
+    trials = int(getattr(a, "trials", 100) or 100)
+    cuda = str(a.device).startswith("cuda")
+    compile_start = time.perf_counter()
+    with torch.no_grad():
+        for _ in range(warmup):
+            model(*inputs)
+            if cuda:
+                torch.cuda.synchronize()
+    compile_seconds = time.perf_counter() - compile_start
+    times = []
+    scratch = torch.empty((32, 1024, 1024), dtype=torch.int64, device=a.device) if cuda else None
+    with torch.no_grad():
+        for _ in range(trials):
+            if cuda:
+                torch.cuda.synchronize()
+                scratch.fill_(42)
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                model(*inputs)
+                end.record()
+                torch.cuda.synchronize()
+                times.append(start.elapsed_time(end) / 1e3)
+            else:
+                t0 = time.perf_counter()
+                model(*inputs)
+                times.append(time.perf_counter() - t0)
+    return times, compile_seconds
+
+
 def run_task(a):
     """One task (`a` has the flags' names as attributes): what to say of it."""
+    if getattr(a, "probe", None):
+        return probe()
+    mode = getattr(a, "compile", None)
+    if mode:
+        why = compile_unavailable()
+        if why:
+            return dict(ok=False, kind="compile_unavailable", error=why, torch=torch.__version__)
+        if mode not in ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+            return dict(ok=False, kind="error", error="'%s' is not a torch.compile mode" % mode)
     torch.manual_seed(0)
     spec = importlib.util.spec_from_file_location("upstream_task", a.task)
     module = importlib.util.module_from_spec(spec)
@@ -182,6 +255,11 @@ def run_task(a):
         if differ:
             return dict(ok=False, kind="weights_mismatch", weights_compared=len(state), differ=differ[:20])
     else:
+        dtype = getattr(a, "dtype", None)
+        if dtype:
+            # The run's precision (KernelBench's model.to(dtype)): kloop's weights are in it already.
+            model = model.to(dtype=DTYPES[{"float16": "F16", "bfloat16": "BF16", "float32": "F32"}[dtype]])
+            state = model.state_dict()
         model.load_state_dict({k: weights[k].to(state[k].dtype) for k in state})
     # In the mode a new module has (training), as KernelBench runs it and as
     # kloop's references run: batch norm on the batch's statistics.
@@ -189,6 +267,10 @@ def run_task(a):
 
     inputs = [t.to(a.device) for _, t in read_tensors(a.inputs)]
     full_fp32()
+    times, compile_seconds = None, None
+    if mode:
+        model = torch.compile(model, mode=mode)
+        times, compile_seconds = time_compiled(model, inputs, a)
     with torch.no_grad():
         out = model(*inputs)
     tf32 = tf32_flags()  # as forward left them
@@ -200,8 +282,11 @@ def run_task(a):
             t = torch.tensor(t)
         outs.append(("output%d" % i, t))
     write_tensors(a.out, outs)
-    return dict(ok=True, outputs=len(outs), state_dict_keys=len(state), tf32=tf32,
-                weights_compared=len(state) if seed is not None else 0)
+    reply = dict(ok=True, outputs=len(outs), state_dict_keys=len(state), tf32=tf32,
+                 weights_compared=len(state) if seed is not None else 0)
+    if mode:
+        reply.update(times=times, compile_seconds=compile_seconds, torch=torch.__version__, mode=mode)
+    return reply
 
 
 def answer(a):
@@ -220,7 +305,7 @@ def serve():
         if not line.strip():
             continue
         request = json.loads(line)
-        a = argparse.Namespace(dims=None, device="cpu", seed=None)
+        a = argparse.Namespace(dims=None, device="cpu", seed=None, compile=None, probe=None, dtype=None)
         for key, value in request.items():
             setattr(a, key, value)
         reply = answer(a)
@@ -240,11 +325,18 @@ def main():
         ap.add_argument(flag)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dims", help="kloop's dims (JSON): module-level globals of the same names take these values")
+    ap.add_argument("--compile", help="time Model under torch.compile in this mode (a baseline) instead")
+    ap.add_argument("--trials", type=int, default=100)
+    ap.add_argument("--dtype", help="float16 or bfloat16: the run's precision")
+    ap.add_argument("--probe", action="store_true", help="say which torch this is and whether it has torch.compile")
     ap.add_argument("--seed", type=int, help="build Model after torch.manual_seed(SEED) (KernelBench's construction) "
                     "and compare its state_dict with --weights bit for bit, instead of loading them")
     a = ap.parse_args()
     if a.serve:
         return serve()
+    if a.probe:
+        say(**probe())
+        return 0
     missing = [f for f in ("task", "args", "weights", "inputs", "out") if getattr(a, f) is None]
     if missing:
         ap.error("missing " + ", ".join("--" + f for f in missing))

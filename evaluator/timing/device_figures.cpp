@@ -126,6 +126,8 @@ std::string BaselineKey::hash() const {
   h.add("kloop-baseline-v1").add(problem).add(reference_build).add(dims.dump());
   h.add(device.value("name", "")).add(std::to_string(device.value("cuda_driver", 0)));
   h.add(torch_version).add(rules.dump());
+  // fp32 keys stay what they were before precisions, so cached fp32 baselines still serve.
+  if (precision != "fp32") h.add("precision").add(precision);
   return h.hex();
 }
 

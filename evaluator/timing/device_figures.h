@@ -59,6 +59,7 @@ struct BaselineKey {
   nlohmann::json device;  // name and driver are used
   std::string torch_version;
   nlohmann::json rules;
+  std::string precision = "fp32";  // the run's precision (protocol.h)
   std::string hash() const;
 };
 struct Baseline {

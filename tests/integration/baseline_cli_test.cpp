@@ -57,6 +57,64 @@ TEST_F(BaselineCliTest, ResumeKeepsEarlierRowsAndMeasuresTheRest) {
   EXPECT_FALSE(rows[1].value("resumed", false));
 }
 
+// torch.compile baselines need torch >= 2.0: on an older torch (Debian's
+// 1.13, CI's) kloop baseline --compile measures nothing and says why.
+TEST_F(BaselineCliTest, TorchCompileFailsClosedOnAnOldTorch) {
+  // The python3 kloop finds (python3 on the PATH, then /usr/bin/python3, that imports torch).
+  const kloop::test::ShellResult version = kloop::test::shell(
+      "python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || "
+      "/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null");
+  const std::string upstream = std::string(KLOOP_TEST_FIXTURES) + "/upstream";
+  auto [mode_rc, mode_out] = run("baseline 19_ReLU --device cpu --dims small --compile turbo --upstream " + upstream);
+  EXPECT_NE(mode_rc, 0) << mode_out;
+  EXPECT_NE(mode_out.find("--compile: 'turbo' is not a mode kloop measures; use default or reduce-overhead"),
+            std::string::npos)
+      << mode_out;
+  auto [no_up_rc, no_up_out] = run("baseline 19_ReLU --device cpu --dims small --compile default");
+  EXPECT_NE(no_up_rc, 0) << no_up_out;
+  EXPECT_NE(no_up_out.find("--compile needs --upstream"), std::string::npos) << no_up_out;
+  if (version.code != 0 || version.output.empty() || version.output[0] >= '2') {
+    GTEST_SKIP() << "python3's torch is '" << version.output << "', not 1.x";
+  }
+  const fs::path table = dir_ / "compile.json";
+  auto [rc, out] = run("baseline 19_ReLU --device cpu --dims small --max-timing 0.02 --compile default,reduce-overhead "
+                       "--upstream " + upstream + " --json " + table.string());
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("--compile: torch.compile needs torch >= 2.0; this torch is 1.13"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(table)) << "nothing was measured";
+}
+
+// KernelBench's bf16: the baseline and the audit of the reference in that
+// precision, tables that say so, and an fp32 row that is not resumed as one.
+TEST_F(BaselineCliTest, BaselineAndAuditRunInTheAskedPrecision) {
+  const fs::path table = dir_ / "bf16.json", audit = dir_ / "audit-bf16.json", earlier = dir_ / "audit-fp32.json";
+  auto [rc, out] = run("baseline 19_ReLU --device cpu --dims small --max-timing 0.02 --precision bf16 --json " +
+                       table.string());
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(strict timing rules, bf16)"), std::string::npos) << out;
+  const json rows = json::parse(std::ifstream(table));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["precision"], "bf16");
+  EXPECT_GT(rows[0]["fp32_ms"].get<double>(), 0);
+  // An fp32 row of the same task, device and dims: audited again in bf16.
+  std::ofstream(earlier) << json::array({{{"problem", "19_ReLU"},
+                                          {"level", 1},
+                                          {"max_abs_output", 0.5},
+                                          {"flags", json::array({{{"check", "zeros_pass"}, {"reason", "planted"}}})},
+                                          {"device", "cpu"},
+                                          {"dims", "small"}}})
+                                .dump();
+  auto [arc, aout] = run("audit 19_ReLU --device cpu --dims small --precision bf16 --resume " + earlier.string() +
+                         " --json " + audit.string());
+  EXPECT_NE(aout.find("1 problems audited (cpu, small dims, strict tolerance at bf16; 0 resumed)"), std::string::npos)
+      << aout;
+  EXPECT_EQ(aout.find("planted"), std::string::npos) << aout;
+  (void)arc;
+  const json arows = json::parse(std::ifstream(audit));
+  ASSERT_EQ(arows.size(), 1u);
+  EXPECT_EQ(arows[0]["precision"], "bf16");
+}
+
 TEST_F(BaselineCliTest, UnreadableResumeTableNamesTheFile) {
   const fs::path bad = dir_ / "bad.json";
   std::ofstream(bad) << "{\"task\": ";

@@ -228,6 +228,70 @@ TEST_F(CliHabitsTest, CtrlCSaysWhatWasKept) {
 // Every subcommand's --help names its docs/ page, the page exists, and
 // every option the help lists is documented in README.md or docs/ (the
 // README split must not lose a flag; a new flag needs its text).
+// The torch version the machine's python3 has, "" when none imports.
+std::string python_torch_version() {
+  // As kloop finds it: python3 on the PATH, then /usr/bin/python3, that imports torch.
+  const auto r = shell("python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || "
+                       "/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null");
+  return r.code == 0 ? r.output.substr(0, r.output.find_first_of("\n")) : "";
+}
+
+// KernelBench's precision and the baselines beside the protocol's are
+// fields of a run: checked with the file, stored in its config, part of
+// what a resumed run must keep; a torch.compile baseline that cannot run
+// stops the run before its first request. KernelBench's original protocol
+// keeps its old name as an alias: a run started under `kernelbench`
+// resumes under `kernelbench-v0.1`.
+TEST_F(CliHabitsTest, PrecisionAndBaselinesAreFieldsOfARun) {
+  write("c.yaml", kConfig);
+  const auto bad = kloop("run c.yaml --set precision=fp8 --check --no-provider-check");
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("field 'precision': 'fp8' is not a precision; use fp32, fp16 or bf16"), std::string::npos)
+      << bad.output;
+  const auto check = kloop("run c.yaml --set precision=bf16 --check --no-provider-check");
+  EXPECT_EQ(check.code, 0) << check.output;
+  EXPECT_NE(check.output.find("precision bf16"), std::string::npos) << check.output;
+  ASSERT_EQ(kloop("run c.yaml --set precision=bf16 --set scaffold.turns=1").code, 0);
+  EXPECT_EQ(stored_config("habits")["precision"], "bf16");
+  const auto changed = kloop("run c.yaml --set precision=fp16 --set scaffold.turns=1");
+  EXPECT_EQ(changed.code, 2) << changed.output;
+  EXPECT_NE(changed.output.find("'precision' (\"bf16\" vs \"fp16\")"), std::string::npos) << changed.output;
+
+  // The alias resumes what it names.
+  ASSERT_EQ(kloop("run c.yaml --name kb --set protocol=kernelbench --set scaffold.turns=1").code, 0);
+  const auto same = kloop("run c.yaml --name kb --set protocol=kernelbench-v0.1 --set scaffold.turns=1");
+  EXPECT_EQ(same.code, 0) << same.output;
+  const auto other = kloop("run c.yaml --name kb --set protocol=kernelbench-v0.2 --set scaffold.turns=1");
+  EXPECT_EQ(other.code, 2) << other.output;
+
+  const auto unknown = kloop("run c.yaml --set 'evaluation.baselines=[eager, compiled]' --check --no-provider-check");
+  EXPECT_EQ(unknown.code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("'compiled' is not a baseline; use eager, eager-tf32, compile-default or "
+                                "compile-reduce-overhead"),
+            std::string::npos)
+      << unknown.output;
+  const auto no_upstream = kloop("run c.yaml --set 'evaluation.baselines=[compile-default]' --check --no-provider-check");
+  EXPECT_EQ(no_upstream.code, 2) << no_upstream.output;
+  EXPECT_NE(no_upstream.output.find("field 'evaluation.upstream': missing"), std::string::npos) << no_upstream.output;
+
+  // torch.compile on a torch before 2.0 (Debian's 1.13): the run does not start.
+  const std::string torch = python_torch_version();
+  if (torch.empty() || torch[0] >= '2') GTEST_SKIP() << "python3's torch is '" << torch << "', not 1.x";
+  const std::string upstream = (fs::path(KLOOP_TEST_FIXTURES) / "upstream").string();
+  const std::string compiled = "--name compiled --set 'evaluation.baselines=[eager, compile-default]' --set "
+                               "evaluation.upstream=" + upstream;
+  const auto check_compiled = kloop("run c.yaml " + compiled + " --check --no-provider-check");
+  EXPECT_EQ(check_compiled.code, 2) << check_compiled.output;
+  EXPECT_NE(check_compiled.output.find("torch.compile needs torch >= 2.0; this torch is 1."), std::string::npos)
+      << check_compiled.output;
+  const auto run_compiled = kloop("run c.yaml " + compiled);
+  EXPECT_EQ(run_compiled.code, 2) << run_compiled.output;
+  EXPECT_NE(run_compiled.output.find("field 'evaluation.baselines': torch.compile needs torch >= 2.0; this torch is 1."),
+            std::string::npos)
+      << run_compiled.output;
+  EXPECT_FALSE(fs::exists(dir_ / "runs/compiled/results.jsonl")) << "no request was made";
+}
+
 TEST(DocsTest, EveryHelpNamesAnExistingPageAndEveryFlagIsDocumented) {
   const fs::path source = fs::path(KLOOP_TEST_PROBLEMS).parent_path();
   std::string docs;

@@ -457,3 +457,84 @@ TEST(EvalCliTest, BadInputIsAClearErrorNotACrash) {
 }
 
 }  // namespace
+
+namespace {
+
+// `kloop eval --json` of a fixture on a shipped problem with `extra`
+// options (a precision, a protocol, timing or not).
+json eval_with(const std::string& problem, const std::string& fixture, const std::string& extra) {
+  const std::string cmd = std::string(KLOOP_TEST_BINARY) + " eval --problem " + problem + " --device cpu --json " +
+                          extra + " --candidate " + KLOOP_TEST_FIXTURES + "/" + fixture +
+                          " --timeout 60 --threads 2 2>&1";
+  int status = 0;
+  const std::string out = run(cmd, &status);
+  EXPECT_EQ(status, 0) << "kloop itself must not fail on a candidate: " << cmd << "\n" << out;
+  try {
+    return json::parse(out);
+  } catch (const json::exception&) {
+    ADD_FAILURE() << fixture << ": not JSON:\n" << out;
+    return json::object();
+  }
+}
+
+}  // namespace
+
+// KernelBench's fp16 and bf16: inputs, weights, reference and tolerance in
+// that precision, recorded in the verdict; a candidate written for float32
+// only gets a verdict that says why, and a candidate that computes below
+// the run's precision fails strict's fp64 check while KernelBench's 1e-2
+// lets it pass.
+TEST(PrecisionRunTest, HalfPrecisionsRunEndToEndAndFp32OnlyCandidatesGetAClearVerdict) {
+  for (const std::string precision : {"fp16", "bf16"}) {
+    const json v = eval_with("19_ReLU", "precision/relu_any_dtype.cpp", "--no-timing --precision " + precision);
+    EXPECT_EQ(v.value("verdict", ""), "correct") << precision << ": " << v.dump(2).substr(0, 3000);
+    EXPECT_EQ(v.value("precision", ""), precision);
+    ASSERT_TRUE(v.contains("protocol")) << v.dump();
+    EXPECT_EQ(v["protocol"].value("precision", ""), precision);
+    EXPECT_DOUBLE_EQ(v["protocol"].value("atol", 0.0), 1e-2);
+    // Hidden checks too: every strict case (scalings, centered, shape variants) ran.
+    EXPECT_GE(v.value("tests", json::array()).size(), 8u) << precision;
+
+    for (const std::string fp32_only : {"relu/correct.cpp", "light/relu_correct.cpp"}) {
+      const json w = eval_with("19_ReLU", fp32_only, "--no-timing --precision " + precision);
+      EXPECT_EQ(w.value("verdict", ""), "runtime_error") << fp32_only << " " << precision << ": " << w.dump(2);
+      EXPECT_NE(w.value("message", "").find("this evaluation runs in " + precision), std::string::npos)
+          << w.value("message", "");
+    }
+  }
+  // bf16 arithmetic inside an fp16 run: KernelBench's tolerance passes it,
+  // strict's precision check (one fp16 unit over an exact reference) does not.
+  const json through = eval_with("19_ReLU", "precision/relu_through_bf16.cpp", "--no-timing --precision fp16");
+  EXPECT_EQ(through.value("verdict", ""), "incorrect") << through.dump(2).substr(0, 3000);
+  EXPECT_NE(through.value("message", "").find("precision:"), std::string::npos) << through.value("message", "");
+  const json lenient = eval_with("19_ReLU", "precision/relu_through_bf16.cpp",
+                                 "--no-timing --precision fp16 --protocol kernelbench-v0.2");
+  EXPECT_EQ(lenient.value("verdict", ""), "correct") << lenient.dump(2).substr(0, 3000);
+  // The same candidate in an fp32 run meets fp32 inputs: bf16 is far outside 1e-4.
+  const json fp32 = eval_with("19_ReLU", "precision/relu_through_bf16.cpp", "--no-timing --protocol kernelbench-v0.2");
+  EXPECT_EQ(fp32.value("verdict", ""), "incorrect") << fp32.dump(2).substr(0, 3000);
+  EXPECT_EQ(fp32.value("precision", ""), "fp32");
+
+  // Timed: the baseline is the reference in bf16.
+  const json timed = eval_with("19_ReLU", "precision/relu_any_dtype.cpp", "--precision bf16 --max-timing-seconds 0.05");
+  EXPECT_EQ(timed.value("verdict", ""), "correct") << timed.dump(2).substr(0, 3000);
+  ASSERT_TRUE(timed.contains("timing")) << timed.dump(2).substr(0, 3000);
+  EXPECT_GT(timed["timing"].value("speedup", 0.0), 0.0) << timed["timing"].dump(2);
+
+  int status = 0;
+  const std::string bad = run(std::string(KLOOP_TEST_BINARY) + " eval --problem 19_ReLU --precision fp8 --candidate " +
+                                  KLOOP_TEST_FIXTURES + "/precision/relu_any_dtype.cpp 2>&1",
+                              &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(bad.find("--precision: 'fp8' is not a precision; use fp32, fp16 or bf16"), std::string::npos) << bad;
+}
+
+// A KernelBench-format candidate with weights (BatchNorm's affine
+// parameters and running statistics) converted as KernelBench converts
+// ModelNew: built in fp32 from the seed, then .to(dtype).
+TEST(PrecisionRunTest, PythonCandidatesTakeTheRunsPrecision) {
+  KLOOP_NEED_PYTHON_CANDIDATES();
+  const json v = eval_with("33_BatchNorm", "kernelbench/batchnorm_correct.py", "--no-timing --precision bf16");
+  EXPECT_EQ(v.value("verdict", ""), "correct") << v.dump(2).substr(0, 3000);
+  EXPECT_EQ(v.value("precision", ""), "bf16");
+}

@@ -121,7 +121,7 @@ TEST_F(RescoreTest, ReevaluatesStoredCandidatesUnderAnotherProtocol) {
 
   const json verdict =
       json::parse(read(fs::path(run_) / "rescore-kernelbench/attempts/19_ReLU/sample0/turn1/verdict.json"));
-  EXPECT_EQ(verdict["protocol"]["name"], "kernelbench");
+  EXPECT_EQ(verdict["protocol"]["name"], "kernelbench-v0.1");  // the version `kernelbench` names
   EXPECT_FALSE(fs::exists(fs::path(run_) / "attempts/19_ReLU/sample0/turn1/verdict.json"));
   EXPECT_NE(progress.str().find("[1/3] 19_ReLU sample 0 turn 1: incorrect -> correct"), std::string::npos)
       << progress.str();

@@ -127,14 +127,26 @@ def _tensor(capsule, was_bool):
     return t.bool() if was_bool else t
 
 
-def create(cls, args, weights, device):
-    """ModelNew(*args) on `device`, with every weight the problem has under
+def _dtype(name):
+    """The torch dtype a kloop dtype name (float32, float16, bfloat16) names."""
+    import torch
+    dtypes = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+    if name not in dtypes:
+        raise ValueError("kloop: the run's precision '%s' is not one of %s" % (name, ", ".join(dtypes)))
+    return dtypes[name]
+
+
+def create(cls, args, weights, device, dtype="float32"):
+    """ModelNew(*args) on `device` in `dtype` (KernelBench's
+    .to(device, dtype): floating-point parameters and buffers), with every weight the problem has under
     the same state_dict name; `weights` maps names to (capsule, was_bool).
     Returns the model and the problem's weights the candidate has no place
     for (those it keeps its own initialisation of are reported, not fatal:
     wrong values fail the tests)."""
     model = cls(*args)
     model = model.to(device)
+    if dtype != "float32":
+        model = model.to(dtype=_dtype(dtype))
     state = {name: _tensor(c, b) for name, (c, b) in weights.items()}
     own = model.state_dict()
     unused = sorted(n for n in state if n not in own)
@@ -160,10 +172,11 @@ def _norm_classes():
     return (_NormBase, nn.LayerNorm, nn.GroupNorm)
 
 
-def create_seeded(cls, args, device, seed, norm_seed):
+def create_seeded(cls, args, device, seed, norm_seed, dtype="float32"):
     """ModelNew(*args) as KernelBench's eval builds it: torch's generators
     seeded with `seed` right before the constructor, which runs on the CPU
-    with gradients off, then moved with .to(device, float32). With
+    with gradients off, then moved with .to(device, dtype) (float32 unless
+    the run's precision is fp16 or bf16). With
     `norm_seed` (strict's non-identity parameters), each norm layer built
     meanwhile takes, in the order they are built, weight 0.5 + U[0,1) and
     bias U[0,1) - 0.5 from a generator of its own seeded with `norm_seed`
@@ -207,7 +220,7 @@ def create_seeded(cls, args, device, seed, norm_seed):
             klass.reset_parameters = original
     # Left in the mode a new module has (training), as KernelBench's eval
     # leaves it and as kloop's references run.
-    return model.to(device=device, dtype=torch.float32), taken
+    return model.to(device=device, dtype=_dtype(dtype)), taken
 
 
 def forward(model, inputs):

@@ -163,7 +163,8 @@ class EmbeddedHost : public Host {
   int arity() const override { return arity_; }
 
   std::unique_ptr<ModuleRunner> create(const std::vector<std::pair<std::string, at::Tensor>>& weights,
-                                       const std::vector<Arg>& args, std::vector<std::string>& unused) override {
+                                       const std::vector<Arg>& args, std::vector<std::string>& unused,
+                                       const std::string& dtype) override {
     Gil gil;
     Ref arg_tuple = arguments(args);
     Ref state(PyDict_New());
@@ -174,7 +175,8 @@ class EmbeddedHost : public Host {
       }
     }
     Ref made(
-        PyObject_CallMethod(host_.get(), "create", "OOOs", cls_.get(), arg_tuple.get(), state.get(), device_.c_str()));
+        PyObject_CallMethod(host_.get(), "create", "OOOss", cls_.get(), arg_tuple.get(), state.get(), device_.c_str(),
+                            dtype.empty() ? "float32" : dtype.c_str()));
     if (!made) throw_python_error("constructing ModelNew raised");
     PyObject* model = nullptr;
     PyObject* left = nullptr;
@@ -188,13 +190,14 @@ class EmbeddedHost : public Host {
 
   std::unique_ptr<ModuleRunner> create_seeded(const std::vector<Arg>& args, uint64_t seed,
                                               std::optional<uint64_t> norm_seed,
-                                              std::vector<std::vector<int64_t>>& norm_layers) override {
+                                              std::vector<std::vector<int64_t>>& norm_layers,
+                                              const std::string& dtype) override {
     Gil gil;
     Ref arg_tuple = arguments(args);
     Ref seed_value(PyLong_FromUnsignedLongLong(seed));
     Ref norm_value(norm_seed ? PyLong_FromUnsignedLongLong(*norm_seed) : (Py_INCREF(Py_None), Py_None));
-    Ref made(PyObject_CallMethod(host_.get(), "create_seeded", "OOsOO", cls_.get(), arg_tuple.get(), device_.c_str(),
-                                 seed_value.get(), norm_value.get()));
+    Ref made(PyObject_CallMethod(host_.get(), "create_seeded", "OOsOOs", cls_.get(), arg_tuple.get(), device_.c_str(),
+                                 seed_value.get(), norm_value.get(), dtype.empty() ? "float32" : dtype.c_str()));
     if (!made) throw_python_error("constructing ModelNew raised");
     PyObject* model = nullptr;
     PyObject* taken = nullptr;

@@ -43,16 +43,21 @@ class Host {
   // ModelNew(*args) with every weight loaded by state_dict name; `unused`
   // gets the weights ModelNew has no entry for. Throws std::runtime_error
   // with the Python traceback.
+  // `dtype` ("" or a dtype name: float16, bfloat16): the model is converted
+  // to it before it takes the weights (KernelBench's .to(dtype)).
   virtual std::unique_ptr<ModuleRunner> create(const std::vector<std::pair<std::string, at::Tensor>>& weights,
-                                               const std::vector<Arg>& args, std::vector<std::string>& unused) = 0;
+                                               const std::vector<Arg>& args, std::vector<std::string>& unused,
+                                               const std::string& dtype) = 0;
   // ModelNew(*args) built as KernelBench's eval builds it (candidate_host.py:
   // create_seeded): torch seeded with `seed` right before the constructor,
   // on the CPU, then moved to the device. With `norm_seed`, the norm layers
   // it builds take strict's non-identity values; `norm_layers` gets the
   // weight shapes of those that did, in the order they were built.
+  // Then moved with .to(device, dtype) ("" = float32).
   virtual std::unique_ptr<ModuleRunner> create_seeded(const std::vector<Arg>& args, uint64_t seed,
                                                       std::optional<uint64_t> norm_seed,
-                                                      std::vector<std::vector<int64_t>>& norm_layers) = 0;
+                                                      std::vector<std::vector<int64_t>>& norm_layers,
+                                                      const std::string& dtype) = 0;
 };
 
 // The library's one entry point: the interpreter started and the candidate

@@ -4,6 +4,8 @@
 #include <ATen/Context.h>
 
 #include <cmath>
+#include <functional>
+#include <map>
 
 #include "evaluator/isolation/tensor_bridge.h"
 #include "evaluator/isolation/worker/worker.h"
@@ -75,6 +77,55 @@ struct InputDraw {
   std::vector<int64_t> shape;
   DrawSpec draw;
   uint64_t seed;
+};
+
+// An fp16 reference on the CPU: this LibTorch (1.13) has no fp16 CPU
+// kernel for many operators ("clamp_min_cpu" not implemented for 'Half'),
+// so the module keeps its fp16 parameters and buffers (drawn, written for
+// the candidate, widened for the fp64 twin as they are) and computes in
+// fp32 on them: an fp32 twin built at the first call with those values
+// widened, fed the fp16 inputs widened, its outputs rounded to fp16. That
+// is what a GPU's fp16 kernels do inside (fp32 arithmetic, fp16 storage);
+// docs/protocols.md says so.
+class WidenedForward : public ModuleRunner {
+ public:
+  WidenedForward(std::unique_ptr<ModuleRunner> narrow, at::ScalarType storage,
+                 std::function<std::unique_ptr<ModuleRunner>()> make_twin)
+      : narrow_(std::move(narrow)), storage_(storage), make_twin_(std::move(make_twin)) {}
+
+  std::vector<at::Tensor> forward(const std::vector<at::Tensor>& inputs) override {
+    if (!twin_) {
+      twin_ = make_twin_();
+      std::map<std::string, at::Tensor> values;
+      for (const auto& [n, t] : narrow_->parameters()) values[n] = t;
+      for (const auto& [n, t] : narrow_->buffers()) values[n] = t;
+      auto widen_into = [&](std::vector<std::pair<std::string, at::Tensor>> tensors) {
+        for (auto& [n, t] : tensors) {
+          const auto it = values.find(n);
+          if (it != values.end()) t.set_data(it->second.scalar_type() == storage_ ? it->second.to(at::kFloat) : it->second.clone());
+        }
+      };
+      widen_into(twin_->parameters());
+      widen_into(twin_->buffers());
+    }
+    std::vector<at::Tensor> wide;
+    wide.reserve(inputs.size());
+    for (const auto& x : inputs) wide.push_back(x.scalar_type() == storage_ ? x.to(at::kFloat) : x);
+    std::vector<at::Tensor> out = twin_->forward(wide);
+    for (auto& o : out) {
+      if (o.scalar_type() == at::kFloat) o = o.to(storage_);
+    }
+    return out;
+  }
+  std::vector<std::pair<std::string, at::Tensor>> parameters() override { return narrow_->parameters(); }
+  std::vector<std::pair<std::string, at::Tensor>> buffers() override { return narrow_->buffers(); }
+  std::vector<std::pair<at::Tensor, at::Tensor>> norm_affine() override { return narrow_->norm_affine(); }
+
+ private:
+  std::unique_ptr<ModuleRunner> narrow_;
+  at::ScalarType storage_;
+  std::function<std::unique_ptr<ModuleRunner>()> make_twin_;
+  std::unique_ptr<ModuleRunner> twin_;
 };
 
 std::vector<InputDraw> input_draws(const wire::Case& c, int64_t call) {
@@ -154,6 +205,8 @@ std::unique_ptr<ModuleRunner> Worker::reference_module(const wire::Case& c, cons
     auto module = construct({}, c.args, label);
     norm_layers_.clear();
     if (c.randomize_identity_params) norm_layers_ = randomize_norm_layers(*module, c);
+    to_case_precision(*module, c);  // built in fp32, then .to(dtype), as KernelBench's eval does
+    module = computed_in_fp32_where_needed(std::move(module), c, label);
     if (weights) {
       for (auto& [name, p] : module->parameters()) weights->push_back(tensor_to_host(p, name));
       for (auto& [name, b] : module->buffers()) weights->push_back(tensor_to_host(b, name));
@@ -161,6 +214,8 @@ std::unique_ptr<ModuleRunner> Worker::reference_module(const wire::Case& c, cons
     return module;
   }
   auto module = construct({}, c.args, label);
+  to_case_precision(*module, c);  // then drawn in that dtype
+  module = computed_in_fp32_where_needed(std::move(module), c, label);
   set_phase("drawing weights for " + label);
   if (weights) {
     *weights = draw_weights(*module, c, /*keep=*/true);
@@ -198,7 +253,33 @@ std::unique_ptr<ModuleRunner> Worker::candidate_module(const wire::Case& c, cons
   }
   set_phase("reading weights for " + label);
   auto weights = read_weights(wire::weights_file(dir, c.id));
-  return construct(weights, c.args, label);
+  return construct(weights, c.args, label, c.precision);
+}
+
+std::unique_ptr<ModuleRunner> Worker::computed_in_fp32_where_needed(std::unique_ptr<ModuleRunner> module,
+                                                                   const wire::Case& c, const std::string& label) {
+  if (c.precision != "float16" || device_ != "cpu") return module;
+  const std::vector<wire::Arg> args = c.args;
+  return std::make_unique<WidenedForward>(std::move(module), at::kHalf, [this, args, label] {
+    return construct({}, args, label + " (fp32 arithmetic on its fp16 values)");
+  });
+}
+
+void Worker::to_case_precision(ModuleRunner& module, const wire::Case& c) {
+  if (c.precision.empty()) return;
+  const auto dtype = parse_dtype(c.precision);
+  if (!dtype || !dtype_is_floating(*dtype)) {
+    throw WorkerError{"runtime_error", "the case's precision '" + c.precision + "' is not a floating-point dtype"};
+  }
+  const at::ScalarType type = scalar_type_of(*dtype);
+  // set_data swaps the tensor under the module's own handle, as
+  // torch::nn::Module::to does.
+  for (auto& [name, p] : module.parameters()) {
+    if (p.is_floating_point()) p.set_data(p.to(type));
+  }
+  for (auto& [name, b] : module.buffers()) {
+    if (b.is_floating_point()) b.set_data(b.to(type));
+  }
 }
 
 // The inputs of one call of a case, drawn where they are used: on a GPU

@@ -58,12 +58,13 @@ wire::LoadReply Worker::load_python(const wire::Load& cmd) {
 }
 
 std::unique_ptr<ModuleRunner> Worker::construct_python(const std::map<std::string, at::Tensor>& params,
-                                                       const std::vector<wire::Arg>& args) {
+                                                       const std::vector<wire::Arg>& args,
+                                                       const std::string& precision) {
   std::vector<std::pair<std::string, at::Tensor>> weights(params.begin(), params.end());
   std::vector<python_host::Arg> positional;
   for (const auto& a : args) positional.push_back({a.type, a.value.dump()});
   std::vector<std::string> unused;
-  std::unique_ptr<ModuleRunner> m = python_->create(weights, positional, unused);
+  std::unique_ptr<ModuleRunner> m = python_->create(weights, positional, unused, precision);
   if (!unused.empty()) {
     std::string names;
     for (const auto& n : unused) names += (names.empty() ? "" : ", ") + n;
@@ -79,7 +80,7 @@ std::unique_ptr<ModuleRunner> Worker::construct_python_seeded(const wire::Case& 
   norm_layers_.clear();
   std::optional<uint64_t> norm_seed;
   if (c.randomize_identity_params) norm_seed = c.norm_seed();
-  return python_->create_seeded(positional, c.construction_seed(), norm_seed, norm_layers_);
+  return python_->create_seeded(positional, c.construction_seed(), norm_seed, norm_layers_, c.precision);
 }
 
 }  // namespace kloop::worker

@@ -98,9 +98,12 @@ class Worker {
   // A KernelBench-format candidate through the Python host (python_candidate.cpp).
   wire::LoadReply load_python(const wire::Load& cmd);
   std::unique_ptr<ModuleRunner> construct_python(const std::map<std::string, at::Tensor>& params,
-                                                 const std::vector<wire::Arg>& args);
+                                                 const std::vector<wire::Arg>& args, const std::string& precision);
+  // `precision` (wire::Case::precision): a Python candidate's ModelNew is
+  // converted to it before it takes the weights; "" keeps it fp32.
   std::unique_ptr<ModuleRunner> construct(const std::map<std::string, at::Tensor>& params,
-                                          const std::vector<wire::Arg>& args, const std::string& label);
+                                          const std::vector<wire::Arg>& args, const std::string& label,
+                                          const std::string& precision = "");
   // A seeded case's ModelNew, built as KernelBench builds it (python_candidate.cpp).
   std::unique_ptr<ModuleRunner> construct_python_seeded(const wire::Case& c);
 
@@ -110,6 +113,13 @@ class Worker {
                                                  std::vector<HostTensor>* weights = nullptr);
   std::unique_ptr<ModuleRunner> candidate_module(const wire::Case& c, const std::string& dir, const std::string& label);
   std::vector<std::vector<int64_t>> randomize_norm_layers(ModuleRunner& module, const wire::Case& c);
+  // The reference's floating-point parameters and buffers in the case's
+  // precision (KernelBench's model.to(dtype)); nothing for fp32.
+  void to_case_precision(ModuleRunner& module, const wire::Case& c);
+  // An fp16 reference on the CPU, whose LibTorch lacks fp16 kernels: fp32
+  // arithmetic on its fp16 values, outputs rounded to fp16 (draws.cpp).
+  std::unique_ptr<ModuleRunner> computed_in_fp32_where_needed(std::unique_ptr<ModuleRunner> module,
+                                                              const wire::Case& c, const std::string& label);
   std::vector<HostTensor> draw_weights(ModuleRunner& module, const wire::Case& c, bool keep = true);
   std::vector<at::Tensor> draw_args(const wire::Case& c, int64_t call);
   void redraw(std::vector<at::Tensor>& set, const wire::Case& c, int64_t call);

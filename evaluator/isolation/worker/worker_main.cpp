@@ -286,9 +286,10 @@ wire::LoadReply Worker::load(const wire::Load& cmd) {
 }
 
 std::unique_ptr<ModuleRunner> Worker::construct(const std::map<std::string, at::Tensor>& params,
-                                                const std::vector<wire::Arg>& args, const std::string& label) {
+                                                const std::vector<wire::Arg>& args, const std::string& label,
+                                                const std::string& precision) {
   set_phase("constructing the module for " + label);
-  if (python_) return construct_python(params, args);
+  if (python_) return construct_python(params, args, precision);
   InitFromData init(params, args, device_);
   return create_(init);
 }
