@@ -351,22 +351,6 @@ namespace {
 
 std::string not_a_verdict(const CommandResult& c);
 
-// What a signed extension PCH's MAC says of its .gch besides its bytes
-// (hashed once, when made): the file as it was then. Any write to it since
-// changes its ctime, and a file put in its place has another inode.
-std::string file_identity(const fs::path& p) {
-  struct stat st {};
-  if (::stat(p.c_str(), &st) != 0) return "";
-  std::string id;
-  for (long long v : {static_cast<long long>(st.st_dev), static_cast<long long>(st.st_ino),
-                      static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
-                      static_cast<long long>(st.st_mtim.tv_nsec), static_cast<long long>(st.st_ctim.tv_sec),
-                      static_cast<long long>(st.st_ctim.tv_nsec)}) {
-    id += std::to_string(v) + " ";
-  }
-  return id;
-}
-
 std::string file_sha256(const fs::path& p) {
   ContentHash h;
   std::ifstream in(p, std::ios::binary);
