@@ -429,7 +429,8 @@ std::string Builder::extension_pch(BuildTarget target, std::string& note, bool m
   const fs::path tmp = root / ("extension-" + key + ".tmp-" + owner_tag() + "-" + std::to_string(counter++));
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp);
-  std::vector<std::string> cmd = {"env"};
+  // As in the candidate's build, whose sandbox passes no CXX or CC: torch's `c++`.
+  std::vector<std::string> cmd = {"env", "-u", "CXX", "-u", "CC"};
   // The arch list the build gives torch (its probe computes nvcc's flags too).
   if (target == BuildTarget::kCuda && config_.cuda_arch.rfind("sm_", 0) == 0 && config_.cuda_arch.size() > 4) {
     const std::string digits = config_.cuda_arch.substr(3);
