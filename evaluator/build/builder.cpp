@@ -479,7 +479,7 @@ BuildResult Builder::build_python(const std::string& source_path, BuildTarget ta
   h.add("isolation").add(isolation_name(config_.isolation));
   if (target == BuildTarget::kCuda) h.add(compiler_identity_cached(config_.nvcc)).add(config_.cuda_arch);
   // Not the extension PCH: main.o is the same byte for byte with it or without.
-  h.add(host).add(extension_build).add(source);
+  h.add(host).add(extension_build).add(source).add(config_.light_cuda_headers ? "light-cuda-headers" : "");
   recipe.key = h.hex();
   recipe.files = {{"module.py", source}, {"candidate_host.py", host}, {"extension_build.py", extension_build}};
   recipe.command = {py.executable, "-I", "candidate_host.py", "build", "module.py", "extensions"};
@@ -495,10 +495,12 @@ BuildResult Builder::build_python(const std::string& source_path, BuildTarget ta
     const std::string digits = config_.cuda_arch.substr(3);
     recipe.environment.push_back("TORCH_CUDA_ARCH_LIST=" + digits.substr(0, 1) + "." + digits.substr(1));
   }
+  if (!config_.light_cuda_headers) recipe.environment.push_back("KLOOP_LIGHT_CUDA_HEADERS=0");
   // Only where the sandbox cannot write it (read-only under strict; owned
   // by root, which the sandbox's uid is not, under weak as root): a
   // candidate that could change it would change every later main.cpp.
   const bool extensions = source.find("load_inline") != std::string::npos || source.find("cpp_extension") != std::string::npos;
+  if (!config_.use_extension_pch) recipe.environment.push_back("KLOOP_EXTENSION_PCH_NOTE=KLOOP_EXTENSION_PCH=0");
   if (config_.use_extension_pch && extensions) {
     recipe.before_build = [this, target](std::vector<std::string>& read_only, std::vector<std::string>& environment) {
       std::string note;

@@ -53,6 +53,10 @@ struct BuilderConfig {
   // Precompile torch/extension.h for load_inline's main.cpp, once per
   // python, torch, compiler and target (KLOOP_EXTENSION_PCH=0: off).
   bool use_extension_pch = true;
+  // A load_inline .cu that includes torch/extension.h but uses only what
+  // torch/types.h declares compiles with torch/types.h in its place
+  // (extension_build.py; KLOOP_LIGHT_CUDA_HEADERS=0: off).
+  bool light_cuda_headers = true;
   std::chrono::seconds timeout{300};
   // The sandbox a candidate's compile runs in (references are kloop's own);
   // part of a candidate's cache key, so a weak build never serves strict.

@@ -162,7 +162,8 @@ def _edit(ninja, pch):
     cflags = _ninja_value(ninja, "cflags")
     if cflags is not None:
         if pch is None:
-            notes.append("main.cpp without a precompiled header (kloop has none here)")
+            notes.append("main.cpp without a precompiled header (%s)" % (
+                os.environ.get("KLOOP_EXTENSION_PCH_NOTE") or "kloop has none here"))
         elif _ninja_value(ninja, "cxx") != pch["cxx"] or _pch_flags(shlex.split(cflags)) != pch["cflags"]:
             extra = [f for f in _pch_flags(shlex.split(cflags)) if f not in pch["cflags"]]
             notes.append("main.cpp without a precompiled header (kloop's is for load_inline's own flags; "
@@ -173,17 +174,18 @@ def _edit(ninja, pch):
             notes.append("main.cpp with kloop's precompiled torch/extension.h")
     with_pch = ninja
     light_objects = []
+    light = os.environ.get("KLOOP_LIGHT_CUDA_HEADERS", "1") != "0"
     for m in re.finditer(r"^build (\S+): cuda_compile (\S+)$", with_pch, re.M):
         source = m.group(2).replace("$ ", " ")
-        light = _light_cuda_source(source)
-        if light is None:
-            notes.append("%s as written" % os.path.basename(source))
+        text = _light_cuda_source(source) if light else None
+        if text is None:
+            notes.append("%s as written%s" % (os.path.basename(source), "" if light else " (KLOOP_LIGHT_CUDA_HEADERS=0)"))
             continue
         folder = os.path.join(os.path.dirname(source), "kloop-light")
         os.makedirs(folder, exist_ok=True)
         copy = os.path.join(folder, os.path.basename(source))
         with open(copy, "w") as f:
-            f.write(light)
+            f.write(text)
         ninja = ninja.replace(m.group(0), "build %s: cuda_compile %s" % (m.group(1), copy.replace(" ", "$ ")), 1)
         light_objects.append(m.group(1))
         notes.append("%s with torch/types.h for torch/extension.h (it uses nothing else of it)"
