@@ -351,16 +351,6 @@ namespace {
 
 std::string not_a_verdict(const CommandResult& c);
 
-std::string file_sha256(const fs::path& p) {
-  ContentHash h;
-  std::ifstream in(p, std::ios::binary);
-  std::string chunk(1 << 20, '\0');
-  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
-    h.add(std::string_view(chunk.data(), static_cast<std::size_t>(in.gcount())));
-  }
-  return h.hex();
-}
-
 }  // namespace
 
 // torch/extension.h costs the main.cpp of every load_inline extension most
@@ -370,7 +360,8 @@ std::string file_sha256(const fs::path& p) {
 // own whatever its version), outside the sandbox: a header a candidate's
 // build could have written would be code that every later candidate
 // compiles. The entry is signed: its manifest, the header and the .gch's
-// identity (file_identity) under the cache's MAC.
+// identity (file_identity; kloop has just made it, and hashing its 650 MB
+// on every use would cost more than a second) under the cache's MAC.
 std::string Builder::extension_pch(BuildTarget target, std::string& note, bool make) {
   const PythonEnvironment& py = python_environment();
   const fs::path scripts = fs::path(candidate_host_script()).parent_path();
@@ -444,13 +435,14 @@ std::string Builder::extension_pch(BuildTarget target, std::string& note, bool m
     return "";
   }
   const fs::path made = tmp / "pch";
+  fs::create_directories(made, ec);
   const bool ok = c.status.exited && c.status.code == 0 && fs::exists(made / "kloop_extension_pch.h.gch", ec) &&
                   fs::exists(made / "manifest.json", ec);
   std::string mac;
   if (ok) {
     const std::string manifest = file_or_empty(made / "manifest.json");
     const std::string header = file_or_empty(made / "kloop_extension_pch.h");
-    file_sha256(made / "kloop_extension_pch.h.gch");  // read once through: a .gch that cannot be read is no entry
+    made_seconds_ = c.seconds;
     mac = ik.tag({kBuildFormat, "extension-pch", key, "ok", manifest, header,
                   file_identity(made / "kloop_extension_pch.h.gch")});
   } else {
@@ -458,7 +450,6 @@ std::string Builder::extension_pch(BuildTarget target, std::string& note, bool m
     write_text((made / "failed").string(), log);
     mac = ik.tag({kBuildFormat, "extension-pch", key, "failed", log});
   }
-  fs::create_directories(made, ec);
   write_text((made / "mac").string(), mac);
   fs::rename(made, dir, ec);
   fs::remove_all(tmp);
@@ -506,7 +497,9 @@ BuildResult Builder::build_python(const std::string& source_path, BuildTarget ta
       std::string note;
       std::string pch;
       if (config_.isolation == Isolation::kStrict || geteuid() == 0) {
+        made_seconds_ = 0;
         pch = extension_pch(target, note);
+        if (made_seconds_ > 0) environment.push_back("KLOOP_EXTENSION_PCH_MADE=" + std::to_string(made_seconds_));
       } else {
         note = "no precompiled header where the candidate's build runs with your uid (--isolation weak)";
       }

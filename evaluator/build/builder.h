@@ -165,6 +165,7 @@ class Builder {
   BuilderConfig config_;
   std::string api_headers_;  // contents of the kernel API headers, part of every key
   std::map<std::string, std::string> identities_;  // compiler path -> `--version` output
+  double made_seconds_ = 0;  // extension_pch: what making it took, when it did
   bool pch_checked_ = false;
   bool pch_verified_ = false;
   std::vector<std::string> pch_flags_;

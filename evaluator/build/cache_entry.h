@@ -57,9 +57,9 @@ std::string entry_tag(const IntegrityKey& ik, const std::string& key, const nloh
 EntryState load_entry(const std::filesystem::path& dir, const std::string& key, const IntegrityKey& ik,
                       const TreeLimits& limits, BuildResult& r, std::string& why);
 
-// What a MAC says of a large file kloop made and keeps in place (the
-// extension PCH, hashed once when made) besides its bytes: device, inode,
-// size, mtime and ctime. Any write to it since changes its ctime (which no
+// What a MAC says of a large file kloop has just made and keeps in place
+// (the extension PCH) instead of its bytes: device, inode, size, mtime and
+// ctime. Any write to it since changes its ctime (which no
 // process can set back), a file put in its place has another inode. "" when
 // it cannot be read.
 std::string file_identity(const std::filesystem::path& p);

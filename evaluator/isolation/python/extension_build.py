@@ -214,6 +214,10 @@ def install(cpp, pch_folder):
         log("torch.utils.cpp_extension has no _run_ninja_build: extensions build as torch builds them")
         return
     pch = _read_pch(pch_folder)
+    made = os.environ.get("KLOOP_EXTENSION_PCH_MADE")
+    if pch and made:
+        log("torch/extension.h precompiled by kloop before this build, in %.1f s (once per python, torch, compiler "
+            "and target)" % float(made))
 
     def run_ninja(build_directory, verbose, error_prefix):
         path = os.path.join(build_directory, "build.ninja")
