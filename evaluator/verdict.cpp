@@ -295,9 +295,9 @@ std::string Verdict::to_text() const {
   out << buf;
   if (phases.reference_start > 0) {
     buf = fmt::format(
-        "  steps: plan {:.2f}s, reference worker {:.2f}s, baseline {:.2f}s, candidate worker {:.2f}s, tests {:.2f}s, "
-        "timing {:.2f}s, end {:.2f}s\n",
-        phases.plan, phases.reference_start, phases.baseline, phases.candidate_start, phases.tests, phases.timing,
+        "  steps: builds {:.2f}s (reference {:.2f}s), plan {:.2f}s, reference worker {:.2f}s, baseline {:.2f}s, "
+        "candidate worker {:.2f}s, tests {:.2f}s, timing {:.2f}s, end {:.2f}s\n",
+        phases.build_candidate + phases.build_reference, phases.build_reference, phases.plan, phases.reference_start, phases.baseline, phases.candidate_start, phases.tests, phases.timing,
         phases.end);
     out << buf;
   }
