@@ -229,15 +229,19 @@ int main(int argc, char** argv) {
                 opts.device.c_str(), opts.small_dims ? ", small dims" : "");
     std::printf("|---|---|---|---|---|---|---|\n");
     std::vector<double> bc, br, ref, can, cmp, tot, medians;
+    std::vector<kloop::PhaseTimes> cached;
+    kloop::PhaseTimes cold;
     for (int r = 0; r <= repeats; ++r) {
       kloop::Verdict v = ev.evaluate(spec, cand);
       const auto& p = v.phases;
       if (r == 0) {
+        cold = p;
         std::printf("| cold builds (%s; exchange %s) | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f |\n", kloop::verdict_name(v.verdict),
                     v.exchange.c_str(), p.build_candidate, p.build_reference, p.reference, p.candidate, p.compare, p.total);
         continue;
       }
       if (v.candidate_time) medians.push_back(v.candidate_time->median);
+      cached.push_back(p);
       bc.push_back(p.build_candidate);
       br.push_back(p.build_reference);
       ref.push_back(p.reference);
@@ -250,6 +254,18 @@ int main(int argc, char** argv) {
     std::printf("\n(reference and candidate include process start, LibTorch load, %d test calls and timing capped at "
                 "%.1f s per model)\n", 2 * static_cast<int>(kloop::plan_tests(spec, kloop::protocol_by_name("strict"), true, 1).size()),
                 *opts.max_timing_seconds);
+    // The same evaluations in the order their steps run (PhaseTimes).
+    using T = kloop::PhaseTimes;
+    std::printf("\n| steps of the evaluation (s) | builds | plan | reference worker | baseline | candidate worker | tests "
+                "| timing | end | total |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("| cold builds | %.2f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f |\n",
+                cold.build_candidate + cold.build_reference, cold.plan, cold.reference_start, cold.baseline,
+                cold.candidate_start, cold.tests, cold.timing, cold.end, cold.total);
+    std::printf("| cached builds, median of %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f |\n",
+                repeats, median_of(cached, &T::build_candidate) + median_of(cached, &T::build_reference),
+                median_of(cached, &T::plan), median_of(cached, &T::reference_start), median_of(cached, &T::baseline),
+                median_of(cached, &T::candidate_start), median_of(cached, &T::tests), median_of(cached, &T::timing),
+                median_of(cached, &T::end), median_of(cached, &T::total));
     if (medians.size() > 1) {
       kloop::TimingSummary m = kloop::summarize(medians);
       std::printf("candidate median over %zu evaluations: %.3f us, coefficient of variation %.2f%%\n", medians.size(),

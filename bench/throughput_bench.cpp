@@ -14,7 +14,8 @@
 // prints, as each ends: its evaluations (verdict, compile, queue wait,
 // phases), its wall time, evaluations per GPU-hour, the evaluation queue's
 // busy fraction (the share of the run during which an evaluation held the
-// GPU), the sampled kernel utilisation and the median phase breakdown.
+// GPU), the sampled kernel utilisation and the median phase breakdown
+// (with the steps of an evaluation: PhaseTimes).
 // Turn 1 makes the builds and baselines; later turns find them cached. Builds and baselines come from kloop's cache (KLOOP_CACHE_DIR): the
 // first turn finds them there or makes them, later turns find them.
 #include <signal.h>
@@ -436,7 +437,10 @@ int main(int argc, char** argv) {
         p["compile"].push_back(num(r, "compile_seconds"));
         p["queue"].push_back(num(r, "queue_seconds"));
         p["eval"].push_back(eval);
-        for (const char* k : {"reference", "candidate", "compare", "build_reference"}) p[k].push_back(num(ph, k));
+        for (const char* k : {"reference", "candidate", "compare", "build_reference", "plan", "reference_start",
+                              "baseline", "candidate_start", "tests", "timing", "end"}) {
+          p[k].push_back(num(ph, k));
+        }
         // Where the timing went: the baseline from the cache or measured
         // now (its samples and seconds), and the candidate's samples,
         // seconds and why its loop stopped (the noise target or a cap).
@@ -484,6 +488,10 @@ int main(int argc, char** argv) {
                 "reference %.2f s, candidate %.2f s, compare %.2f s)\n",
                 turn, m("compile"), m("queue"), m("eval"), m("build_reference"), m("reference"), m("candidate"),
                 m("compare"));
+    std::printf("turn %d median steps of an evaluation on the GPU: plan %.2f s, reference worker %.2f s, baseline %.2f s, "
+                "candidate worker %.2f s, tests %.2f s, timing %.2f s, end %.2f s\n",
+                turn, m("plan"), m("reference_start"), m("baseline"), m("candidate_start"), m("tests"), m("timing"),
+                m("end"));
     std::cout.flush();
   }
   std::printf("\n%d evaluation(s), %d correct\n", evaluations, correct);

@@ -293,8 +293,11 @@ Verdict Evaluator::evaluate(const ProblemSpec& given, const std::string& candida
   if (!python) built.python_under_cpp = python_candidate(candidate_path);
   wrong_format = !built.python_under_cpp.empty();
   if (auto decided = judge_build(built, candidate_path)) return finish(decided->verdict, decided->message);
+  // The builds' phases are their wall time here, not the builder's own
+  // figure: a cache key can make a precompiled header first (seconds).
+  auto build_start = Clock::now();
   BuildResult cb = build_candidate_file(builder_, candidate_path, options_.candidate_format, target);
-  v.phases.build_candidate = cb.seconds;
+  v.phases.build_candidate = since(build_start);
   v.build = {cb.cached, cb.timed_out, cb.seconds, cb.compile_seconds, cb.key, cb.command, cb.log, cb.diagnostics};
   built.ok = cb.ok;
   built.timed_out = cb.timed_out;
@@ -309,14 +312,22 @@ Verdict Evaluator::evaluate(const ProblemSpec& given, const std::string& candida
     }
   }
   if (auto decided = judge_build(built, candidate_path)) return finish(decided->verdict, decided->message);
+  build_start = Clock::now();
   BuildResult rb = build_reference(spec);
-  v.phases.build_reference = rb.seconds;
+  v.phases.build_reference = since(build_start);
   if (!rb.ok) {
     throw EvaluationError("the reference " + spec.reference_path + " does not build:\n" +
                           summarize_diagnostics(rb.diagnostics, 20) + (rb.diagnostics.empty() ? rb.log : ""));
   }
 
   // 2. The test plan and its scratch folder.
+  auto step_start = Clock::now();
+  // Ends one of PhaseTimes' steps and starts the next.
+  auto step = [&](double& seconds) {
+    const auto now = Clock::now();
+    seconds += std::chrono::duration<double>(now - step_start).count();
+    step_start = now;
+  };
   std::vector<TestCase> tests = plan_tests(spec, protocol, cpu || options_.small_dims, options_.seed);
   v.tests_planned = static_cast<int>(tests.size());
   WorkDir work(options_.work_root, options_.keep_work_dir);
@@ -331,6 +342,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& given, const std::string& candida
                                   protocol.randomize_identity_params, t.centered, construction));
   }
 
+  step(v.phases.plan);
   // 3. The two workers. The reference's failures are kloop's (an
   // EvaluationError); the candidate's end in a verdict.
   WorkerSession ref = reference_session(options_, work);
@@ -352,6 +364,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& given, const std::string& candida
                               v.phases.reference)
                          .device;
   v.environment["device"] = device_info;
+  step(v.phases.reference_start);
   std::optional<TimerState> timer;
   // The reference's baseline: from the cache, or measured now, while no
   // process of the candidate exists (none can load the CPU or the GPU
@@ -379,6 +392,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& given, const std::string& candida
     // also measured with no candidate process beside it.
     timer = calibrate_timer(ref, cases[0], rules, options_.device, options_.run_timeout);
   }
+  step(v.phases.baseline);
   const std::string module = stage_module(work, cb.library_path);
   WorkerSession cand = candidate_session(options_, work, module, cpu, builder_.config().cache_dir);
   CandidateSteps steps(spec, protocol, options_, rules, builder_.config().cache_dir, work, ref, cand, v, finish);
@@ -401,19 +415,37 @@ Verdict Evaluator::evaluate(const ProblemSpec& given, const std::string& candida
                                                                        options_.load_timeout)))) {
       return *bad;
     }
+    step(v.phases.candidate_start);
 
     // 4. The tests, streamed call by call through both workers, judged.
-    if (auto decided = steps.run_tests(tests, cases, calls)) return *decided;
+    auto decided = steps.run_tests(tests, cases, calls);
+    step(v.phases.tests);
+    // A decided verdict is a copy made when it was decided: the step it ended goes in too.
+    if (decided) {
+      decided->phases = v.phases;
+      return *decided;
+    }
     // 5. and 6. The reference's trace, the timing, the call after it and the
     // activity audit, judged.
     if (options_.measure_time) {
-      if (auto decided = steps.time_and_audit(tests, cases, calls, device_info, rb.key, *timer)) return *decided;
+      decided = steps.time_and_audit(tests, cases, calls, device_info, rb.key, *timer);
+      step(v.phases.timing);
+      if (decided) {
+        decided->phases = v.phases;
+        return *decided;
+      }
     }
     cand.finish();
     // What the reference could not analyze beside the candidate, with the
     // candidate's process gone (it cannot hold the device's memory now).
-    if (auto decided = steps.analyze_deferred()) return *decided;
+    decided = steps.analyze_deferred();
+    if (decided) {
+      step(v.phases.end);
+      decided->phases = v.phases;
+      return *decided;
+    }
     ref.finish();
+    step(v.phases.end);
     return finish(VerdictClass::kCorrect, correct_message(v.tests.size(), v.speedup));
   } catch (const CandidateFailed& f) {
     return f.verdict;

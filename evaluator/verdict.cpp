@@ -105,6 +105,13 @@ json Verdict::to_json() const {
               {"compare", phases.compare},
               {"timed_checks", phases.timed_checks},
               {"activity_audit", phases.activity_audit},
+              {"plan", phases.plan},
+              {"reference_start", phases.reference_start},
+              {"baseline", phases.baseline},
+              {"candidate_start", phases.candidate_start},
+              {"tests", phases.tests},
+              {"timing", phases.timing},
+              {"end", phases.end},
               {"total", phases.total}}}};
   if (!exchange.empty()) j["exchange"] = exchange;
   if (!input_exchange.empty()) j["input_exchange"] = input_exchange;
@@ -293,6 +300,14 @@ std::string Verdict::to_text() const {
                     phases.build_candidate, build.cached ? " (cached)" : "", phases.reference, phases.candidate,
                     phases.compare, phases.total);
   out << buf;
+  if (phases.reference_start > 0) {
+    buf = fmt::format(
+        "  steps: builds {:.2f}s (reference {:.2f}s), plan {:.2f}s, reference worker {:.2f}s, baseline {:.2f}s, "
+        "candidate worker {:.2f}s, tests {:.2f}s, timing {:.2f}s, end {:.2f}s\n",
+        phases.build_candidate + phases.build_reference, phases.build_reference, phases.plan, phases.reference_start, phases.baseline, phases.candidate_start, phases.tests, phases.timing,
+        phases.end);
+    out << buf;
+  }
   if (phases.timed_checks > 0 || phases.activity_audit > 0) {
     buf = fmt::format("  checks: timed-call checks {:.2f}s, activity audit {:.2f}s (within the above)\n",
                       phases.timed_checks, phases.activity_audit);

@@ -82,6 +82,20 @@ struct PhaseTimes {
   // of the timed case and the shape variants (candidate).
   double timed_checks = 0;
   double activity_audit = 0;
+  // The evaluation after the builds, in the order it runs (they add up to
+  // total less the builds): the test plan (cases, weights), the reference's
+  // worker started with its module loaded, its baseline and the timer's
+  // calibration (cached or measured), the candidate's worker started,
+  // attached to the timer and its module loaded, the test calls (both
+  // workers, the transfers and the checks), the timed phase with its audit,
+  // and the end (the deferred fp64 analysis, both workers ended).
+  double plan = 0;
+  double reference_start = 0;
+  double baseline = 0;
+  double candidate_start = 0;
+  double tests = 0;
+  double timing = 0;
+  double end = 0;
 };
 
 struct Verdict {

@@ -347,19 +347,132 @@ BuildResult Builder::build_text(const std::string& source, const std::string& so
   return build_entry(recipe);
 }
 
+namespace {
+
+std::string not_a_verdict(const CommandResult& c);
+
+}  // namespace
+
+// torch/extension.h costs the main.cpp of every load_inline extension most
+// of its compile (all of LibTorch's C++ frontend and pybind11). kloop
+// precompiles it once, with the flags torch gives that main.cpp (read from
+// the build.ninja torch writes for a probe extension, so they are torch's
+// own whatever its version), outside the sandbox: a header a candidate's
+// build could have written would be code that every later candidate
+// compiles. The entry is signed: its manifest, the header and the .gch's
+// identity (file_identity; kloop has just made it, and hashing its 650 MB
+// on every use would cost more than a second) under the cache's MAC.
+std::string Builder::extension_pch(BuildTarget target, std::string& note, bool make) {
+  const PythonEnvironment& py = python_environment();
+  const fs::path scripts = fs::path(candidate_host_script()).parent_path();
+  const char* target_name = target == BuildTarget::kCpu ? "cpu" : "cuda";
+  ContentHash h;
+  h.add(kBuildFormat).add("extension-pch").add(target_name).add(py.executable).add(py.version).add(py.torch_version);
+  h.add(compiler_identity_cached("c++")).add(read_file((scripts / "extension_build.py").string()));
+  const std::string key = h.hex();
+  const fs::path root = fs::path(config_.cache_dir) / "pch";
+  const fs::path dir = root / ("extension-" + key);
+  const IntegrityKey ik = IntegrityKey::for_cache(config_.cache_dir);
+  std::string why;
+  auto state = [&]() -> EntryState {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return EntryState::kMissing;
+    const std::string mac = file_or_empty(dir / "mac");
+    const std::string failed = file_or_empty(dir / "failed");
+    if (!failed.empty()) {
+      if (ik.verify(mac, {kBuildFormat, "extension-pch", key, "failed", failed})) {
+        why = "precompiling torch/extension.h failed (" + (dir / "failed").string() + ")";
+        return EntryState::kTrusted;
+      }
+    } else {
+      const std::string manifest = file_or_empty(dir / "manifest.json");
+      const std::string header = file_or_empty(dir / "kloop_extension_pch.h");
+      const std::string identity = file_identity(dir / "kloop_extension_pch.h.gch");
+      if (!manifest.empty() && !identity.empty() &&
+          ik.verify(mac, {kBuildFormat, "extension-pch", key, "ok", manifest, header, identity})) {
+        why.clear();
+        return EntryState::kTrusted;
+      }
+    }
+    why = "its MAC does not match its files (changed since kloop made it, or not made by kloop)";
+    return EntryState::kUntrusted;
+  };
+  auto answer = [&](EntryState s) -> std::string {
+    if (s == EntryState::kTrusted && why.empty()) return dir.string();
+    note = s == EntryState::kMissing ? "kloop has not precompiled torch/extension.h here" : why;
+    return "";
+  };
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  EntryState s = state();
+  if (s == EntryState::kTrusted || (!make && s == EntryState::kMissing)) return answer(s);
+  FileLock lock((root / ("extension-" + key + ".lock")).string());
+  s = state();
+  if (s == EntryState::kTrusted) return answer(s);
+  if (s == EntryState::kUntrusted) {
+    quarantine(config_.cache_dir, dir, "extension PCH", why);
+    if (!make) {
+      note = "kloop's precompiled torch/extension.h was set aside: " + why;
+      return "";
+    }
+  }
+  static std::atomic<int> counter{0};
+  const fs::path tmp = root / ("extension-" + key + ".tmp-" + owner_tag() + "-" + std::to_string(counter++));
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp);
+  // As in the candidate's build, whose sandbox passes no CXX or CC: torch's `c++`.
+  std::vector<std::string> cmd = {"env", "-u", "CXX", "-u", "CC"};
+  // The arch list the build gives torch (its probe computes nvcc's flags too).
+  if (target == BuildTarget::kCuda && config_.cuda_arch.rfind("sm_", 0) == 0 && config_.cuda_arch.size() > 4) {
+    const std::string digits = config_.cuda_arch.substr(3);
+    cmd.push_back("TORCH_CUDA_ARCH_LIST=" + digits.substr(0, 1) + "." + digits.substr(1));
+  }
+  cmd.insert(cmd.end(), {py.executable, "-I", candidate_host_script(), "pch", (tmp / "pch").string(), target_name});
+  CommandResult c = run_command(cmd, tmp.string(), std::max(config_.timeout, std::chrono::seconds(600)));
+  if (c.timed_out || !not_a_verdict(c).empty()) {  // the machine's fault: try again next time
+    fs::remove_all(tmp, ec);
+    note = "precompiling torch/extension.h did not finish: " + (c.timed_out ? "timed out" : not_a_verdict(c));
+    return "";
+  }
+  const fs::path made = tmp / "pch";
+  fs::create_directories(made, ec);
+  const bool ok = c.status.exited && c.status.code == 0 && fs::exists(made / "kloop_extension_pch.h.gch", ec) &&
+                  fs::exists(made / "manifest.json", ec);
+  std::string mac;
+  if (ok) {
+    const std::string manifest = file_or_empty(made / "manifest.json");
+    const std::string header = file_or_empty(made / "kloop_extension_pch.h");
+    made_seconds_ = c.seconds;
+    mac = ik.tag({kBuildFormat, "extension-pch", key, "ok", manifest, header,
+                  file_identity(made / "kloop_extension_pch.h.gch")});
+  } else {
+    const std::string log = "exit: " + c.status.describe() + "\n" + c.output;
+    write_text((made / "failed").string(), log);
+    mac = ik.tag({kBuildFormat, "extension-pch", key, "failed", log});
+  }
+  write_text((made / "mac").string(), mac);
+  fs::rename(made, dir, ec);
+  fs::remove_all(tmp);
+  s = state();
+  return answer(s);
+}
+
 BuildResult Builder::build_python(const std::string& source_path, BuildTarget target) {
   const PythonEnvironment& py = python_environment();
   const std::string source = read_file(source_path);
   const std::string host = read_file(candidate_host_script());
+  const std::string extension_build =
+      read_file((fs::path(candidate_host_script()).parent_path() / "extension_build.py").string());
   Recipe recipe;
   ContentHash h;
   h.add(kBuildFormat).add("python-candidate").add(target == BuildTarget::kCpu ? "cpu" : "cuda");
   h.add(py.executable).add(py.version).add(py.torch_version).add(compiler_identity_cached(config_.cxx));
   h.add("isolation").add(isolation_name(config_.isolation));
   if (target == BuildTarget::kCuda) h.add(compiler_identity_cached(config_.nvcc)).add(config_.cuda_arch);
-  h.add(host).add(source);
+  // Not the extension PCH: main.o is the same byte for byte with it or without.
+  h.add(host).add(extension_build).add(source).add(config_.light_cuda_headers ? "light-cuda-headers" : "");
   recipe.key = h.hex();
-  recipe.files = {{"module.py", source}, {"candidate_host.py", host}};
+  recipe.files = {{"module.py", source}, {"candidate_host.py", host}, {"extension_build.py", extension_build}};
   recipe.command = {py.executable, "-I", "candidate_host.py", "build", "module.py", "extensions"};
   recipe.product = "module.py";
   recipe.sandboxed = true;
@@ -372,6 +485,31 @@ BuildResult Builder::build_python(const std::string& source_path, BuildTarget ta
   if (target == BuildTarget::kCuda && config_.cuda_arch.rfind("sm_", 0) == 0 && config_.cuda_arch.size() > 4) {
     const std::string digits = config_.cuda_arch.substr(3);
     recipe.environment.push_back("TORCH_CUDA_ARCH_LIST=" + digits.substr(0, 1) + "." + digits.substr(1));
+  }
+  if (!config_.light_cuda_headers) recipe.environment.push_back("KLOOP_LIGHT_CUDA_HEADERS=0");
+  // Only where the sandbox cannot write it (read-only under strict; owned
+  // by root, which the sandbox's uid is not, under weak as root): a
+  // candidate that could change it would change every later main.cpp.
+  const bool extensions = source.find("load_inline") != std::string::npos || source.find("cpp_extension") != std::string::npos;
+  if (!config_.use_extension_pch) recipe.environment.push_back("KLOOP_EXTENSION_PCH_NOTE=KLOOP_EXTENSION_PCH=0");
+  if (config_.use_extension_pch && extensions) {
+    recipe.before_build = [this, target](std::vector<std::string>& read_only, std::vector<std::string>& environment) {
+      std::string note;
+      std::string pch;
+      if (config_.isolation == Isolation::kStrict || geteuid() == 0) {
+        made_seconds_ = 0;
+        pch = extension_pch(target, note);
+        if (made_seconds_ > 0) environment.push_back("KLOOP_EXTENSION_PCH_MADE=" + std::to_string(made_seconds_));
+      } else {
+        note = "no precompiled header where the candidate's build runs with your uid (--isolation weak)";
+      }
+      if (!pch.empty()) {
+        read_only.push_back(pch);
+        environment.push_back("KLOOP_EXTENSION_PCH=" + pch);
+      } else {
+        environment.push_back("KLOOP_EXTENSION_PCH_NOTE=" + note);
+      }
+    };
   }
   return build_entry(recipe);
 }
@@ -448,18 +586,21 @@ BuildResult Builder::build_entry(const Recipe& recipe) {
   }
   for (const auto& part : command) r.command += (r.command.empty() ? "" : " ") + part;
 
+  std::vector<std::string> read_only = recipe.read_only;
+  std::vector<std::string> environment = recipe.environment;
+  if (recipe.before_build) recipe.before_build(read_only, environment);
   SandboxSpec sandbox;
   if (recipe.sandboxed) {
     const BuildLimits& l = config_.limits;
     sandbox.level = config_.isolation;
-    sandbox.read_only = recipe.read_only;
+    sandbox.read_only = read_only;
     sandbox.writable = {tmp.string()};
     sandbox.data_bytes = l.memory_bytes;
     sandbox.file_size_bytes = l.file_size_bytes;
     sandbox.processes = l.processes;
     sandbox.group_memory_bytes = l.memory_bytes;
     sandbox.group_processes = l.processes;
-    sandbox.environment = recipe.environment;
+    sandbox.environment = environment;
     // Weak as root: the sandbox's uid, never a root without capabilities
     // (which still reads root's files: `.incbin "../../integrity.key"`).
     sandbox.weak_as_sandbox_uid = true;

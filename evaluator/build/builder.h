@@ -50,6 +50,13 @@ struct BuilderConfig {
   std::vector<std::string> defines;         // e.g. _GLIBCXX_USE_CXX11_ABI=1
   std::string optimization = "-O2";
   bool use_reference_pch = true;  // precompile reference_api.h once per configuration
+  // Precompile torch/extension.h for load_inline's main.cpp, once per
+  // python, torch, compiler and target (KLOOP_EXTENSION_PCH=0: off).
+  bool use_extension_pch = true;
+  // A load_inline .cu that includes torch/extension.h but uses only what
+  // torch/types.h declares compiles with torch/types.h in its place
+  // (extension_build.py; KLOOP_LIGHT_CUDA_HEADERS=0: off).
+  bool light_cuda_headers = true;
   std::chrono::seconds timeout{300};
   // The sandbox a candidate's compile runs in (references are kloop's own);
   // part of a candidate's cache key, so a weak build never serves strict.
@@ -128,6 +135,9 @@ class Builder {
     bool runs_model_code = false;
     std::vector<std::string> read_only;
     std::vector<std::string> environment;  // NAME=VALUE added inside the sandbox
+    // Run only when the build really runs, before it (not for a cached
+    // entry): may add to what the sandbox reads and its environment.
+    std::function<void(std::vector<std::string>& read_only, std::vector<std::string>& environment)> before_build;
     nlohmann::json meta;
   };
   BuildResult build_entry(const Recipe& recipe);
@@ -143,10 +153,19 @@ class Builder {
   // a compile relies on it), not only its signed files present (enough to
   // name it in a cache key).
   std::vector<std::string> reference_pch_flags(bool verified = false);
+ public:
+  // The folder of kloop's precompiled torch/extension.h for a load_inline
+  // extension's main.cpp on `target` (extension_build.py), made on first
+  // use and signed; "" when it cannot be made, `note` then says why.
+  // `make`: false only looks (a test of what is kept).
+  std::string extension_pch(BuildTarget target, std::string& note, bool make = true);
+
+ private:
 
   BuilderConfig config_;
   std::string api_headers_;  // contents of the kernel API headers, part of every key
   std::map<std::string, std::string> identities_;  // compiler path -> `--version` output
+  double made_seconds_ = 0;  // extension_pch: what making it took, when it did
   bool pch_checked_ = false;
   bool pch_verified_ = false;
   std::vector<std::string> pch_flags_;

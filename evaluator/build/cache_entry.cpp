@@ -145,6 +145,19 @@ EntryState load_entry(const fs::path& dir, const std::string& key, const Integri
   return EntryState::kTrusted;
 }
 
+std::string file_identity(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return "";
+  std::string id;
+  for (long long v : {static_cast<long long>(st.st_dev), static_cast<long long>(st.st_ino),
+                      static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
+                      static_cast<long long>(st.st_mtim.tv_nsec), static_cast<long long>(st.st_ctim.tv_sec),
+                      static_cast<long long>(st.st_ctim.tv_nsec)}) {
+    id += std::to_string(v) + " ";
+  }
+  return id;
+}
+
 void quarantine(const fs::path& cache_dir, const fs::path& dir, const std::string& what, const std::string& why) {
   static std::atomic<int> counter{0};
   const fs::path aside = cache_dir / "untrusted";

@@ -57,6 +57,12 @@ std::string entry_tag(const IntegrityKey& ik, const std::string& key, const nloh
 EntryState load_entry(const std::filesystem::path& dir, const std::string& key, const IntegrityKey& ik,
                       const TreeLimits& limits, BuildResult& r, std::string& why);
 
+// What a MAC says of a large file kloop has just made and keeps in place
+// (the extension PCH) instead of its bytes: device, inode, size, mtime and
+// ctime. Any write to it since changes its ctime (which no
+// process can set back), a file put in its place has another inode. "" when
+// it cannot be read.
+std::string file_identity(const std::filesystem::path& p);
 // Moves an untrusted entry out of the way (kept for inspection) and says so.
 void quarantine(const std::filesystem::path& cache_dir, const std::filesystem::path& dir, const std::string& what,
                 const std::string& why);

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "evaluator/build/cache_entry.h"
 #include "evaluator/build/content_hash.h"
 
 namespace kloop {
@@ -295,6 +296,33 @@ TEST_F(BuilderTest, ForgedEntriesAreRebuiltNotLoaded) {
 
 // Attack: the shared precompiled header is code every reference compiles
 // with. A changed one is not used: it is set aside and built again.
+// The extension PCH (hundreds of MB) is hashed once, when kloop makes it;
+// afterwards its MAC holds only while the file is the one kloop made:
+// reading it keeps its identity, any write, a chmod or a copy put in its
+// place does not, even with the same bytes and mtime.
+TEST_F(BuilderTest, AKeptFilesIdentityChangesWithAnyWriteButNotWithReads) {
+  const fs::path f = dir_ / "kloop_extension_pch.h.gch";
+  std::ofstream(f) << "precompiled";
+  const std::string made = build_cache::file_identity(f);
+  ASSERT_FALSE(made.empty());
+  EXPECT_EQ(read_file(f.string()), "precompiled");
+  EXPECT_EQ(build_cache::file_identity(f), made) << "reading it";
+  const auto mtime = fs::last_write_time(f);
+  fs::permissions(f, fs::status(f).permissions());
+  EXPECT_NE(build_cache::file_identity(f), made) << "a chmod to the same mode";
+  const std::string chmodded = build_cache::file_identity(f);
+  { std::ofstream(f, std::ios::in | std::ios::out) << "P"; }
+  fs::last_write_time(f, mtime);
+  EXPECT_NE(build_cache::file_identity(f), chmodded) << "one byte written, mtime set back";
+  const std::string written = build_cache::file_identity(f);
+  const fs::path copy = dir_ / "copy";
+  fs::copy_file(f, copy);
+  fs::last_write_time(copy, mtime);
+  fs::rename(copy, f);
+  EXPECT_NE(build_cache::file_identity(f), written) << "the same bytes put in its place";
+  EXPECT_EQ(build_cache::file_identity(dir_ / "missing"), "");
+}
+
 TEST_F(BuilderTest, TamperedPrecompiledHeaderIsRebuilt) {
   // A tiny reference API keeps the PCH cheap to build twice.
   const fs::path api = dir_ / "api";

@@ -162,6 +162,26 @@ TEST_F(EvaluatorTest, SameSeedSameVerdictDetails) {
   }
 }
 
+// Where an evaluation's time goes (issue 52's phases): its steps after the
+// builds, in the order they run, add up to its total less the builds, and
+// each one ran. An account, not a time: nothing here depends on how fast
+// the machine is.
+TEST_F(EvaluatorTest, AnEvaluationsStepsAccountForItsTotal) {
+  Evaluator ev(builder_, options_);
+  const Verdict v = ev.evaluate(relu(), fixture("correct.cpp"));
+  ASSERT_EQ(v.verdict, VerdictClass::kCorrect) << v.message;
+  const PhaseTimes& p = v.phases;
+  for (double step : {p.plan, p.reference_start, p.baseline, p.candidate_start, p.tests, p.timing, p.end}) {
+    EXPECT_GT(step, 0) << v.to_text();
+  }
+  const double steps = p.plan + p.reference_start + p.baseline + p.candidate_start + p.tests + p.timing + p.end;
+  const double accounted = steps + p.build_candidate + p.build_reference;
+  EXPECT_LE(accounted, p.total * 1.0001 + 1e-6) << v.to_text();
+  EXPECT_GE(accounted, 0.8 * p.total) << v.to_text();
+  EXPECT_NE(v.to_text().find("steps: builds"), std::string::npos) << v.to_text();
+  EXPECT_TRUE(v.to_json()["phases"].contains("candidate_start")) << v.to_json().dump();
+}
+
 }  // namespace
 }  // namespace kloop
 

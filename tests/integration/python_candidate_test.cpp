@@ -71,6 +71,23 @@ TEST_F(PythonCandidateTest, LoadInlineExtensionsAreBuiltInTheCompileSandbox) {
   EXPECT_NE(v.build.log.find("extensions built: kloop_fixture_relu"), std::string::npos) << v.build.log;
 }
 
+// A load_inline extension's main.cpp compiles with kloop's precompiled
+// torch/extension.h, made by kloop outside the sandbox. The candidate's
+// build (model-written code) cannot change it: the fixture tries to write,
+// append, rename, delete and add files there and fails its import if any
+// works; and the header's entry still holds afterwards.
+TEST_F(PythonCandidateTest, LoadInlineUsesKloopsPrecompiledHeaderWhichTheBuildCannotChange) {
+  BuilderConfig config = BuilderConfig::from_environment();
+  ASSERT_TRUE(config.use_extension_pch) << "KLOOP_EXTENSION_PCH=0 in the test's environment";
+  const Verdict v = eval("19_ReLU", "relu_load_inline_default_flags.py");
+  EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << v.message << "\n" << v.build.log;
+  EXPECT_NE(v.build.log.find("main.cpp with kloop's precompiled torch/extension.h"), std::string::npos)
+      << v.build.log;
+  Builder builder(config);
+  std::string note;
+  EXPECT_FALSE(builder.extension_pch(BuildTarget::kCpu, note, /*make=*/false).empty()) << note;
+}
+
 TEST_F(PythonCandidateTest, FailuresAreVerdictsWithTheirTraceback) {
   const Verdict raised = eval("19_ReLU", "relu_raises.py");
   EXPECT_EQ(raised.verdict, VerdictClass::kRuntimeError);

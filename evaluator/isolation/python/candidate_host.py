@@ -9,7 +9,14 @@ Two uses, one file:
   imports the candidate once, so its load_inline calls compile their
   extensions into EXTENSIONS_DIR/<name>/<name>.so, and checks that it
   defines ModelNew. Anything it prints is the build log; a non-zero exit
-  status is a compile_error.
+  status is a compile_error. Torch writes each extension's build.ninja as
+  it always does; before ninja runs it, two changes that leave the module
+  the same (extension_build.py) make it faster, and the log says which
+  were made and how long each step of ninja took.
+* Outside the sandbox, run by kloop itself (never with a candidate):
+      python3 -I candidate_host.py pch OUTDIR cpu|cuda
+  precompiles torch/extension.h with the flags torch gives an
+  extension's main.cpp (extension_build.make_pch).
 * In the candidate's worker (kloop-worker with the interpreter embedded,
   python_host.cpp), as the module `kloop_candidate_host`: open() imports
   the candidate with load_inline replaced by an import of what the build
@@ -100,6 +107,7 @@ def build(candidate, extensions):
         return real_load(*args, **kwargs)
 
     cpp.load_inline, cpp.load = load_inline, load
+    extension_build.install(cpp, os.environ.get("KLOOP_EXTENSION_PCH", ""))
     _model_class(_import_candidate(candidate))
     built = sorted(d for d in os.listdir(extensions) if _extension_file(extensions, d))
     print("kloop: the candidate imports; extensions built: " + (", ".join(built) if built else "none"))
@@ -242,10 +250,15 @@ def forward(model, inputs):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] != "build":
-        sys.exit("usage: candidate_host.py build CANDIDATE.py EXTENSIONS_DIR")
+    if len(sys.argv) != 4 or sys.argv[1] not in ("build", "pch"):
+        sys.exit("usage: candidate_host.py build CANDIDATE.py EXTENSIONS_DIR | pch OUTDIR cpu|cuda")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import extension_build
     try:
-        build(sys.argv[2], sys.argv[3])
+        if sys.argv[1] == "pch":
+            extension_build.make_pch(sys.argv[2], sys.argv[3])
+        else:
+            build(sys.argv[2], sys.argv[3])
     except SystemExit:
         raise
     except BaseException:
