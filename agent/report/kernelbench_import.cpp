@@ -402,6 +402,11 @@ KernelBenchImportSummary import_release(const KernelBenchImportOptions& o) {
     }
     if (!code->is_string()) throw std::runtime_error(at + ": its kernel code is not a string");
     k.code = code->get<std::string>();
+    if (k.code.size() > kMaxKernelBytes) {
+      s.skipped.push_back(k.origin + ": its kernel is " + std::to_string(k.code.size()) + " bytes, more than the " +
+                          std::to_string(kMaxKernelBytes) + " kloop imports");
+      continue;
+    }
     if (const json* m = field(r, {"model", "model_name"}); m && m->is_string()) model = m->get<std::string>();
     if (const json* ref = field(r, {"ref_code", "ref_arch_src", "reference"}); ref && ref->is_string()) {
       k.reference = ref->get<std::string>();

@@ -59,6 +59,11 @@ wire::Case generate_case(const ProblemSpec& spec, const DimValues& dims, int id,
   for (const auto& [name, d] : spec.weights) c.weight_overrides[name] = draw_of(d, dims);
   c.randomize_identity_params = randomize_identity_params;
   c.construction = construction;
+  for (const auto& d : spec.upstream_init_draws) {
+    wire::InitDraw draw{d.dist, {}};
+    for (const auto& e : d.shape) draw.shape.push_back(eval_int_expr(e, dims));
+    c.init_draws.push_back(draw);
+  }
   return c;
 }
 
