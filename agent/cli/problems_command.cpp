@@ -458,6 +458,28 @@ int hash(const GlobalOptions& g, const std::vector<std::string>& names, const st
   return bad ? 1 : 0;
 }
 
+// kloop problems hash's options and what runs it.
+std::pair<CLI::App*, Runner> add_hash_subcommand(CLI::App& app, const GlobalOptions& global) {
+  auto* cmd = app.add_subcommand(
+      "hash", "each task's reference hash (its upstream Model, normalised) against the one its spec records");
+  struct Args {
+    std::vector<std::string> names;
+    std::string suite, upstream;
+    int level = 0;
+    bool write = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("names", a->names, "problems (default: all selected)");
+  cmd->add_option("--suite", a->suite, "only this suite");
+  cmd->add_option("--level", a->level, "only this level");
+  cmd->add_option("--upstream", a->upstream, "a KernelBench checkout (holds KernelBench/level1/...)")->required();
+  cmd->add_flag("--write", a->write, "record the upstream file's hashes in each spec where they differ");
+  return {cmd, [a, &global]() {
+            return hash(global, a->names, a->suite, a->level > 0 ? std::optional<int>(a->level) : std::nullopt,
+                        a->upstream, a->write);
+          }};
+}
+
 }  // namespace
 
 Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
@@ -516,27 +538,12 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
                          "drawn: upstream loads kloop's weights by name; seeded: both sides built after "
                          "torch.manual_seed (KernelBench's contract), their state_dicts compared bit for bit")
       ->capture_default_str();
-  auto* hash_cmd = app.add_subcommand(
-      "hash", "each task's reference hash (its upstream Model, normalised) against the one its spec records");
-  auto hash_names = std::make_shared<std::vector<std::string>>();
-  auto hash_suite = std::make_shared<std::string>();
-  auto hash_level = std::make_shared<int>(0);
-  auto hash_upstream = std::make_shared<std::string>();
-  auto hash_write = std::make_shared<bool>(false);
-  hash_cmd->add_option("names", *hash_names, "problems (default: all selected)");
-  hash_cmd->add_option("--suite", *hash_suite, "only this suite");
-  hash_cmd->add_option("--level", *hash_level, "only this level");
-  hash_cmd->add_option("--upstream", *hash_upstream, "a KernelBench checkout (holds KernelBench/level1/...)")
-      ->required();
-  hash_cmd->add_flag("--write", *hash_write, "record the upstream file's hash in each spec where it differs");
+  const auto [hash_cmd, hash_runner] = add_hash_subcommand(app, global);
   return [&global, list_cmd, show_cmd, check_cmd, parity_cmd, pa, suite, level, json_list, name, json_show, check_names,
           check_suite, check_level, check_device, build_cmd, build_names, build_suite, build_level, build_device,
-          list_selection, hash_cmd, hash_names, hash_suite, hash_level, hash_upstream, hash_write]() {
+          list_selection, hash_cmd = hash_cmd, hash_runner = hash_runner]() {
     if (parity_cmd->parsed()) return parity(global, *pa);
-    if (hash_cmd->parsed()) {
-      return hash(global, *hash_names, *hash_suite, *hash_level > 0 ? std::optional<int>(*hash_level) : std::nullopt,
-                  *hash_upstream, *hash_write);
-    }
+    if (hash_cmd->parsed()) return hash_runner();
     if (build_cmd->parsed()) {
       return build(global, *build_names, *build_suite,
                    *build_level > 0 ? std::optional<int>(*build_level) : std::nullopt, *build_device);

@@ -240,20 +240,117 @@ std::optional<int> as_int(const json* v) {
   return std::nullopt;
 }
 
-}  // namespace
-
-KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
-  const fs::path folder = fs::absolute(o.generations).lexically_normal();
-  if (!fs::is_directory(folder)) throw std::runtime_error(o.generations + ": not a folder");
-  if (o.kernelbench.empty() || !fs::is_directory(o.kernelbench)) {
-    throw std::runtime_error(
-        (o.kernelbench.empty() ? std::string("no KernelBench checkout named") : o.kernelbench + ": not a folder") +
-        ": kloop tells each kernel's task by the reference file of the KernelBench version it was generated with, "
-        "never by its number alone (another version's task 50 is another task); give --kernelbench PATH, a "
-        "KernelBench checkout at that version (it holds KernelBench/level1/...)");
+// A release's records: a JSON list, an object of levels ({"1": [...]}),
+// one record, or one record a line (JSONL).
+std::vector<json> release_records(const std::string& file, const std::string& text) {
+  std::vector<json> records;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception&) {
+    std::istringstream in(text);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      try {
+        records.push_back(json::parse(line));
+      } catch (const json::exception& e) {
+        throw std::runtime_error(file + ":" + std::to_string(n) + ": neither the file nor this line is JSON (" +
+                                 e.what() + "); a release is a JSON list, an object of levels or JSONL");
+      }
+    }
+    return records;
   }
+  if (j.is_array()) return std::vector<json>(j.begin(), j.end());
+  if (!j.is_object()) throw std::runtime_error(file + ": neither a list nor an object of records");
+  if (field(j, {"level_id", "level"})) return {j};
+  for (const auto& [level, items] : j.items()) {
+    if (!items.is_array()) {
+      throw std::runtime_error(file + ": field '" + level +
+                               "' is not a list of records; a release is a list, an object of levels "
+                               "({\"1\": [...]}) or JSONL");
+    }
+    for (json r : items) {
+      if (r.is_object() && !field(r, {"level_id", "level"})) r["level"] = level;
+      records.push_back(r);
+    }
+  }
+  return records;
+}
+
+// Record i of a release as a kernel with its published verdict; none when
+// it carries no kernel (counted) or cannot be told its task (listed).
+std::optional<Kernel> release_kernel(const json& r, std::size_t i, const std::string& file_name,
+                                     const KernelBenchImportOptions& o, KernelBenchImportSummary& s) {
+  const std::string at = file_name + " record " + std::to_string(i + 1);
+  if (!r.is_object()) throw std::runtime_error(at + ": not an object");
+  const auto level = as_int(field(r, {"level_id", "level"}));
+  const auto task = as_int(field(r, {"task_id", "problem_id", "task", "problem"}));
+  if (!level || !task) {
+    throw std::runtime_error(at + ": needs its level (level_id or level) and task number (task_id, problem_id, "
+                             "task or problem) as integers");
+  }
+  Kernel k;
+  k.level = *level;
+  k.problem = *task;
+  k.sample = as_int(field(r, {"sample_id", "sample"})).value_or(0);
+  k.origin = "level " + std::to_string(k.level) + " task " + std::to_string(k.problem) + " of " + file_name;
+  const json* code = field(r, {"custom_code", "kernel_src", "kernel_code", "code"});
+  if (!code) {
+    ++s.without_kernel;
+    return std::nullopt;
+  }
+  if (!code->is_string()) throw std::runtime_error(at + ": its kernel code is not a string");
+  k.code = code->get<std::string>();
+  if (k.code.size() > kMaxKernelBytes) {
+    s.skipped.push_back(k.origin + ": its kernel is " + std::to_string(k.code.size()) + " bytes, more than the " +
+                        std::to_string(kMaxKernelBytes) + " kloop imports");
+    return std::nullopt;
+  }
+  if (const json* ref = field(r, {"ref_code", "ref_arch_src", "reference"}); ref && ref->is_string()) {
+    k.reference = ref->get<std::string>();
+  } else if (!o.kernelbench.empty()) {
+    const std::string path = kernelbench_version_file(o.kernelbench, k.level, k.problem);
+    if (path.empty()) {
+      s.skipped.push_back(k.origin + ": it carries no reference and " + o.kernelbench + " has no level" +
+                          std::to_string(k.level) + "/" + std::to_string(k.problem) + "_*.py");
+      return std::nullopt;
+    }
+    k.reference = read_file_nofollow(path, kMaxKernelBytes);
+  } else {
+    s.skipped.push_back(k.origin + ": it carries no reference code (ref_code); give --kernelbench PATH, the "
+                        "KernelBench version it was made for, to tell its task");
+    return std::nullopt;
+  }
+  // The release's own figure: a claimed speedup says it was correct.
+  const json* claimed = field(r, {"score_default", "speedup", "claimed_speedup"});
+  const json* correct = field(r, {"correctness", "correct"});
+  if (correct && correct->is_boolean() && !correct->get<bool>()) {
+    k.has_verdict = true;
+    k.outcome = Outcome::kIncorrect;
+    k.message = "the release marks it incorrect";
+  } else if (claimed && claimed->is_number() && claimed->get<double>() > 0) {
+    k.has_verdict = true;
+    k.outcome = Outcome::kCorrect;
+    k.speedup = claimed->get<double>();
+    k.message = "the release claims a speedup of " + fmt::format("{:g}", *k.speedup);
+  } else if (correct && correct->is_boolean()) {
+    k.has_verdict = true;
+    k.outcome = Outcome::kCorrect;
+    k.message = "the release marks it correct and claims no speedup";
+  } else {
+    k.message = "the release claims no figure for it";
+  }
+  return k;
+}
+
+// The folder's kernel files, each with its KernelBench version's reference
+// file (skipped with why when it has none, or a file is not plain).
+std::vector<Kernel> folder_kernels(const fs::path& folder, const KernelBenchImportOptions& o,
+                                   KernelBenchImportSummary& s) {
   static const std::regex kName(R"(level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py)");
-  KernelBenchImportSummary s;
   std::vector<Kernel> kernels;
   bool any = false;
   for (const auto& entry : fs::directory_iterator(folder)) {
@@ -297,7 +394,23 @@ KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
                              ": no level_L_problem_P_sample_S_kernel.py file; give the folder KernelBench's "
                              "generate_samples.py wrote (runs/RUN_NAME)");
   }
+  return kernels;
+}
 
+}  // namespace
+
+KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
+  const fs::path folder = fs::absolute(o.generations).lexically_normal();
+  if (!fs::is_directory(folder)) throw std::runtime_error(o.generations + ": not a folder");
+  if (o.kernelbench.empty() || !fs::is_directory(o.kernelbench)) {
+    throw std::runtime_error(
+        (o.kernelbench.empty() ? std::string("no KernelBench checkout named") : o.kernelbench + ": not a folder") +
+        ": kloop tells each kernel's task by the reference file of the KernelBench version it was generated with, "
+        "never by its number alone (another version's task 50 is another task); give --kernelbench PATH, a "
+        "KernelBench checkout at that version (it holds KernelBench/level1/...)");
+  }
+  KernelBenchImportSummary s;
+  std::vector<Kernel> kernels = folder_kernels(folder, o, s);
   std::string model = "unknown";
   std::error_code ec;
   if (fs::exists(fs::symlink_status(folder / "generation_config.yaml", ec))) {
@@ -339,110 +452,14 @@ KernelBenchImportSummary import_release(const KernelBenchImportOptions& o) {
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(std::string(e.what()) + " (a release is a JSON or JSONL file of kernels)");
   }
-  // A JSON list, an object of levels ({"1": [...]}), or one record a line.
-  std::vector<json> records;
-  try {
-    const json j = json::parse(text);
-    if (j.is_array()) {
-      records.assign(j.begin(), j.end());
-    } else if (j.is_object()) {
-      for (const auto& [level, items] : j.items()) {
-        if (!items.is_array()) {
-          throw std::runtime_error(file.string() + ": field '" + level +
-                                   "' is not a list of records; a release is a list, an object of levels "
-                                   "({\"1\": [...]}) or JSONL");
-        }
-        for (json r : items) {
-          if (r.is_object() && !field(r, {"level_id", "level"})) r["level"] = level;
-          records.push_back(r);
-        }
-      }
-    }
-  } catch (const json::exception&) {
-    std::istringstream in(text);
-    std::string line;
-    int n = 0;
-    while (std::getline(in, line)) {
-      ++n;
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      try {
-        records.push_back(json::parse(line));
-      } catch (const json::exception& e) {
-        throw std::runtime_error(file.string() + ":" + std::to_string(n) +
-                                 ": neither the file nor this line is JSON (" + e.what() +
-                                 "); a release is a JSON list, an object of levels or JSONL");
-      }
-    }
-  }
+  const std::vector<json> records = release_records(file.string(), text);
   if (records.empty()) throw std::runtime_error(file.string() + ": no record; a release holds one record per kernel");
-
   KernelBenchImportSummary s;
   std::vector<Kernel> kernels;
   std::string model = "unknown";
   for (std::size_t i = 0; i < records.size(); ++i) {
-    const json& r = records[i];
-    const std::string at = file.filename().string() + " record " + std::to_string(i + 1);
-    if (!r.is_object()) throw std::runtime_error(at + ": not an object");
-    const auto level = as_int(field(r, {"level_id", "level"}));
-    const auto task = as_int(field(r, {"task_id", "problem_id", "task", "problem"}));
-    if (!level || !task) {
-      throw std::runtime_error(at + ": needs its level (level_id or level) and task number (task_id, problem_id, "
-                               "task or problem) as integers");
-    }
-    Kernel k;
-    k.level = *level;
-    k.problem = *task;
-    k.sample = as_int(field(r, {"sample_id", "sample"})).value_or(0);
-    k.origin = "level " + std::to_string(k.level) + " task " + std::to_string(k.problem) + " of " +
-               file.filename().string();
-    const json* code = field(r, {"custom_code", "kernel_src", "kernel_code", "code"});
-    if (!code) {
-      ++s.without_kernel;
-      continue;
-    }
-    if (!code->is_string()) throw std::runtime_error(at + ": its kernel code is not a string");
-    k.code = code->get<std::string>();
-    if (k.code.size() > kMaxKernelBytes) {
-      s.skipped.push_back(k.origin + ": its kernel is " + std::to_string(k.code.size()) + " bytes, more than the " +
-                          std::to_string(kMaxKernelBytes) + " kloop imports");
-      continue;
-    }
-    if (const json* m = field(r, {"model", "model_name"}); m && m->is_string()) model = m->get<std::string>();
-    if (const json* ref = field(r, {"ref_code", "ref_arch_src", "reference"}); ref && ref->is_string()) {
-      k.reference = ref->get<std::string>();
-    } else if (!o.kernelbench.empty()) {
-      const std::string path = kernelbench_version_file(o.kernelbench, k.level, k.problem);
-      if (path.empty()) {
-        s.skipped.push_back(k.origin + ": it carries no reference and " + o.kernelbench + " has no level" +
-                            std::to_string(k.level) + "/" + std::to_string(k.problem) + "_*.py");
-        continue;
-      }
-      k.reference = read_file_nofollow(path, kMaxKernelBytes);
-    } else {
-      s.skipped.push_back(k.origin + ": it carries no reference code (ref_code); give --kernelbench PATH, the "
-                          "KernelBench version it was made for, to tell its task");
-      continue;
-    }
-    // The release's own figure: a claimed speedup says it was correct.
-    const json* claimed = field(r, {"score_default", "speedup", "claimed_speedup"});
-    const json* correct = field(r, {"correctness", "correct"});
-    if (correct && correct->is_boolean() && !correct->get<bool>()) {
-      k.has_verdict = true;
-      k.outcome = Outcome::kIncorrect;
-      k.message = "the release marks it incorrect";
-    } else if (claimed && claimed->is_number() && claimed->get<double>() > 0) {
-      k.has_verdict = true;
-      k.outcome = Outcome::kCorrect;
-      k.speedup = claimed->get<double>();
-      k.message = "the release claims a speedup of " + fmt::format("{:g}", *k.speedup);
-    } else if (correct && correct->is_boolean()) {
-      k.has_verdict = true;
-      k.outcome = Outcome::kCorrect;
-      k.message = "the release marks it correct and claims no speedup";
-    } else {
-      k.message = "the release claims no figure for it";
-    }
-    kernels.push_back(std::move(k));
+    if (auto k = release_kernel(records[i], i, file.filename().string(), o, s)) kernels.push_back(std::move(*k));
+    if (const json* m = field(records[i], {"model", "model_name"}); m && m->is_string()) model = m->get<std::string>();
   }
   if (kernels.empty() && s.skipped.empty()) {
     throw std::runtime_error(file.string() + ": no record carries kernel code (custom_code, kernel_src, kernel_code "
