@@ -144,7 +144,8 @@ TEST_F(ImportTest, AReleaseIsImportedWithItsClaimsBesideKloopsMeasurements) {
   EXPECT_DOUBLE_EQ(*records[0].speedup, 1.15);
   EXPECT_EQ(import_release(o).imported, 0) << "importing again adds nothing";
 
-  const RunView published = load_run_view(s.run_dir, "", nullptr);
+  const ProblemRegistry registry(ProblemRegistry::default_root());
+  const RunView published = load_run_view(s.run_dir, "", &registry);
   EXPECT_DOUBLE_EQ(fast(metrics_of(published), 1), 0.01) << "1 of the level's 100 tasks claimed faster";
   std::vector<RunView> views = {published};
   if (test_support::python_candidates_unavailable().empty()) {
@@ -156,7 +157,7 @@ TEST_F(ImportTest, AReleaseIsImportedWithItsClaimsBesideKloopsMeasurements) {
     std::ostringstream progress;
     const RescoreSummary done = rescore_run(s.run_dir, r, progress);
     EXPECT_TRUE(done.errors.empty()) << progress.str();
-    views.push_back(load_run_view(s.run_dir, "kernelbench", nullptr));
+    views.push_back(load_run_view(s.run_dir, "kernelbench", &registry));
   }
   std::vector<RunMetrics> metrics;
   for (const auto& v : views) metrics.push_back(metrics_of(v));
