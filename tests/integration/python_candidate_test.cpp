@@ -75,28 +75,6 @@ TEST_F(PythonCandidateTest, LoadInlineExtensionsAreBuiltInTheCompileSandbox) {
   EXPECT_NE(v.build.log.find("extensions built: kloop_fixture_relu"), std::string::npos) << v.build.log;
 }
 
-TEST_F(PythonCandidateTest, FailuresAreVerdictsWithTheirTraceback) {
-  const Verdict raised = eval("19_ReLU", "relu_raises.py");
-  EXPECT_EQ(raised.verdict, VerdictClass::kRuntimeError);
-  EXPECT_NE(raised.message.find("this forward always fails"), std::string::npos) << raised.message;
-  EXPECT_NE(raised.message.find("Traceback"), std::string::npos) << raised.message;
-  const Verdict syntax = eval("19_ReLU", "relu_syntax_error.py");
-  EXPECT_EQ(syntax.verdict, VerdictClass::kCompileError);
-  EXPECT_NE(syntax.message.find("SyntaxError"), std::string::npos) << syntax.message;
-  EXPECT_NE(syntax.message.find("line 6"), std::string::npos) << syntax.message;
-}
-
-TEST_F(PythonCandidateTest, StrictCatchesPythonHacks) {
-  const Verdict alias = eval("19_ReLU", "relu_in_place.py");
-  EXPECT_EQ(alias.verdict, VerdictClass::kIntegrityViolation) << alias.message;
-  ASSERT_FALSE(alias.integrity.empty());
-  EXPECT_EQ(alias.integrity.front().check, "output_aliases_input");
-  const Verdict stale = eval("19_ReLU", "relu_remembers.py");
-  EXPECT_EQ(stale.verdict, VerdictClass::kIntegrityViolation) << stale.message;
-  ASSERT_FALSE(stale.integrity.empty());
-  EXPECT_EQ(stale.integrity.front().check, "stale_output");
-}
-
 // KernelBench's construction contract (docs/kernelbench.md):
 // torch seeded before Model and again before ModelNew, so a kernel written
 // as published ones are (its own names for the reference's tensors, an
@@ -153,16 +131,6 @@ TEST_F(PythonCandidateTest, NonIdentityNormParametersStillCatchTheIdentityAffine
       << by_hand.to_text();
 }
 
-// A wrong kernel whose mistake repeats itself (the same output for every
-// input) is incorrect, with the comparison's own words; stale_output is for
-// outputs that are an earlier call's expected result.
-TEST_F(PythonCandidateTest, AWrongKernelIsIncorrectNotAStaleOutput) {
-  const Verdict v = eval("20_LeakyReLU", "leakyrelu_never_written.py");
-  EXPECT_EQ(v.verdict, VerdictClass::kIncorrect) << v.message;
-  EXPECT_TRUE(v.integrity.empty()) << v.integrity.front().check << ": " << v.integrity.front().message;
-  EXPECT_NE(v.message.find("constant output"), std::string::npos) << v.message;
-}
-
 // Every verdict kind (evaluator/verdict.h) from a real evaluation, and the
 // feedback the model then reads (PromptBuilder::feedback, the kernelbench
 // prompts): each names what happened in its own words, and only an
@@ -177,14 +145,17 @@ TEST_F(PythonCandidateTest, EveryVerdictKindsFeedbackNamesItAndNeverAccusesAWron
     std::vector<std::string> says;
   };
   const std::vector<Case> cases = {
-      {"19_ReLU", "relu_syntax_error.py", "kernelbench", VerdictClass::kCompileError, {"did not compile", "SyntaxError"}},
+      {"19_ReLU", "relu_syntax_error.py", "kernelbench", VerdictClass::kCompileError,
+       {"did not compile", "SyntaxError", "line 6"}},
       {"19_ReLU", "relu_two_arguments.py", "kernelbench", VerdictClass::kLoadError,
        {"could not be loaded", "forward takes 2 tensor argument(s), but the problem passes 1"}},
       {"19_ReLU", "relu_raises.py", "kernelbench", VerdictClass::kRuntimeError,
-       {"failed while running", "this forward always fails"}},
+       {"failed while running", "this forward always fails", "Traceback"}},
       {"19_ReLU", "relu_never_returns.py", "kernelbench", VerdictClass::kTimeout, {"did not finish in time"}},
-      {"19_ReLU", "relu_wrong.py", "strict", VerdictClass::kIncorrect, {"output is wrong", "values wrong"}},
-      {"20_LeakyReLU", "relu_correct.py", "strict", VerdictClass::kIncorrect, {"output is wrong", "values wrong"}},
+      {"19_ReLU", "relu_wrong.py", "kernelbench", VerdictClass::kIncorrect, {"output is wrong", "values wrong"}},
+      // strict: under kernelbench's inputs (U[0,1)) and tolerance these two pass.
+      {"20_LeakyReLU", "leakyrelu_forgets_slope.py", "strict", VerdictClass::kIncorrect,
+       {"output is wrong", "values wrong"}},
       {"20_LeakyReLU", "leakyrelu_never_written.py", "strict", VerdictClass::kIncorrect,
        {"output is wrong", "constant output"}},
       {"23_Softmax", "softmax_zeros.py", "strict", VerdictClass::kIncorrect, {"output is wrong", "constant output"}},
@@ -216,9 +187,11 @@ TEST_F(PythonCandidateTest, EveryVerdictKindsFeedbackNamesItAndNeverAccusesAWron
     const std::string feedback = prompts.feedback(v);
     for (const auto& words : c.says) EXPECT_NE(feedback.find(words), std::string::npos) << what << "\n" << feedback;
     if (c.verdict == VerdictClass::kIntegrityViolation) continue;
+    EXPECT_TRUE(v.integrity.empty()) << what << ": " << v.integrity.front().check;
     std::string lower = feedback;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
-    for (const char* accusation : {"integrity", "cach", "stale", "hack", "remember", "rejected"}) {
+    // ("cache" alone is in the build folder's path a compile error quotes.)
+    for (const char* accusation : {"integrity", "caching", "cached", "stale", "hack", "remember", "rejected"}) {
       EXPECT_EQ(lower.find(accusation), std::string::npos)
           << what << ": the feedback says '" << accusation << "':\n" << feedback;
     }
