@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       kloop::cli::add_report_command);
   add("rescore", "re-evaluate a run's stored candidates under another protocol (no LLM calls)",
       kloop::cli::add_rescore_command);
-  add("import", "turn another harness's generations into a kloop run (kernelbench)", kloop::cli::add_import_command);
+  add("import", "turn published kernels into a kloop run (kernelbench: a generation folder; release: a JSON or JSONL release)", kloop::cli::add_import_command);
   add("mutate", "measure the judge: mutate correct kernels by fault class, kill rates per protocol and class",
       kloop::cli::add_mutate_command);
 

@@ -21,6 +21,8 @@
 #include "agent/store/run_store.h"
 #include "evaluator/evaluate.h"
 #include "evaluator/parity.h"
+#include "evaluator/build/content_hash.h"
+#include "evaluator/problem/reference_source.h"
 #include "evaluator/problem/registry.h"
 
 namespace kloop::cli {
@@ -398,6 +400,86 @@ int parity(const GlobalOptions& g, const ParityArgs& a) {
   return bad ? 1 : 0;
 }
 
+// The reference hash of each selected task (docs/kernelbench.md, "Published
+// kernels of any KernelBench version"): the upstream file its spec's
+// provenance.file names, under `upstream`, against the spec's recorded
+// provenance.reference_hash and inputs_hash. --write records them where they
+// are missing or differ (for a port brought up to that upstream file).
+int hash(const GlobalOptions& g, const std::vector<std::string>& names, const std::string& suite,
+         std::optional<int> level, const std::string& upstream, bool write) {
+  ProblemRegistry reg(g.problems_dir);
+  int bad = 0, written = 0;
+  const std::vector<ProblemEntry> entries = reg.select(names, suite, level);
+  std::printf("%-52s %-16s %-16s %s\n", "problem", "recorded", "upstream", "");
+  for (const auto& e : entries) {
+    const ProblemSpec s = reg.load(e);
+    const auto file = s.provenance.find("file");
+    const auto recorded = s.provenance.find("reference_hash");
+    const std::string have = recorded == s.provenance.end() ? "-" : recorded->second;
+    if (file == s.provenance.end()) {
+      std::printf("%-52s %-16s %-16s %s\n", e.name.c_str(), have.c_str(), "-", "no provenance.file");
+      continue;
+    }
+    const std::filesystem::path path = std::filesystem::path(upstream) / file->second;
+    std::string source;
+    try {
+      source = read_file(path.string());
+    } catch (const std::exception& ex) {
+      ++bad;
+      std::printf("%-52s %-16s %-16s %s\n", e.name.c_str(), have.c_str(), "-", ex.what());
+      continue;
+    }
+    const ReferenceIdentity id = reference_identity(source);
+    const std::string& theirs = id.model_hash;
+    const auto inputs = s.provenance.find("inputs_hash");
+    const bool same = theirs == have && inputs != s.provenance.end() && inputs->second == id.inputs_hash;
+    std::string state = same ? "same" : have == "-" ? "not recorded" : theirs == have ? "inputs differ" : "DIFFERS";
+    if (!same && write) {
+      // The hashes go on their own lines after provenance.file (the spec's
+      // text is kept as written: comments, order).
+      std::istringstream in(read_file(e.spec_path));
+      std::string line, out;
+      while (std::getline(in, line)) {
+        if (line.rfind("  reference_hash:", 0) == 0 || line.rfind("  inputs_hash:", 0) == 0) continue;
+        out += line + "\n";
+        if (line.rfind("  file:", 0) == 0) {
+          out += "  reference_hash: \"" + theirs + "\"\n  inputs_hash: \"" + id.inputs_hash + "\"\n";
+        }
+      }
+      RunStore::write_text(e.spec_path, out);
+      state = "written";
+      ++written;
+    } else if (!same) {
+      ++bad;
+    }
+    std::printf("%-52s %-16s %-16s %s\n", e.name.c_str(), have.c_str(), theirs.c_str(), state.c_str());
+  }
+  std::printf("%zu task(s), %d differ or unreadable, %d written\n", entries.size(), bad, written);
+  return bad ? 1 : 0;
+}
+
+// kloop problems hash's options and what runs it.
+std::pair<CLI::App*, Runner> add_hash_subcommand(CLI::App& app, const GlobalOptions& global) {
+  auto* cmd = app.add_subcommand(
+      "hash", "each task's reference hash (its upstream Model, normalised) against the one its spec records");
+  struct Args {
+    std::vector<std::string> names;
+    std::string suite, upstream;
+    int level = 0;
+    bool write = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("names", a->names, "problems (default: all selected)");
+  cmd->add_option("--suite", a->suite, "only this suite");
+  cmd->add_option("--level", a->level, "only this level");
+  cmd->add_option("--upstream", a->upstream, "a KernelBench checkout (holds KernelBench/level1/...)")->required();
+  cmd->add_flag("--write", a->write, "record the upstream file's hashes in each spec where they differ");
+  return {cmd, [a, &global]() {
+            return hash(global, a->names, a->suite, a->level > 0 ? std::optional<int>(a->level) : std::nullopt,
+                        a->upstream, a->write);
+          }};
+}
+
 }  // namespace
 
 Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
@@ -456,10 +538,12 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
                          "drawn: upstream loads kloop's weights by name; seeded: both sides built after "
                          "torch.manual_seed (KernelBench's contract), their state_dicts compared bit for bit")
       ->capture_default_str();
+  const auto [hash_cmd, hash_runner] = add_hash_subcommand(app, global);
   return [&global, list_cmd, show_cmd, check_cmd, parity_cmd, pa, suite, level, json_list, name, json_show, check_names,
           check_suite, check_level, check_device, build_cmd, build_names, build_suite, build_level, build_device,
-          list_selection]() {
+          list_selection, hash_cmd = hash_cmd, hash_runner = hash_runner]() {
     if (parity_cmd->parsed()) return parity(global, *pa);
+    if (hash_cmd->parsed()) return hash_runner();
     if (build_cmd->parsed()) {
       return build(global, *build_names, *build_suite,
                    *build_level > 0 ? std::optional<int>(*build_level) : std::nullopt, *build_device);

@@ -1,14 +1,19 @@
 #include "agent/report/kernelbench_import.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <tuple>
 
+#include "agent/report/kernelbench_tasks.h"
 #include "agent/scaffold/run_config.h"
 #include "agent/store/run_store.h"
 #include "base/untrusted_tree.h"
@@ -26,9 +31,18 @@ using json = nlohmann::json;
 constexpr uint64_t kMaxKernelBytes = 4u << 20;    // a kernel file
 constexpr uint64_t kMaxResultsBytes = 64u << 20;  // eval_results.json
 
-struct KernelFile {
+// One published kernel, before kloop knows its task.
+struct Kernel {
   int level = 0, problem = 0, sample = 0;
-  fs::path path;
+  std::string origin;      // its file, or "level L task P of RELEASE"
+  std::string code;
+  std::string reference;   // the reference source its task is told by
+  std::string reference_file;  // the KernelBench version's file name, when it came from one
+  bool has_verdict = false;    // with a published verdict (else unevaluated)
+  Outcome outcome = Outcome::kUnevaluated;
+  std::optional<double> speedup;
+  std::string message;
+  std::string gpu;
 };
 
 // KernelBench's eval_results.json: {"P": [{"sample_id": S, "compiled": .., "correctness": .., "runtime": ..}]}
@@ -68,7 +82,8 @@ std::map<std::pair<int, int>, json> published_results(const fs::path& file) {
   return out;
 }
 
-void set_published_verdict(AttemptRecord& r, const json& e) {
+void set_published_verdict(Kernel& r, const json& e) {
+  r.has_verdict = true;
   const bool compiled = e.value("compiled", false);
   const bool correct = e.value("correctness", false);
   r.outcome = !compiled ? Outcome::kCompileError : correct ? Outcome::kCorrect : Outcome::kIncorrect;
@@ -88,80 +103,75 @@ void set_published_verdict(AttemptRecord& r, const json& e) {
   if (meta.contains("hardware") && meta["hardware"].is_string()) r.gpu = meta["hardware"];
 }
 
-}  // namespace
-
-KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
-  const fs::path folder = fs::absolute(o.generations).lexically_normal();
-  if (!fs::is_directory(folder)) throw std::runtime_error(o.generations + ": not a folder");
-  static const std::regex kName(R"(level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py)");
-  std::vector<KernelFile> files;
-  std::vector<std::string> refused;
-  for (const auto& entry : fs::directory_iterator(folder)) {
-    std::smatch m;
-    const std::string f = entry.path().filename().string();
-    if (!std::regex_match(f, m, kName)) continue;
-    std::error_code ec;
-    if (!entry.is_symlink(ec) && entry.is_regular_file(ec)) {
-      try {
-        files.push_back({std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), entry.path()});
-      } catch (const std::exception&) {
-        refused.push_back(f + ": a number in its name is out of range");
-      }
-    } else {
-      refused.push_back(f + ": a link or not a regular file; kloop imports regular files of the folder only");
-    }
+// Upstream's baseline timing file (results/timing/<hw>/baseline_time_torch.json):
+// {"level1": {"19_ReLU.py": {"mean": ms, ...}}}, keyed here by (level, file name).
+std::map<std::pair<int, std::string>, double> baseline_times(const std::string& file) {
+  std::map<std::pair<int, std::string>, double> out;
+  json j;
+  try {
+    j = json::parse(read_file_nofollow(file, kMaxResultsBytes));
+  } catch (const json::exception& e) {
+    throw std::runtime_error(file + ": not valid JSON (" + e.what() + "); give KernelBench's " +
+                             "results/timing/<hardware>/baseline_time_torch.json");
   }
-  if (files.empty()) {
-    throw std::runtime_error(o.generations +
-                             ": no level_L_problem_P_sample_S_kernel.py file; give the folder KernelBench's "
-                             "generate_samples.py wrote (runs/RUN_NAME)");
-  }
-  std::sort(files.begin(), files.end(), [](const KernelFile& a, const KernelFile& b) {
-    return std::tie(a.level, a.problem, a.sample) < std::tie(b.level, b.problem, b.sample);
-  });
-
-  // KernelBench's problem P of level L is kloop's task named "P_...".
-  ProblemRegistry registry(o.problems_dir);
-  std::map<std::pair<int, int>, ProblemEntry> tasks;
-  for (const auto& e : registry.list("kernelbench")) {
-    const std::size_t underscore = e.name.find('_');
+  if (!j.is_object()) throw std::runtime_error(file + ": expected an object keyed by level (\"level1\": {...})");
+  for (const auto& [level, tasks] : j.items()) {
+    if (level.rfind("level", 0) != 0 || !tasks.is_object()) continue;
+    int l = 0;
     try {
-      if (underscore != std::string::npos) tasks[{e.level, std::stoi(e.name.substr(0, underscore))}] = e;
+      l = std::stoi(level.substr(5));
     } catch (const std::exception&) {
-    }
-  }
-
-  std::string model = "unknown";
-  std::error_code ec;
-  if (fs::exists(fs::symlink_status(folder / "generation_config.yaml", ec))) {
-    const json g = read_config_json((folder / "generation_config.yaml").string(), /*follow_links=*/false);
-    if (g.contains("model_name") && g["model_name"].is_string()) model = g["model_name"].get<std::string>();
-  }
-  const auto published = published_results(folder / "eval_results.json");
-
-  KernelBenchImportSummary s;
-  s.skipped = refused;
-  const std::string name = o.name.empty() ? folder.filename().string() : o.name;
-  RunStore store(o.runs_dir, name);
-  s.run_dir = store.path();
-  std::set<std::string> problems;
-  int samples = 1;
-  std::vector<std::pair<KernelFile, ProblemEntry>> matched;
-  for (const auto& f : files) {
-    auto t = tasks.find({f.level, f.problem});
-    if (t == tasks.end()) {
-      s.skipped.push_back(f.path.filename().string() + ": kloop has no level " + std::to_string(f.level) +
-                          " task numbered " + std::to_string(f.problem));
       continue;
     }
-    problems.insert(t->second.name);
-    samples = std::max(samples, f.sample + 1);
-    matched.emplace_back(f, t->second);
+    for (const auto& [task, t] : tasks.items()) {
+      if (t.is_object() && t.contains("mean") && t["mean"].is_number() && t["mean"].get<double>() > 0) {
+        out[{l, task}] = t["mean"].get<double>();
+      }
+    }
   }
+  if (out.empty()) throw std::runtime_error(file + ": no level's task has a positive \"mean\" (ms); not a baseline file");
+  return out;
+}
+
+// The run from the kernels: each told its kloop task by its reference (or
+// skipped with why), the whole of each level seen selected, one attempt per
+// kernel with its published verdict.
+KernelBenchImportSummary write_run(const KernelBenchImportOptions& o, const std::string& name,
+                                   const json& imported_from, const std::string& model, std::vector<Kernel> kernels,
+                                   KernelBenchImportSummary s) {
+  std::sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) {
+    return std::tie(a.level, a.problem, a.sample) < std::tie(b.level, b.problem, b.sample);
+  });
+  ProblemRegistry registry(o.problems_dir);
+  const KernelBenchTasks tasks(registry);
+  std::set<int> levels;
+  int samples = 1;
+  std::vector<std::pair<Kernel, ProblemEntry>> matched;
+  std::set<std::pair<std::string, int>> taken;
+  for (auto& k : kernels) {
+    levels.insert(k.level);
+    const IdentifiedTask t = tasks.identify(k.level, k.problem, k.reference);
+    if (!t.task) {
+      s.skipped.push_back(k.origin + ": " + t.why);
+      continue;
+    }
+    if (!taken.insert({t.task->name, k.sample}).second) {
+      s.skipped.push_back(k.origin + ": another kernel of sample " + std::to_string(k.sample) + " is already kloop's " +
+                          t.task->name);
+      continue;
+    }
+    if (!t.note.empty()) s.notes.push_back(k.origin + ": " + t.note);
+    samples = std::max(samples, k.sample + 1);
+    matched.emplace_back(std::move(k), *t.task);
+  }
+  const std::vector<std::string> whole = tasks.whole_levels(std::vector<int>(levels.begin(), levels.end()));
+  s.level_tasks = static_cast<int>(whole.size());
+  RunStore store(o.runs_dir, name);
+  s.run_dir = store.path();
   json resolved = {{"name", name},
                    {"config_file", ""},
-                   {"imported_from", {{"kind", "kernelbench"}, {"folder", folder.string()}}},
-                   {"problems", {{"suite", "kernelbench"}, {"level", nullptr}, {"names", problems}}},
+                   {"imported_from", imported_from},
+                   {"problems", {{"suite", "kernelbench"}, {"level", nullptr}, {"names", whole}}},
                    {"device", o.device},
                    {"protocol", kPublishedProtocol},
                    {"candidate_format", "kernelbench_python"},
@@ -173,26 +183,19 @@ KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
 
   std::set<std::tuple<std::string, int, int>> present;
   for (const auto& r : store.load_results()) present.insert({r.problem, r.sample, r.turn});
-  for (const auto& [f, task] : matched) {
-    if (present.count({task.name, f.sample, 1})) {
+  for (const auto& [k, task] : matched) {
+    if (present.count({task.name, k.sample, 1})) {
       ++s.present;
       continue;
     }
-    std::string code;
-    try {
-      code = read_file_nofollow(f.path.string(), kMaxKernelBytes);
-    } catch (const std::runtime_error& e) {
-      s.skipped.push_back(e.what());
-      continue;
-    }
-    const std::string dir = store.attempt_dir(task.name, f.sample, 1);
-    RunStore::write_text(dir + "/candidate.py", code);
-    RunStore::write_text(dir + "/response.txt", code);
+    const std::string dir = store.attempt_dir(task.name, k.sample, 1);
+    RunStore::write_text(dir + "/candidate.py", k.code);
+    RunStore::write_text(dir + "/response.txt", k.code);
     AttemptRecord r;
     r.run = name;
     r.problem = task.name;
     r.level = task.level;
-    r.sample = f.sample;
+    r.sample = k.sample;
     r.turn = 1;
     r.protocol = kPublishedProtocol;
     r.device = o.device;
@@ -200,21 +203,271 @@ KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
     r.chain_done = true;
     r.stop_reason = "turns";
     r.step = "fresh";
-    r.attempt_dir = store.relative_attempt_dir(task.name, f.sample, 1);
+    r.attempt_dir = store.relative_attempt_dir(task.name, k.sample, 1);
     r.timestamp = utc_timestamp();
-    auto p = published.find({f.problem, f.sample});
-    if (p != published.end()) {
-      set_published_verdict(r, p->second);
-      ++s.published;
-    } else {
-      r.outcome = Outcome::kUnevaluated;
-      r.message = "imported from " + f.path.string() + " without KernelBench's verdict (no eval_results.json entry)";
-    }
+    r.outcome = k.outcome;
+    r.speedup = k.speedup;
+    r.message = k.message;
+    r.gpu = k.gpu;
+    s.published += k.has_verdict ? 1 : 0;
     store.seal_files(r.attempt_dir, {"candidate.py", "response.txt"});
     store.append(r);
     ++s.imported;
   }
   return s;
+}
+
+// The first of `names` a record has, not null and not "".
+const json* field(const json& record, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    auto it = record.find(n);
+    if (it != record.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty())) return &*it;
+  }
+  return nullptr;
+}
+
+std::optional<int> as_int(const json* v) {
+  if (!v) return std::nullopt;
+  if (v->is_number_integer()) return v->get<int>();
+  if (v->is_string()) {
+    try {
+      std::size_t used = 0;
+      const int n = std::stoi(v->get<std::string>(), &used);
+      if (used == v->get<std::string>().size()) return n;
+    } catch (const std::exception&) {
+    }
+  }
+  return std::nullopt;
+}
+
+// A release's records: a JSON list, an object of levels ({"1": [...]}),
+// one record, or one record a line (JSONL).
+std::vector<json> release_records(const std::string& file, const std::string& text) {
+  std::vector<json> records;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception&) {
+    std::istringstream in(text);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      try {
+        records.push_back(json::parse(line));
+      } catch (const json::exception& e) {
+        throw std::runtime_error(file + ":" + std::to_string(n) + ": neither the file nor this line is JSON (" +
+                                 e.what() + "); a release is a JSON list, an object of levels or JSONL");
+      }
+    }
+    return records;
+  }
+  if (j.is_array()) return std::vector<json>(j.begin(), j.end());
+  if (!j.is_object()) throw std::runtime_error(file + ": neither a list nor an object of records");
+  if (field(j, {"level_id", "level"})) return {j};
+  for (const auto& [level, items] : j.items()) {
+    if (!items.is_array()) {
+      throw std::runtime_error(file + ": field '" + level +
+                               "' is not a list of records; a release is a list, an object of levels "
+                               "({\"1\": [...]}) or JSONL");
+    }
+    for (json r : items) {
+      if (r.is_object() && !field(r, {"level_id", "level"})) r["level"] = level;
+      records.push_back(r);
+    }
+  }
+  return records;
+}
+
+// Record i of a release as a kernel with its published verdict; none when
+// it carries no kernel (counted) or cannot be told its task (listed).
+std::optional<Kernel> release_kernel(const json& r, std::size_t i, const std::string& file_name,
+                                     const KernelBenchImportOptions& o, KernelBenchImportSummary& s) {
+  const std::string at = file_name + " record " + std::to_string(i + 1);
+  if (!r.is_object()) throw std::runtime_error(at + ": not an object");
+  const auto level = as_int(field(r, {"level_id", "level"}));
+  const auto task = as_int(field(r, {"task_id", "problem_id", "task", "problem"}));
+  if (!level || !task) {
+    throw std::runtime_error(at + ": needs its level (level_id or level) and task number (task_id, problem_id, "
+                             "task or problem) as integers");
+  }
+  Kernel k;
+  k.level = *level;
+  k.problem = *task;
+  k.sample = as_int(field(r, {"sample_id", "sample"})).value_or(0);
+  k.origin = "level " + std::to_string(k.level) + " task " + std::to_string(k.problem) + " of " + file_name;
+  const json* code = field(r, {"custom_code", "kernel_src", "kernel_code", "code"});
+  if (!code) {
+    ++s.without_kernel;
+    return std::nullopt;
+  }
+  if (!code->is_string()) throw std::runtime_error(at + ": its kernel code is not a string");
+  k.code = code->get<std::string>();
+  if (k.code.size() > kMaxKernelBytes) {
+    s.skipped.push_back(k.origin + ": its kernel is " + std::to_string(k.code.size()) + " bytes, more than the " +
+                        std::to_string(kMaxKernelBytes) + " kloop imports");
+    return std::nullopt;
+  }
+  if (const json* ref = field(r, {"ref_code", "ref_arch_src", "reference"}); ref && ref->is_string()) {
+    k.reference = ref->get<std::string>();
+  } else if (!o.kernelbench.empty()) {
+    const std::string path = kernelbench_version_file(o.kernelbench, k.level, k.problem);
+    if (path.empty()) {
+      s.skipped.push_back(k.origin + ": it carries no reference and " + o.kernelbench + " has no level" +
+                          std::to_string(k.level) + "/" + std::to_string(k.problem) + "_*.py");
+      return std::nullopt;
+    }
+    k.reference = read_file_nofollow(path, kMaxKernelBytes);
+  } else {
+    s.skipped.push_back(k.origin + ": it carries no reference code (ref_code); give --kernelbench PATH, the "
+                        "KernelBench version it was made for, to tell its task");
+    return std::nullopt;
+  }
+  // The release's own figure: a claimed speedup says it was correct.
+  const json* claimed = field(r, {"score_default", "speedup", "claimed_speedup"});
+  const json* correct = field(r, {"correctness", "correct"});
+  if (correct && correct->is_boolean() && !correct->get<bool>()) {
+    k.has_verdict = true;
+    k.outcome = Outcome::kIncorrect;
+    k.message = "the release marks it incorrect";
+  } else if (claimed && claimed->is_number() && claimed->get<double>() > 0) {
+    k.has_verdict = true;
+    k.outcome = Outcome::kCorrect;
+    k.speedup = claimed->get<double>();
+    k.message = "the release claims a speedup of " + fmt::format("{:g}", *k.speedup);
+  } else if (correct && correct->is_boolean()) {
+    k.has_verdict = true;
+    k.outcome = Outcome::kCorrect;
+    k.message = "the release marks it correct and claims no speedup";
+  } else {
+    k.message = "the release claims no figure for it";
+  }
+  return k;
+}
+
+// The folder's kernel files, each with its KernelBench version's reference
+// file (skipped with why when it has none, or a file is not plain).
+std::vector<Kernel> folder_kernels(const fs::path& folder, const KernelBenchImportOptions& o,
+                                   KernelBenchImportSummary& s) {
+  static const std::regex kName(R"(level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py)");
+  std::vector<Kernel> kernels;
+  bool any = false;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    std::smatch m;
+    const std::string f = entry.path().filename().string();
+    if (!std::regex_match(f, m, kName)) continue;
+    any = true;
+    std::error_code ec;
+    if (entry.is_symlink(ec) || !entry.is_regular_file(ec)) {
+      s.skipped.push_back(f + ": a link or not a regular file; kloop imports regular files of the folder only");
+      continue;
+    }
+    Kernel k;
+    try {
+      k.level = std::stoi(m[1]);
+      k.problem = std::stoi(m[2]);
+      k.sample = std::stoi(m[3]);
+    } catch (const std::exception&) {
+      s.skipped.push_back(f + ": a number in its name is out of range");
+      continue;
+    }
+    k.origin = f;
+    const std::string reference = kernelbench_version_file(o.kernelbench, k.level, k.problem);
+    if (reference.empty()) {
+      s.skipped.push_back(f + ": " + o.kernelbench + " has no KernelBench/level" + std::to_string(k.level) + "/" +
+                          std::to_string(k.problem) + "_*.py: not the KernelBench version these kernels were made for?");
+      continue;
+    }
+    try {
+      k.reference = read_file_nofollow(reference, kMaxKernelBytes);
+      k.code = read_file_nofollow(entry.path().string(), kMaxKernelBytes);
+    } catch (const std::runtime_error& e) {
+      s.skipped.push_back(e.what());
+      continue;
+    }
+    k.reference_file = fs::path(reference).filename().string();
+    kernels.push_back(std::move(k));
+  }
+  if (!any) {
+    throw std::runtime_error(o.generations +
+                             ": no level_L_problem_P_sample_S_kernel.py file; give the folder KernelBench's "
+                             "generate_samples.py wrote (runs/RUN_NAME)");
+  }
+  return kernels;
+}
+
+}  // namespace
+
+KernelBenchImportSummary import_kernelbench(const KernelBenchImportOptions& o) {
+  const fs::path folder = fs::absolute(o.generations).lexically_normal();
+  if (!fs::is_directory(folder)) throw std::runtime_error(o.generations + ": not a folder");
+  if (o.kernelbench.empty() || !fs::is_directory(o.kernelbench)) {
+    throw std::runtime_error(
+        (o.kernelbench.empty() ? std::string("no KernelBench checkout named") : o.kernelbench + ": not a folder") +
+        ": kloop tells each kernel's task by the reference file of the KernelBench version it was generated with, "
+        "never by its number alone (another version's task 50 is another task); give --kernelbench PATH, a "
+        "KernelBench checkout at that version (it holds KernelBench/level1/...)");
+  }
+  KernelBenchImportSummary s;
+  std::vector<Kernel> kernels = folder_kernels(folder, o, s);
+  std::string model = "unknown";
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(folder / "generation_config.yaml", ec))) {
+    const json g = read_config_json((folder / "generation_config.yaml").string(), /*follow_links=*/false);
+    if (g.contains("model_name") && g["model_name"].is_string()) model = g["model_name"].get<std::string>();
+  }
+  const auto published = published_results(folder / "eval_results.json");
+  std::map<std::pair<int, std::string>, double> baseline;
+  if (!o.baseline.empty()) baseline = baseline_times(o.baseline);
+  for (Kernel& k : kernels) {
+    auto p = published.find({k.problem, k.sample});
+    if (p == published.end()) {
+      k.message = "imported from " + k.origin + " without KernelBench's verdict (no eval_results.json entry)";
+      continue;
+    }
+    set_published_verdict(k, p->second);
+    // KernelBench's analysis: speedup = the baseline's mean / the kernel's runtime (ms).
+    const double runtime = p->second.value("runtime", -1.0);
+    auto b = baseline.find({k.level, k.reference_file});
+    if (k.outcome == Outcome::kCorrect && runtime > 0 && b != baseline.end()) {
+      k.speedup = b->second / runtime;
+    } else if (!o.baseline.empty() && k.outcome == Outcome::kCorrect && b == baseline.end()) {
+      k.message += "; no baseline time for level" + std::to_string(k.level) + "/" + k.reference_file + " in " +
+                   o.baseline;
+    }
+  }
+  const std::string name = o.name.empty() ? folder.filename().string() : o.name;
+  json from = {{"kind", "kernelbench"}, {"folder", folder.string()},
+               {"kernelbench", fs::absolute(o.kernelbench).lexically_normal().string()}};
+  if (!o.baseline.empty()) from["baseline"] = fs::absolute(o.baseline).lexically_normal().string();
+  return write_run(o, name, from, model, std::move(kernels), std::move(s));
+}
+
+KernelBenchImportSummary import_release(const KernelBenchImportOptions& o) {
+  const fs::path file = fs::absolute(o.generations).lexically_normal();
+  std::string text;
+  try {
+    text = read_file_nofollow(file.string(), kMaxResultsBytes);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string(e.what()) + " (a release is a JSON or JSONL file of kernels)");
+  }
+  const std::vector<json> records = release_records(file.string(), text);
+  if (records.empty()) throw std::runtime_error(file.string() + ": no record; a release holds one record per kernel");
+  KernelBenchImportSummary s;
+  std::vector<Kernel> kernels;
+  std::string model = "unknown";
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    if (auto k = release_kernel(records[i], i, file.filename().string(), o, s)) kernels.push_back(std::move(*k));
+    if (const json* m = field(records[i], {"model", "model_name"}); m && m->is_string()) model = m->get<std::string>();
+  }
+  if (kernels.empty() && s.skipped.empty()) {
+    throw std::runtime_error(file.string() + ": no record carries kernel code (custom_code, kernel_src, kernel_code "
+                             "or code)");
+  }
+  const std::string name = o.name.empty() ? file.stem().string() : o.name;
+  const json from = {{"kind", "release"}, {"file", file.string()}};
+  return write_run(o, name, from, model, std::move(kernels), std::move(s));
 }
 
 }  // namespace kloop::report

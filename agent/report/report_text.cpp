@@ -145,7 +145,9 @@ std::vector<const GroupMetrics*> shown_groups(const RunMetrics& m) {
 
 const GroupMetrics* overall(const RunMetrics& m) { return m.groups.empty() ? nullptr : &m.groups.back(); }
 
-std::string one_shot_vs_final(const GroupMetrics& g, const RunMetrics& m, TextFormat f) {
+// speed_na: the view has no speed figure (no_published_speedups): fast_p
+// above 0 and the geomean read n/a.
+std::string one_shot_vs_final(const GroupMetrics& g, const RunMetrics& m, TextFormat f, bool speed_na) {
   const bool ci = m.bootstrap_resamples > 0;
   const TurnMetrics& a = g.by_turn.front();
   const TurnMetrics& b = g.by_turn.back();
@@ -153,7 +155,13 @@ std::string one_shot_vs_final(const GroupMetrics& g, const RunMetrics& m, TextFo
   Table t;
   t.header = {"metric", "one-shot (turn 1)"};
   if (iterative) t.header.insert(t.header.end(), {"final (turn " + std::to_string(b.turn) + ")", "diff"});
-  auto add = [&](const std::string& name, const Estimate& x, const Estimate& y, bool is_speedup) {
+  auto add = [&](const std::string& name, const Estimate& x, const Estimate& y, bool is_speedup,
+                 bool needs_speed = false) {
+    if (speed_na && (is_speedup || needs_speed)) {
+      t.rows.push_back({name, "n/a"});
+      if (iterative) t.rows.back().insert(t.rows.back().end(), {"n/a", "-"});
+      return;
+    }
     std::vector<std::string> row = {name, is_speedup ? speedup(x, ci) : percent(x, ci)};
     if (iterative) {
       row.push_back(is_speedup ? speedup(y, ci) : percent(y, ci));
@@ -164,7 +172,7 @@ std::string one_shot_vs_final(const GroupMetrics& g, const RunMetrics& m, TextFo
   add("compile rate", a.compile_rate, b.compile_rate, false);
   add("correct (fast_0)", a.correctness, b.correctness, false);
   for (std::size_t i = 0; i < m.ps.size(); ++i) {
-    if (m.ps[i] > 0) add(p_name(m.ps[i]), a.fast_p[i], b.fast_p[i], false);
+    if (m.ps[i] > 0) add(p_name(m.ps[i]), a.fast_p[i], b.fast_p[i], false, true);
   }
   add("geomean speedup (correct)", a.geomean_speedup, b.geomean_speedup, true);
   std::string title = g.name + ": one-shot" + (iterative ? " vs iterative" : "") + " (" + std::to_string(g.problems) +
@@ -270,19 +278,20 @@ int outcome_rank(Outcome o) {
   return -1;
 }
 
-// One row per selected problem: its best verdict over every sample and
-// turn, the best speedup of a correct attempt, the turn of its first
-// correct attempt and the last turn it reached.
-std::string problems_table(const RunView& v, TextFormat f) {
-  struct Row {
-    std::optional<Outcome> best;
-    std::optional<double> speedup;
-    int first_correct = 0, last_turn = 0, attempts = 0;
-  };
-  std::map<std::string, Row> rows;
+// A problem's best over every sample and turn: its best verdict, the best
+// speedup of a correct attempt, the turn of its first correct attempt and
+// the last turn it reached.
+struct ProblemRow {
+  std::optional<Outcome> best;
+  std::optional<double> speedup;
+  int first_correct = 0, last_turn = 0, attempts = 0;
+};
+
+std::map<std::string, ProblemRow> problem_rows(const RunView& v) {
+  std::map<std::string, ProblemRow> rows;
   for (const auto& a : v.attempts) {
     const AttemptRecord& r = a.record;
-    Row& row = rows[r.problem];
+    ProblemRow& row = rows[r.problem];
     ++row.attempts;
     row.last_turn = std::max(row.last_turn, r.turn);
     if (outcome_rank(r.outcome) > (row.best ? outcome_rank(*row.best) : -1)) row.best = r.outcome;
@@ -291,6 +300,23 @@ std::string problems_table(const RunView& v, TextFormat f) {
       if (r.speedup && (!row.speedup || *r.speedup > *row.speedup)) row.speedup = r.speedup;
     }
   }
+  return rows;
+}
+
+// A published view (kloop import) whose records carry no speedup: its fast_p
+// above 0 and its geomean are unknown, not zero, and print as n/a.
+bool no_published_speedups(const RunView& v) {
+  if (v.protocol != "kernelbench_published") return false;
+  for (const auto& a : v.attempts) {
+    if (a.record.speedup) return false;
+  }
+  return true;
+}
+
+// One row per selected problem (problem_rows).
+std::string problems_table(const RunView& v, TextFormat f) {
+  using Row = ProblemRow;
+  const std::map<std::string, Row> rows = problem_rows(v);
   Table t;
   t.header = {"problem", "level", "best verdict", "best speedup", "first correct", "turns", "attempts"};
   t.text_columns = 1;
@@ -480,7 +506,7 @@ std::string view_section(const RunView& v, const RunMetrics& m, TextFormat f) {
   }
   out << "\n";
   for (const GroupMetrics* g : shown_groups(m)) {
-    out << one_shot_vs_final(*g, m, f) << "\n";
+    out << one_shot_vs_final(*g, m, f, no_published_speedups(v)) << "\n";
     if (g->by_turn.size() > 2) out << by_turn_table(*g, m, f) << "\n";
     // A search's attempts of a round are not independent samples.
     const bool search = v.scaffold_kind == "beam" || v.scaffold_kind == "evolve";
@@ -553,10 +579,11 @@ std::string comparison_table(const std::vector<RunView>& views, const std::vecto
       row.erase(row.begin() + 4);  // compile
       row.erase(row.begin() + 1, row.begin() + 3);
     }
+    const bool speed_na = no_published_speedups(views[i]);
     for (std::size_t k = 0; k < metrics[i].ps.size(); ++k) {
-      if (metrics[i].ps[k] > 0) row.push_back(percent(tm.fast_p[k], false));
+      if (metrics[i].ps[k] > 0) row.push_back(speed_na ? "n/a" : percent(tm.fast_p[k], false));
     }
-    row.push_back(speedup(tm.geomean_speedup, false));
+    row.push_back(speed_na ? "n/a" : speedup(tm.geomean_speedup, false));
     t.rows.push_back(row);
   }
   std::string runs;
@@ -568,6 +595,55 @@ std::string comparison_table(const std::vector<RunView>& views, const std::vecto
   }
   return heading(final_turn ? "final turn (iterative), all problems" : "one-shot (turn 1), all problems", 3, f) +
          runs + render_table(t, f) + (notes.empty() || !final_turn ? "" : "\n" + notes);
+}
+
+// An imported run's published figures (its own protocol) beside what kloop
+// measured (its rescores), one row per task of the whole levels: a task
+// without a kernel stays in, as KernelBench's analysis counts it, and a
+// figure the release does not give reads n/a.
+std::string published_vs_measured(const std::vector<RunView>& views, TextFormat f) {
+  std::string out;
+  for (const RunView& published : views) {
+    if (published.protocol != "kernelbench_published") continue;
+    std::vector<const RunView*> measured;
+    for (const RunView& v : views) {
+      if (&v != &published && v.run_dir == published.run_dir) measured.push_back(&v);
+    }
+    const auto claimed = problem_rows(published);
+    std::vector<std::map<std::string, ProblemRow>> ours;
+    for (const RunView* v : measured) ours.push_back(problem_rows(*v));
+    Table t;
+    t.header = {"problem", "level", "published", "claimed"};
+    t.text_columns = 1;
+    for (const RunView* v : measured) {
+      t.header.push_back(v->protocol);
+      t.header.push_back("measured");
+    }
+    auto verdict = [](const std::map<std::string, ProblemRow>& rows, const std::string& name, bool published_side) {
+      const auto it = rows.find(name);
+      if (it == rows.end() || !it->second.attempts) return std::string(published_side ? "(no kernel)" : "-");
+      return it->second.best ? std::string(outcome_name(*it->second.best)) : std::string("unevaluated");
+    };
+    auto figure = [](const std::map<std::string, ProblemRow>& rows, const std::string& name, const char* none) {
+      const auto it = rows.find(name);
+      if (it == rows.end() || !it->second.speedup) return std::string(none);
+      return fmt::format("{:.2f}x", *it->second.speedup);
+    };
+    for (const auto& p : published.problems) {
+      std::vector<std::string> row = {p.name, std::to_string(p.level), verdict(claimed, p.name, true),
+                                      figure(claimed, p.name, "n/a")};
+      for (const auto& rows : ours) {
+        row.push_back(verdict(rows, p.name, false));
+        row.push_back(figure(rows, p.name, "-"));
+      }
+      t.rows.push_back(row);
+    }
+    out += heading("published vs measured: " + published.run_name + " (" + std::to_string(published.problems.size()) +
+                       " tasks of the levels imported; claimed n/a: the release gives no figure)",
+                   3, f) +
+           render_table(t, f) + "\n";
+  }
+  return out;
 }
 
 // Runs side by side at equal spend per problem: fast_1 (and correctness)
@@ -633,7 +709,7 @@ std::string render_text_report(const std::vector<RunView>& views, const std::vec
     }
     out << comparison_table(views, metrics, false, format) << "\n"
         << comparison_table(views, metrics, true, format) << "\n"
-        << budget_tables(views, metrics, format);
+        << budget_tables(views, metrics, format) << published_vs_measured(views, format);
   }
   for (std::size_t i = 0; i < views.size(); ++i) out << view_section(views[i], metrics[i], format);
   return format == TextFormat::kTerminal ? wrap_lines(out.str()) : out.str();

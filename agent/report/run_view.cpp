@@ -293,7 +293,10 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
     done = done || (r.chain_done && (r.stop_reason != "turns" || r.turn >= v.turns));
   }
   v.chains = static_cast<int>(v.problems.size()) * v.samples;
-  for (const auto& p : v.problems) {
+  // An import (kloop import) has nothing to go on with: a task of its
+  // levels without a kernel is a failure, not an unfinished chain.
+  const bool imported = config.contains("imported_from");
+  for (const auto& p : imported ? std::vector<SelectedProblem>{} : v.problems) {
     for (int s = 0; s < v.samples; ++s) {
       auto it = finished.find({p.name, s});
       if (it == finished.end() || !it->second) ++v.unfinished_chains;

@@ -60,6 +60,11 @@ wire::Case generate_case(const ProblemSpec& spec, const DimValues& dims, int id,
   c.randomize_identity_params = randomize_identity_params;
   c.construction = construction;
   if (spec.precision != DType::kFloat32) c.precision = dtype_name(spec.precision);
+  for (const auto& d : spec.upstream_init_draws) {
+    wire::InitDraw draw{d.dist, {}};
+    for (const auto& e : d.shape) draw.shape.push_back(eval_int_expr(e, dims));
+    c.init_draws.push_back(draw);
+  }
   return c;
 }
 

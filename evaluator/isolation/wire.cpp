@@ -129,10 +129,11 @@ void from_json(const json& j, Construction& v) {
 }
 
 KLOOP_WIRE(Draw, REQ(kind), OPT(params), OPT(structure))
+KLOOP_WIRE(InitDraw, REQ(dist), REQ(shape))
 KLOOP_WIRE(Arg, REQ(name), REQ(type), REQ(value))
 KLOOP_WIRE(InputSpec, REQ(name), REQ(dtype), REQ(shape), REQ(dist))
 KLOOP_WIRE(Case, REQ(id), REQ(seed), OPT(weight_seed), OPT(scale), REQ(args), REQ(inputs), OPT(calls),
-           OPT(weight_overrides), OPT(randomize_identity_params), OPT(construction), OPT(precision))
+           OPT(weight_overrides), OPT(randomize_identity_params), OPT(construction), OPT(precision), OPT(init_draws))
 KLOOP_WIRE_EMPTY(NoReply)
 
 KLOOP_WIRE(Load, REQ(library), REQ(role), OPT(device), OPT(threads), OPT(arity), OPT(entry), OPT(python_host),

@@ -37,6 +37,13 @@ struct Draw {
   std::string structure;  // "" or generator.h's DrawSpec::structure
 };
 
+// A tensor drawn before a seeded construction (ProblemSpec::InitDraw at the
+// case's dims).
+struct InitDraw {
+  std::string dist;  // randn or rand
+  std::vector<int64_t> shape;
+};
+
 // One constructor argument, typed by the spec ("int", "float", "bool",
 // "ints", "string"), its value in JSON's matching form.
 struct Arg {
@@ -83,6 +90,9 @@ struct Case {
   // as KernelBench's eval does with .to(dtype); "" keeps them as built
   // (fp32). The inputs above are already declared in it.
   std::string precision;
+  // Seeded construction: drawn from the seeded generator, in order, before
+  // the reference's constructor (upstream draws them; the port keeps none).
+  std::vector<InitDraw> init_draws;
   // The seed of a seeded construction: torch's CPU generator (an mt19937)
   // keeps 32 bits of a seed, so the case's seed is folded to them.
   uint64_t construction_seed() const { return (weight_seed ^ (weight_seed >> 32)) & 0xffffffffu; }
@@ -570,6 +580,7 @@ struct Exit {
   void to_json(json& j, const T& v); \
   void from_json(const json& j, T& v);
 KLOOP_WIRE_TYPE(Draw)
+KLOOP_WIRE_TYPE(InitDraw)
 KLOOP_WIRE_TYPE(Arg)
 KLOOP_WIRE_TYPE(InputSpec)
 KLOOP_WIRE_TYPE(Case)

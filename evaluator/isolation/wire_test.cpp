@@ -25,6 +25,7 @@ Case sample_case() {
   c.weight_overrides = {{"weight", {"ones", {}, ""}}};
   c.randomize_identity_params = true;
   c.construction = Construction::kSeeded;
+  c.init_draws = {{"randn", {8, 256}}};
   return c;
 }
 
@@ -40,6 +41,8 @@ TEST(WireTest, CasesAndCommandsReadBackAsWritten) {
   EXPECT_EQ(c.inputs[1].dist.params.at("high"), 9);
   EXPECT_EQ(c.inputs[2].dist.structure, "symmetric");
   EXPECT_EQ(c.construction, Construction::kSeeded);
+  ASSERT_EQ(c.init_draws.size(), 1u);
+  EXPECT_EQ(c.init_draws[0].shape, (std::vector<int64_t>{8, 256}));
   EXPECT_EQ(c.construction_seed(), sample_case().construction_seed());
   EXPECT_LT(c.construction_seed(), uint64_t{1} << 32) << "torch's CPU generator keeps 32 bits of a seed";
   json unknown = json(c);

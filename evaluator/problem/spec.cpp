@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 const std::set<std::string> kKnownKeys = {
     "name",    "level",    "suite",  "provenance", "description", "dims",       "cpu",
     "args",    "inputs",   "outputs", "flops",     "bytes",       "variants",   "weights",
-    "deviations", "excluded_from", "audit", "notes", "centered_inputs"};
+    "deviations", "excluded_from", "audit", "notes", "centered_inputs", "upstream_init_draws"};
 
 const std::map<std::string, std::vector<std::string>> kDistParams = {
     {"rand", {}},          {"randn", {}},           {"uniform", {"low", "high"}},
@@ -349,6 +349,24 @@ ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& s
       }
     }
   }
+  if (root["upstream_init_draws"] && !root["upstream_init_draws"].IsNull()) {
+    const YAML::Node& draws = root["upstream_init_draws"];
+    if (!draws.IsSequence()) r.fail(draws, "upstream_init_draws", "expected a list of {shape, dist}");
+    for (std::size_t i = 0; i < draws.size(); ++i) {
+      const std::string f = "upstream_init_draws[" + std::to_string(i) + "]";
+      const YAML::Node& d = draws[i];
+      if (!d.IsMap()) r.fail(d, f, "expected a map {shape: [dims], dist: randn or rand}");
+      InitDraw draw;
+      draw.dist = r.scalar(r.require(d, "dist", f + ".dist", "randn or rand"), f + ".dist");
+      if (draw.dist != "randn" && draw.dist != "rand") {
+        r.fail(d["dist"], f + ".dist", "expected randn or rand (what upstream's __init__ draws), got '" + draw.dist + "'");
+      }
+      const YAML::Node& shape = r.require(d, "shape", f + ".shape", "a list of dims");
+      if (!shape.IsSequence()) r.fail(shape, f + ".shape", "expected a list of dims");
+      for (std::size_t j = 0; j < shape.size(); ++j) draw.shape.push_back(r.expression(shape[j], f + ".shape"));
+      s.upstream_init_draws.push_back(draw);
+    }
+  }
   if (root["centered_inputs"] && !root["centered_inputs"].IsNull()) {
     const std::string v = r.scalar(root["centered_inputs"], "centered_inputs");
     if (v != "true" && v != "false") {
@@ -424,6 +442,13 @@ ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& s
       for (const auto& [p, e] : s.inputs[i].dist.params) {
         check("inputs[" + std::to_string(i) + "].dist." + p, [&] { eval_expr(e, d); });
       }
+    }
+    for (std::size_t i = 0; i < s.upstream_init_draws.size(); ++i) {
+      check("upstream_init_draws[" + std::to_string(i) + "].shape", [&] {
+        for (const auto& e : s.upstream_init_draws[i].shape) {
+          if (eval_int_expr(e, d) < 0) throw std::invalid_argument("a negative size");
+        }
+      });
     }
     check("args", [&] { s.resolve_args(d); });
     check("flops", [&] { s.flop_count(d); });

@@ -68,6 +68,16 @@ struct AuditDecision {
   std::string note;      // why, in a sentence a reader can check
 };
 
+// A tensor upstream's __init__ draws from torch's generator and the port
+// does not keep (33_VanillaRNN's hidden state, drawn at the module-level
+// batch size): under seeded construction it is drawn, in order, right
+// before the port's constructor, so the port's own draws come from the
+// same place in the stream as upstream's.
+struct InitDraw {
+  std::string dist;                // randn or rand
+  std::vector<std::string> shape;  // expressions of dims
+};
+
 struct ProblemSpec {
   std::string name;
   std::string suite;
@@ -83,6 +93,7 @@ struct ProblemSpec {
   std::string bytes;
   std::vector<ShapeVariant> variants;
   std::map<std::string, Distribution> weights;
+  std::vector<InitDraw> upstream_init_draws;  // seeded construction only
   std::vector<std::string> deviations;
   std::vector<std::string> excluded_from;  // protocols that skip this task
   // Whether strict's zero-mean hidden inputs (InputScaling::centered) suit

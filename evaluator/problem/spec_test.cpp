@@ -168,6 +168,21 @@ TEST_F(SpecTest, CenteredInputsIsABoolean) {
   EXPECT_NE(msg.find("field 'centered_inputs': expected true or false, got 'sometimes'"), std::string::npos) << msg;
 }
 
+// upstream_init_draws: shapes of dims, randn or rand; anything else is
+// named with the fix.
+TEST_F(SpecTest, UpstreamInitDrawsAreShapesOfDims) {
+  const ProblemSpec s = load_problem_spec(
+      write("7_Task", std::string(kValid) + "upstream_init_draws:\n  - {shape: [batch_size, dim], dist: randn}\n"),
+      "test");
+  ASSERT_EQ(s.upstream_init_draws.size(), 1u);
+  EXPECT_EQ(s.upstream_init_draws[0].dist, "randn");
+  EXPECT_EQ(s.upstream_init_draws[0].shape, (std::vector<std::string>{"batch_size", "dim"}));
+  std::string msg = error_of(std::string(kValid) + "upstream_init_draws:\n  - {shape: [batch_size], dist: zeros}\n");
+  EXPECT_NE(msg.find("upstream_init_draws[0].dist': expected randn or rand"), std::string::npos) << msg;
+  msg = error_of(std::string(kValid) + "upstream_init_draws:\n  - {shape: [nope], dist: rand}\n");
+  EXPECT_NE(msg.find("upstream_init_draws[0].shape"), std::string::npos) << msg;
+}
+
 TEST_F(SpecTest, NameMustMatchFileAndReferenceMustExist) {
   EXPECT_NE(error_of(kValid, "8_Other").find("must equal the file name"), std::string::npos);
   std::string path = write("9_NoRef", replace(kValid, "name: 7_Task", "name: 9_NoRef"), /*with_cpp=*/false);

@@ -307,7 +307,8 @@ TEST(DocsTest, EveryHelpNamesAnExistingPageAndEveryFlagIsDocumented) {
   }
   const std::vector<std::string> commands = {"problems", "problems list", "problems show", "problems check", "problems build",
                                              "problems parity", "eval", "demo", "run", "audit", "calibrate",
-                                             "baseline", "report", "rescore", "import", ""};
+                                             "baseline", "report", "rescore", "import", "import kernelbench",
+                                             "import release", "problems hash", ""};
   const std::regex page(R"(docs/[a-z-]+\.md)"), flag(R"((^|[\s,\[])(--[a-z][a-z0-9-]*))");
   for (const auto& command : commands) {
     const auto help = shell(std::string(KLOOP_TEST_BINARY) + " " + command + " --help 2>&1");
@@ -327,6 +328,40 @@ TEST(DocsTest, EveryHelpNamesAnExistingPageAndEveryFlagIsDocumented) {
       EXPECT_NE(docs.find(f), std::string::npos) << "kloop " << command << " " << f << " is in no docs page";
     }
   }
+}
+
+// kloop problems hash: the specs' recorded reference hashes are those of
+// the KernelBench snapshot the ports follow; an older version's 19_ReLU has
+// kloop's Model with other inputs, its 33_VanillaRNN another Model; --write
+// records a file's hashes in the spec (a copy of the problems folder here).
+TEST(ProblemsHashTest, RecordedHashesAreTheUpstreamFilesAndWriteRecordsThem) {
+  const std::string versions = std::string(KLOOP_TEST_FIXTURES) + "/kernelbench/versions/";
+  const std::string kloop = KLOOP_TEST_BINARY;
+  const auto head = shell(kloop + " problems hash --upstream " + versions + "head 19_ReLU 20_LeakyReLU 33_VanillaRNN 2>&1");
+  EXPECT_EQ(head.code, 0) << head.output;
+  EXPECT_NE(head.output.find("3 task(s), 0 differ or unreadable, 0 written"), std::string::npos) << head.output;
+  const auto old = shell(kloop + " problems hash --upstream " + versions + "v0 19_ReLU 33_VanillaRNN 2>&1");
+  EXPECT_EQ(old.code, 1) << old.output;
+  EXPECT_TRUE(std::regex_search(old.output, std::regex("19_ReLU +[0-9a-f]{16} +[0-9a-f]{16} +inputs differ")))
+      << old.output;
+  EXPECT_TRUE(std::regex_search(old.output, std::regex("33_VanillaRNN +[0-9a-f]{16} +[0-9a-f]{16} +DIFFERS")))
+      << old.output;
+
+  const fs::path problems = fs::temp_directory_path() / ("kloop-hash-" + std::to_string(getpid()));
+  fs::remove_all(problems);
+  fs::create_directories(problems / "kernelbench" / "level3");
+  for (const char* ext : {".yaml", ".cpp"}) {
+    fs::copy_file(std::string(KLOOP_TEST_PROBLEMS) + "/kernelbench/level3/33_VanillaRNN" + ext,
+                  problems / "kernelbench" / "level3" / (std::string("33_VanillaRNN") + ext));
+  }
+  const std::string at = kloop + " --problems " + problems.string() + " problems hash --upstream " + versions + "v0";
+  const auto write = shell(at + " --write 2>&1");
+  EXPECT_EQ(write.code, 0) << write.output;
+  EXPECT_NE(write.output.find("written"), std::string::npos) << write.output;
+  const auto again = shell(at + " 2>&1");
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find(" same"), std::string::npos) << again.output;
+  fs::remove_all(problems);
 }
 
 }  // namespace

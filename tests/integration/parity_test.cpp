@@ -99,6 +99,15 @@ TEST_F(ParityTest, SeededConstructionGivesUpstreamsWeightsBitForBit) {
   ASSERT_FALSE(order.details.empty());
   EXPECT_NE(order.details.front().find("gemm.weight"), std::string::npos) << order.details.front();
   fs::remove_all(root);
+
+  // 33_VanillaRNN: upstream draws its hidden state (at the module-level
+  // batch size) before its Linears; the port keeps none, and its spec's
+  // upstream_init_draws makes that draw for it (the real upstream file).
+  const ParityResult rnn = parity("33_VanillaRNN", &host,
+                                  std::string(KLOOP_TEST_FIXTURES) + "/kernelbench/versions/head", /*seeded=*/true);
+  EXPECT_EQ(rnn.status, "match") << (rnn.details.empty() ? "" : rnn.details.front());
+  EXPECT_EQ(rnn.weights, "equal");
+  EXPECT_EQ(rnn.weights_compared, 4) << "i2h and h2o, weight and bias";
 }
 
 TEST_F(ParityTest, WrongUpstreamResultsAndOtherParametersAreFound) {

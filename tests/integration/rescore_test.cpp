@@ -362,12 +362,13 @@ TEST_F(RescoreTest, AKernelBenchGenerationFolderIsImportedAndRescored) {
   io.generations = gen.string();
   io.runs_dir = runs_.string();
   io.name = "imported";
+  io.kernelbench = fixtures + "versions/head";
   io.problems_dir = ProblemRegistry::default_root();
   const KernelBenchImportSummary s = import_kernelbench(io);
   EXPECT_EQ(s.imported, 2);
   EXPECT_EQ(s.published, 2);
   ASSERT_EQ(s.skipped.size(), 1u);
-  EXPECT_NE(s.skipped[0].find("numbered 999"), std::string::npos) << s.skipped[0];
+  EXPECT_NE(s.skipped[0].find("has no KernelBench/level1/999_*.py"), std::string::npos) << s.skipped[0];
   const std::string run = (runs_ / "imported").string();
   EXPECT_TRUE(fs::exists(run + "/attempts/19_ReLU/sample1/turn1/candidate.py"));
   RunStore store(runs_.string(), "imported");
@@ -413,6 +414,7 @@ TEST_F(RescoreTest, AHostileKernelBenchFolderIsData) {
   io.generations = gen.string();
   io.runs_dir = runs_.string();
   io.name = "hostile-import";
+  io.kernelbench = std::string(KLOOP_TEST_FIXTURES) + "/kernelbench/versions/head";
   io.problems_dir = ProblemRegistry::default_root();
   const KernelBenchImportSummary s = import_kernelbench(io);
   EXPECT_EQ(s.imported, 1);

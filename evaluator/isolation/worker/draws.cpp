@@ -202,6 +202,7 @@ std::unique_ptr<ModuleRunner> Worker::reference_module(const wire::Case& c, cons
                                                        std::vector<HostTensor>* weights) {
   if (c.construction == wire::Construction::kSeeded) {
     at::manual_seed(c.construction_seed());
+    for (const auto& d : c.init_draws) (void)(d.dist == "rand" ? at::rand(d.shape) : at::randn(d.shape));
     auto module = construct({}, c.args, label);
     norm_layers_.clear();
     if (c.randomize_identity_params) norm_layers_ = randomize_norm_layers(*module, c);
