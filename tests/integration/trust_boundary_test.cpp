@@ -409,12 +409,15 @@ TEST(TrustedReadsTest, AHostileImportFolderIsDataUnprivileged) {
   fs::create_symlink("/proc/self/environ", gen + "/level_1_problem_19_sample_0_kernel.py");
   fs::copy_file(std::string(KLOOP_TEST_FIXTURES) + "/kernelbench/relu_correct.py",
                 gen + "/level_1_problem_19_sample_1_kernel.py");
+  // The KernelBench checkout that tells the kernels' tasks, where uid 65534 reads it.
+  const std::string checkout = scratch().dir + "/kernelbench-" + std::to_string(getpid());
+  fs::copy(std::string(KLOOP_TEST_FIXTURES) + "/kernelbench/versions/head", checkout, fs::copy_options::recursive);
   const std::string runs = scratch().nobody_home + "/runs";
   const std::string secret = "kloop_import_secret_" + std::to_string(getpid());
   const test::ShellResult r = test::shell(
       "cd " + scratch().dir + " && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=" + scratch().nobody_home +
       " KLOOP_CACHE_DIR=" + scratch().nobody_cache + " KLOOP_TEST_IMPORT_API_KEY=" + secret + " " + KLOOP_TEST_BINARY +
-      " import kernelbench " + gen + " --name hostile --runs-dir " + runs + " 2>&1");
+      " import kernelbench " + gen + " --kernelbench " + checkout + " --name hostile --runs-dir " + runs + " 2>&1");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("imported 1 kernel file(s)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("skipped level_1_problem_19_sample_0_kernel.py: a link or not a regular file"),
