@@ -455,9 +455,10 @@ Verdict stored_after_timing(const TimingObservation& t, const Protocol& protocol
   return v;
 }
 
-// A GPU time within the trusted timer's resolution carries no speedup, and
-// judging the stored verdict again does not make one from its times.
-TEST(JudgeTest, ATimeWithinTheTimersResolutionStaysWithoutASpeedupWhenJudgedAgain) {
+// A GPU timing phase of 20 us a call whose one kernel a vendor library
+// launched: a library_kernels violation under strict, correct under
+// strict-libraries.
+TimingObservation library_timing() {
   TimingObservation t;
   t.cpu = false;
   t.headline_seconds = 20e-6;
@@ -468,6 +469,13 @@ TEST(JudgeTest, ATimeWithinTheTimersResolutionStaysWithoutASpeedupWhenJudgedAgai
   timed.audit.gpu_us_per_call = 18;
   timed.audit.libraries = {"cublas"};
   t.activity = {timed};
+  return t;
+}
+
+// A GPU time within the trusted timer's resolution carries no speedup, and
+// judging the stored verdict again does not make one from its times.
+TEST(JudgeTest, ATimeWithinTheTimersResolutionStaysWithoutASpeedupWhenJudgedAgain) {
+  const TimingObservation t = library_timing();
   Verdict v = stored_after_timing(t, protocol_by_name("strict"));
   ASSERT_EQ(v.verdict, VerdictClass::kIntegrityViolation);
   const Rejudged measured = rejudge(v.to_json(), protocol_by_name("strict-libraries"));
@@ -482,16 +490,7 @@ TEST(JudgeTest, ATimeWithinTheTimersResolutionStaysWithoutASpeedupWhenJudgedAgai
 // strict and strict-libraries measure the same: a stored verdict is judged
 // again under the other from what its timing phase observed, both ways.
 TEST(JudgeTest, AStoredVerdictIsJudgedAgainUnderAProtocolThatMeasuresTheSame) {
-  TimingObservation t;
-  t.cpu = false;
-  t.headline_seconds = 20e-6;
-  t.floor_seconds = 2e-6;
-  t.reference_kernels_per_call = 1;
-  ActivityObservation timed;
-  timed.audit.kernels_per_call = 1;
-  timed.audit.gpu_us_per_call = 18;
-  timed.audit.libraries = {"cublas"};
-  t.activity = {timed};
+  TimingObservation t = library_timing();
   const Protocol strict = protocol_by_name("strict"), libraries = protocol_by_name("strict-libraries");
 
   const Verdict under_strict = stored_after_timing(t, strict);
