@@ -41,6 +41,7 @@ import argparse
 import ast
 import concurrent.futures
 import hashlib
+from itertools import zip_longest
 import json
 import os
 import re
@@ -351,8 +352,11 @@ def judge_task(rec, args):
         json.dump(dict(ref_code=with_sizes(reference, dims), kernel_code=rec["kernel_code"], device=args.device), f)
     t0 = time.time()
     try:
+        # Its own extensions folder, as KernelBench gives each kernel its own build folder:
+        # kernels that name their extension alike must not share (or load) one build.
+        env = dict(os.environ, TORCH_EXTENSIONS_DIR=kernel_path[:-3] + ".extensions")
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "truth", task_file], capture_output=True,
-                           text=True, timeout=args.timeout, cwd=args.kernels)
+                           text=True, timeout=args.timeout, cwd=args.kernels, env=env)
         lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
         got = json.loads(lines[-1]) if lines else dict(truth="runtime_error",
                                                        detail=(r.stderr.strip().splitlines() or ["died"])[-1][:300])
@@ -420,6 +424,11 @@ def main():
                     row = json.loads(line)
                     done[row["key"]] = row
     todo = [r for r in records if "L%d/%d" % (r["level"], r["task"]) not in done]
+    # The levels taken in turn, so a run cut short (or --limit) covers all three.
+    by_level = {}
+    for r in todo:
+        by_level.setdefault(r["level"], []).append(r)
+    todo = [r for group in zip_longest(*(by_level[k] for k in sorted(by_level))) for r in group if r]
     if args.limit:
         todo = todo[:args.limit]
     print("kernelbench_table: %d task(s) in the release, %d done earlier, %d to judge with %d job(s)" % (
