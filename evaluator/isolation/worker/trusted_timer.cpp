@@ -272,6 +272,32 @@ class CpuMeter {
   std::vector<int> threads_;
 };
 
+#ifdef KLOOP_WITH_CUDA
+// A timed call's two halves on the signal stream (timer_link.h: a wait on a
+// stream that runs kernels would hold the device in this context). The
+// handshake's calls and the timed calls go through the same two, so the
+// floors measure the sequence the timed calls pay.
+// Opening: the candidate's worker has armed call `seq`; the session's stream
+// goes on from there.
+void open_call(cudaStream_t stream, cudaStream_t signal, SharedBlock& control, uint32_t seq) {
+  timer::stream_wait(signal, control, Word::kArmed, seq);
+  timer::join(stream, signal);
+}
+// The call itself: after the session's stream's work, go; `called` and
+// `copied` recorded as the candidate's worker reports them; the session's
+// stream then waits for the copy.
+void hand_over(cudaStream_t stream, cudaStream_t signal, SharedBlock& control, uint32_t seq, cudaEvent_t called,
+               cudaEvent_t copied) {
+  timer::join(signal, stream);
+  timer::stream_store(signal, control, Word::kGo, seq);
+  timer::stream_wait(signal, control, Word::kCalled, seq);
+  KLOOP_CUDA_CHECK(cudaEventRecord(called, signal), "the timer's events");
+  timer::stream_wait(signal, control, Word::kCopied, seq);
+  KLOOP_CUDA_CHECK(cudaEventRecord(copied, signal), "the timer's events");
+  timer::join(stream, signal);
+}
+#endif
+
 }  // namespace
 
 // Tensors over a shared block's slots (either side; the layout is the
@@ -376,18 +402,11 @@ wire::TimerHandoffReply Worker::timer_handoff(const wire::TimerHandoff& cmd) {
     auto* signal = static_cast<cudaStream_t>(timer::signal_stream());
     for (int i = 0; i < n; ++i) {
       const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
-      timer::stream_wait(signal, control, Word::kArmed, seq);  // as a timed call waits
-      timer::join(stream, signal);
+      open_call(stream, signal, control, seq);  // as a timed call opens
       KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 0), stream), "the timer's events");
       if (cmd.work) small.fill_(static_cast<double>(i & 0xffff));  // where a timed call draws its inputs
       KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 1), stream), "the timer's events");
-      timer::join(signal, stream);
-      timer::stream_store(signal, control, Word::kGo, seq);
-      timer::stream_wait(signal, control, Word::kCalled, seq);
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 2), signal), "the timer's events");
-      timer::stream_wait(signal, control, Word::kCopied, seq);
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 3), signal), "the timer's events");
-      timer::join(stream, signal);
+      hand_over(stream, signal, control, seq, ev(i, 2), ev(i, 3));
       if (cmd.work) small_out.copy_(small);  // where a checked call's outputs are captured
       KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 4), stream), "the timer's events");
     }
@@ -570,19 +589,12 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
     for (int i = 0; i < n; ++i) {
       const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
       // The candidate's worker has done its own steps before the call.
-      timer::stream_wait(signal, control, Word::kArmed, seq);
-      timer::join(stream, signal);
+      open_call(stream, signal, control, seq);
       KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 0), stream), "the timer's events");
       draw_into(timer_inputs_, timer_case_, seq, stream);
       if (cmd.l2_flush) session_->flush_l2_async();
       KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 1), stream), "the timer's events");
-      timer::join(signal, stream);
-      timer::stream_store(signal, control, Word::kGo, seq);
-      timer::stream_wait(signal, control, Word::kCalled, seq);
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 2), signal), "the timer's events");
-      timer::stream_wait(signal, control, Word::kCopied, seq);
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 3), signal), "the timer's events");
-      timer::join(stream, signal);
+      hand_over(stream, signal, control, seq, ev(i, 2), ev(i, 3));
       if (!checked[static_cast<std::size_t>(i)]) continue;
       for (std::size_t k = 0; k < timer_outputs_.size(); ++k) timer_captured_[k].copy_(timer_outputs_[k]);
       KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 4), stream), "the timer's events");
