@@ -333,8 +333,11 @@ def judge_task(rec, args):
         # The same Model: the truth runs kloop's upstream file (its input
         # distributions are the ones kloop's spec draws), at the sizes below.
         reference = theirs
-    if args.device == "cpu" and any(s in rec["kernel_code"] for s in GPU_SIGNS):
+    gpu_code = any(s in rec["kernel_code"] for s in GPU_SIGNS)
+    if args.device == "cpu" and gpu_code:
         return dict(row, status="gpu_only", why="GPU code (runs with --device cuda)")
+    if args.gpu_code_only and not gpu_code:
+        return dict(row, status="cpu_code", why="no GPU code (judged on the CPU: PUBLISHED-CPU.md)")
     os.makedirs(args.kernels, exist_ok=True)
     kernel_path = os.path.abspath(os.path.join(args.kernels, "level%d_%s.py" % (rec["level"], name)))
     with open(kernel_path, "w") as f:
@@ -377,10 +380,11 @@ def markdown(rows, release, device):
              "Release: `%s`; device: %s; kloop side: `kloop eval --protocol kernelbench` (construction: seeded)." % (
                  os.path.basename(release), device), "",
              "%d tasks, %d judged on both sides, %d agree; %d skipped (reference differs or no kloop task), "
-             "%d GPU-only here, %d missing in the release." % (
+             "%d GPU-only here, %d without GPU code (judged on the CPU), %d missing in the release." % (
                  len(rows), len(judged), sum(1 for r in judged if r["agree"]),
                  sum(1 for r in rows if r.get("status") == "skipped"),
                  sum(1 for r in rows if r.get("status") == "gpu_only"),
+                 sum(1 for r in rows if r.get("status") == "cpu_code"),
                  sum(1 for r in rows if r.get("status") == "missing")), "",
              "| level | task | claimed speedup | KernelBench's contract | kloop | agree | kloop's message / why not judged |",
              "|--:|---|--:|---|---|---|---|"]
@@ -412,6 +416,8 @@ def main():
     ap.add_argument("--out", default="kernelbench-table.jsonl")
     ap.add_argument("--markdown")
     ap.add_argument("--levels", default="1,2,3")
+    ap.add_argument("--gpu-code-only", action="store_true",
+                    help="judge only kernels with GPU code (those without run on the CPU too: judge them there)")
     ap.add_argument("--limit", type=int, default=0, help="at most this many tasks judged (0: all)")
     args = ap.parse_args()
     levels = {int(x) for x in args.levels.split(",")}
