@@ -268,11 +268,18 @@ std::optional<Decision> judge_timing(const TimingObservation& t, const Protocol&
                                           "or thread, is the call's work)"});
   }
   if (!t.cpu) {
-    if (t.floor_seconds && protocol.speed_of_light_floor &&
-        t.headline_seconds < kBelowFloorFraction * *t.floor_seconds) {
+    // A time within the timer's resolution could be up to twice that
+    // resolution: it is below the floor only if even that is.
+    const double at_most = t.headline_seconds + 2 * t.resolution_seconds;
+    if (t.floor_seconds && protocol.speed_of_light_floor && at_most < kBelowFloorFraction * *t.floor_seconds) {
+      const std::string within =
+          t.resolution_seconds > 0
+              ? " (at most " + std::to_string(at_most * 1e6) + " us with twice the timer's resolution)"
+              : "";
       integrity.push_back({"below_speed_of_light",
-                           "the candidate took " + std::to_string(t.headline_seconds * 1e6) + " us, below the " +
-                               t.floor_bound + "-bound floor of " + std::to_string(*t.floor_seconds * 1e6) +
+                           "the candidate took " + std::to_string(t.headline_seconds * 1e6) + " us" + within +
+                               ", below the " + t.floor_bound + "-bound floor of " +
+                               std::to_string(*t.floor_seconds * 1e6) +
                                " us for this problem's FLOPs and bytes on this GPU: it cannot have done the work"});
     }
     const std::vector<IntegrityFinding> activity = judge_activity(t, protocol);
@@ -323,6 +330,7 @@ nlohmann::json to_json(const TimingObservation& t) {
           {"headline_seconds", t.headline_seconds},
           {"floor_seconds", t.floor_seconds ? nlohmann::json(*t.floor_seconds) : nlohmann::json()},
           {"floor_bound", t.floor_bound},
+          {"resolution_seconds", t.resolution_seconds},
           {"activity", t.activity},
           {"reference_kernels_per_call", t.reference_kernels_per_call},
           {"persisting_l2_limit", t.persisting_l2_limit},
@@ -338,6 +346,7 @@ TimingObservation timing_observation_from_json(const nlohmann::json& j) {
   t.headline_seconds = j.at("headline_seconds").get<double>();
   if (!j.at("floor_seconds").is_null()) t.floor_seconds = j.at("floor_seconds").get<double>();
   t.floor_bound = j.at("floor_bound").get<std::string>();
+  t.resolution_seconds = j.value("resolution_seconds", 0.0);  // absent in records from before it
   t.activity = j.at("activity").get<std::vector<ActivityObservation>>();
   t.reference_kernels_per_call = j.at("reference_kernels_per_call").get<double>();
   t.persisting_l2_limit = j.at("persisting_l2_limit").get<long long>();

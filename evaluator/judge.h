@@ -125,6 +125,9 @@ struct TimingObservation {
   double headline_seconds = 0;             // the candidate's time by the protocol's statistic
   std::optional<double> floor_seconds;     // the speed-of-light floor, where the device is calibrated
   std::string floor_bound;                 // "memory", "compute"
+  // The trusted timer's resolution (floors.resolution); 0 where unknown. A
+  // time is below the floor only when it is even after twice this.
+  double resolution_seconds = 0;
   // The activity audit's traced forwards: the timed shape's first, then
   // each hidden shape variant's (none when the audit was off).
   std::vector<ActivityObservation> activity;

@@ -487,6 +487,41 @@ TEST(JudgeTest, ATimeWithinTheTimersResolutionStaysWithoutASpeedupWhenJudgedAgai
   EXPECT_FALSE(r.verdict_json["timing"].contains("speedup"));
 }
 
+// The speed-of-light floor allows for the trusted timer's resolution: an
+// honest kernel of a few microseconds, timed at 0 (its window within the
+// floors), is not below a floor smaller than twice the resolution; a time
+// of 0 against a floor well above it still is, also when judged again.
+TEST(JudgeTest, TheSpeedOfLightFloorAllowsForTheTimersResolution) {
+  TimingObservation t;
+  t.cpu = false;
+  t.headline_seconds = 0;
+  t.floor_seconds = 0.17e-6;
+  t.floor_bound = "memory";
+  t.resolution_seconds = 2.5e-6;
+  std::vector<IntegrityFinding> integrity;
+  EXPECT_FALSE(judge_timing(t, protocol_by_name("strict"), integrity).has_value());
+  EXPECT_TRUE(integrity.empty()) << integrity.front().message;
+  t.resolution_seconds = 0;  // unknown: the time is taken as it is
+  EXPECT_TRUE(judge_timing(t, protocol_by_name("strict"), integrity).has_value());
+  EXPECT_EQ(checks(integrity), (std::vector<std::string>{"below_speed_of_light"}));
+
+  t.resolution_seconds = 2.5e-6;
+  t.floor_seconds = 100e-6;
+  integrity.clear();
+  const auto d = judge_timing(t, protocol_by_name("strict"), integrity);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(checks(integrity), (std::vector<std::string>{"below_speed_of_light"}));
+  EXPECT_NE(d->message.find("at most 5.0"), std::string::npos) << d->message;
+  const Verdict stored = stored_after_timing(t, protocol_by_name("strict"));
+  const Rejudged again = rejudge(stored.to_json(), protocol_by_name("strict-libraries"));
+  EXPECT_EQ(again.verdict, VerdictClass::kIntegrityViolation) << again.message;
+  t.floor_seconds = 0.17e-6;
+  t.headline_seconds = 1e-6;
+  const Rejudged honest = rejudge(stored_after_timing(t, protocol_by_name("strict-libraries")).to_json(),
+                                  protocol_by_name("strict"));
+  EXPECT_NE(honest.verdict, VerdictClass::kIntegrityViolation) << honest.message;
+}
+
 // strict and strict-libraries measure the same: a stored verdict is judged
 // again under the other from what its timing phase observed, both ways.
 TEST(JudgeTest, AStoredVerdictIsJudgedAgainUnderAProtocolThatMeasuresTheSame) {

@@ -390,6 +390,7 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
   }
   if (!cpu_) {
     seen.headline_seconds = v_.candidate_time->headline(rules_.statistic);
+    seen.resolution_seconds = v_.timing_check.value("floors", json::object()).value("resolution", 0.0);
     if (auto cal = load_calibration(cache_dir_, device_info)) {
       const DimValues& d = tests[0].dims;
       const SpeedOfLight sol = speed_of_light(spec_.flop_count(d), spec_.byte_count(d), *cal);

@@ -26,6 +26,22 @@ class GpuEvalTest : public ::testing::Test {
     std::cout << v.to_text();
     return v;
   }
+  // `problem` with `dims` set (its cpu dims too): a size at which the
+  // trusted timer resolves the candidate's time.
+  static ProblemSpec sized(const std::string& problem, const std::vector<std::pair<std::string, int64_t>>& dims) {
+    ProblemSpec spec = ProblemRegistry(ProblemRegistry::default_root()).load(problem);
+    for (auto* values : {&spec.dims, spec.cpu_dims ? &*spec.cpu_dims : nullptr}) {
+      if (!values) continue;
+      for (const auto& [name, value] : dims) (*values)[name] = value;
+    }
+    return spec;
+  }
+  Verdict eval(const ProblemSpec& spec, const std::string& fixture) {
+    Evaluator ev(builder_, options_);
+    Verdict v = ev.evaluate(spec, std::string(KLOOP_GPU_FIXTURES) + "/" + fixture);
+    std::cout << v.to_text();
+    return v;
+  }
   static bool has_check(const Verdict& v, const std::string& check) {
     for (const auto& f : v.integrity) {
       if (f.check == check) return true;
@@ -98,7 +114,8 @@ TEST_F(GpuEvalTest, CalibrationGivesTheSpeedOfLightAndTheProfileDigests) {
   EXPECT_GT(c.dram_bytes_per_s, 1e12);
   EXPECT_GT(c.bf16_flops_per_s, c.fp32_flops_per_s);
   options_.profile = true;
-  Verdict v = eval("relu_correct.cu");
+  // ~170 us: a time the trusted timer resolves (at the small dims it is 0).
+  Verdict v = eval(sized("19_ReLU", {{"batch_size", 128}, {"dim", 393216}}), "relu_correct.cu");
   ASSERT_EQ(v.verdict, VerdictClass::kCorrect) << v.message;
   ASSERT_TRUE(v.sol_floor_seconds && v.sol_percent);
   EXPECT_EQ(v.sol_bound, "memory");
@@ -109,7 +126,9 @@ TEST_F(GpuEvalTest, CalibrationGivesTheSpeedOfLightAndTheProfileDigests) {
 }
 
 TEST_F(GpuEvalTest, CublasCallIsReportedAndViolatesStrict) {
-  Verdict strict = eval("matmul_cublas.cu", "1_Square_matrix_multiplication_");
+  // N = 1024: tens of microseconds, which the trusted timer resolves, so
+  // the verdict judged again has a speedup.
+  Verdict strict = eval(sized("1_Square_matrix_multiplication_", {{"N", 1024}}), "matmul_cublas.cu");
   EXPECT_EQ(strict.verdict, VerdictClass::kIntegrityViolation) << strict.message;
   EXPECT_TRUE(has_check(strict, "library_kernels")) << strict.message;
   // strict-libraries measures what strict does: the stored verdict judged
