@@ -467,13 +467,14 @@ BuildResult Builder::build_python(const std::string& source_path, BuildTarget ta
   ContentHash h;
   h.add(kBuildFormat).add("python-candidate").add(target == BuildTarget::kCpu ? "cpu" : "cuda");
   h.add(py.executable).add(py.version).add(py.torch_version).add(compiler_identity_cached(config_.cxx));
-  h.add("isolation").add(isolation_name(config_.isolation));
+  h.add("isolation").add(isolation_name(config_.isolation)).add("utf8");
   if (target == BuildTarget::kCuda) h.add(compiler_identity_cached(config_.nvcc)).add(config_.cuda_arch);
   // Not the extension PCH: main.o is the same byte for byte with it or without.
   h.add(host).add(extension_build).add(source).add(config_.light_cuda_headers ? "light-cuda-headers" : "");
   recipe.key = h.hex();
   recipe.files = {{"module.py", source}, {"candidate_host.py", host}, {"extension_build.py", extension_build}};
-  recipe.command = {py.executable, "-I", "candidate_host.py", "build", "module.py", "extensions"};
+  // UTF-8 mode, as in the worker (python_host.cpp), whatever the locale.
+  recipe.command = {py.executable, "-I", "-X", "utf8", "candidate_host.py", "build", "module.py", "extensions"};
   recipe.product = "module.py";
   recipe.sandboxed = true;
   recipe.runs_model_code = true;

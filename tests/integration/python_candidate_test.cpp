@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support/provider_test_support.h"
 #include "tests/support/python_support.h"
 #include "agent/prompt/prompt_builder.h"
 #include "evaluator/evaluate.h"
@@ -110,6 +111,20 @@ TEST_F(PythonCandidateTest, PublishedStyleKernelsHaveTheReferencesWeightsByConst
       EXPECT_EQ(v.construction, "seeded");
       EXPECT_TRUE(v.checks_not_applied.empty()) << protocol << " " << fixture << ": " << v.checks_not_applied.front();
     }
+  }
+}
+
+// Kernel sources with non-ASCII text written with the default encoding
+// (cupy writes its RawModule source so before NVRTC compiles it) run in
+// kloop as under KernelBench's eval: the build's python and the worker's
+// interpreter are in UTF-8 mode whatever the locale. In the worker's
+// isolated interpreter the default was ASCII: a published kernel failed
+// to construct with UnicodeEncodeError.
+TEST_F(PythonCandidateTest, KernelSourcesWithNonAsciiTextRunWhateverTheLocale) {
+  for (const char* locale : {"C", "POSIX"}) {
+    test_support::ScopedEnv lang("LANG", locale), all("LC_ALL", locale);
+    const Verdict v = eval("19_ReLU", "relu_utf8_source.py", Isolation::kStrict, "kernelbench");
+    EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << locale << ": " << v.message << "\n" << v.build.log;
   }
 }
 

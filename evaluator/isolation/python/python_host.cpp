@@ -253,6 +253,17 @@ bool start_interpreter(const Options& o, std::string* error) {
   if (dladdr(reinterpret_cast<void*>(&Py_InitializeFromConfig), &info) && info.dli_fname) {
     dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
   }
+  // UTF-8 mode, as python3 runs in the UTF-8 locales KernelBench's eval
+  // meets: files opened without an encoding (cupy writes its RawModule
+  // source so before NVRTC compiles it) are UTF-8. The isolated
+  // configuration would leave them ASCII in the worker's C locale.
+  PyPreConfig pre;
+  PyPreConfig_InitIsolatedConfig(&pre);
+  pre.utf8_mode = 1;
+  if (PyStatus p = Py_PreInitialize(&pre); PyStatus_Exception(p)) {
+    *error = std::string("kloop: cannot start Python: ") + (p.err_msg ? p.err_msg : "?");
+    return false;
+  }
   PyConfig config;
   PyConfig_InitIsolatedConfig(&config);
   config.write_bytecode = 0;
