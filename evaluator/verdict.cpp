@@ -123,6 +123,7 @@ json Verdict::to_json() const {
   if (!fp64_deferred.empty()) j["fp64_deferred"] = fp64_deferred;
   if (!construction.empty()) j["construction"] = construction;
   if (!checks_not_applied.empty()) j["checks_not_applied"] = checks_not_applied;
+  if (!runtime_builds.empty()) j["runtime_builds"] = runtime_builds;
   if (candidate_time || reference_time) {
     json timing = {{"statistic", timing_statistic}};
     if (candidate_time) timing["candidate"] = kloop::to_json(*candidate_time);
@@ -285,6 +286,11 @@ std::string Verdict::to_text() const {
            "ModelNew)\n";
   }
   for (const auto& c : checks_not_applied) out << "  check not applied: " << c << "\n";
+  for (const auto& name : runtime_builds) {
+    out << "  not built: ModelNew asked for extension '" << name
+        << "' in __init__ or forward; kloop builds extensions only while importing the file, so what ran "
+           "did without it (call load_inline or load at the file's top level)\n";
+  }
   if (!profile_digest.empty()) out << "  profile:\n" << profile_digest << (profile_digest.back() == '\n' ? "" : "\n");
   if (!reference_digest.empty()) {
     out << "  reference profile:\n" << reference_digest << (reference_digest.back() == '\n' ? "" : "\n");

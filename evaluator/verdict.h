@@ -167,6 +167,12 @@ struct Verdict {
   // with why (e.g. strict's non-identity norm parameters where ModelNew's
   // norm layers do not match the reference's).
   std::vector<std::string> checks_not_applied;
+  // A Python candidate: the extensions ModelNew asked for in __init__ or
+  // forward rather than at the file's top level, which kloop does not build
+  // (docs/kernelbench.md): what ran did without them (the candidate's own
+  // fallback, where it has one). From the candidate's process: a claim
+  // that explains, never decides.
+  std::vector<std::string> runtime_builds;
   // What on the machine, rather than the candidate, may have caused this
   // verdict: the reference out of memory beside it (another evaluation's
   // memory), the candidate's process unable to fork or start a thread

@@ -287,7 +287,8 @@ def kloop_eval(kloop, name, kernel_path, device, set_dims, timeout):
         return dict(kloop="error", kloop_detail=lines[-1][:300] if lines else "no output")
     checks = [i.get("check") for i in v.get("integrity", [])]
     return dict(kloop=v.get("verdict"), kloop_detail=v.get("message", "")[:300], kloop_checks=checks,
-                kloop_construction=v.get("construction"), kloop_not_applied=v.get("checks_not_applied", []))
+                kloop_construction=v.get("construction"), kloop_not_applied=v.get("checks_not_applied", []),
+                kloop_runtime_builds=v.get("runtime_builds", []))
 
 
 def kloop_dims(kloop, name, device):
@@ -391,6 +392,8 @@ def markdown(rows, release, device):
     for r in rows:
         claimed = "%.3g" % r["claimed"] if r.get("claimed") is not None else "n/a"
         what = r.get("kloop_detail", "") if r.get("status") == "judged" else r.get("why", "")
+        if r.get("kloop_runtime_builds"):  # what kloop ran did without these (its verdict says so)
+            what = "%s; not built (asked for in ModelNew): %s" % (what, ", ".join(r["kloop_runtime_builds"]))
         what = str(what or "").replace("|", "/").replace("\n", " ")[:200]
         lines.append("| %d | %s | %s | %s | %s | %s | %s |" % (
             r["level"], r.get("problem", r["task"]), claimed, r.get("truth", "-"), r.get("kloop", "-"),

@@ -245,6 +245,14 @@ std::optional<Verdict> CandidateSteps::run_tests(const std::vector<TestCase>& te
       }
       if (auto bad = worker_failed(CallStatus::of(ran))) return *bad;
       const wire::RunReply& info = ran->reply;
+      // Named, not judged (the candidate's own claim): at most a few, short.
+      for (const auto& name : info.runtime_builds) {
+        const std::string shown = name.substr(0, 100);
+        if (v_.runtime_builds.size() < 8 &&
+            std::find(v_.runtime_builds.begin(), v_.runtime_builds.end(), shown) == v_.runtime_builds.end()) {
+          v_.runtime_builds.push_back(shown);
+        }
+      }
       if (ti == 0 && call == 0 && reference_norms) {
         const std::string why = norm_layers_mismatch(*reference_norms, info.norm_layers.value_or(
                                                                            std::vector<std::vector<int64_t>>{}));

@@ -165,7 +165,8 @@ KLOOP_WIRE_EMPTY(AnalyzeDeferred)
 KLOOP_WIRE(Alias, REQ(output), REQ(input))
 KLOOP_WIRE(WrongDevice, REQ(output), REQ(device))
 KLOOP_WIRE(Run, REQ(dir), OPT(out_dir), REQ_AS(c, "case"), REQ(call), OPT(transport), OPT(inputs_exchange))
-KLOOP_WIRE(RunReply, OPT(seconds), OPT(aliases), OPT(wrong_device), OPT(exchange), OPT(norm_layers))
+KLOOP_WIRE(RunReply, OPT(seconds), OPT(aliases), OPT(wrong_device), OPT(exchange), OPT(norm_layers),
+           OPT(runtime_builds))
 KLOOP_WIRE(Export, REQ(transport))
 KLOOP_WIRE(ExchangeReply, OPT(exchange))
 

@@ -276,6 +276,10 @@ struct RunReply {
   std::vector<Alias> aliases;
   std::vector<WrongDevice> wrong_device;
   std::optional<json> exchange;  // what it says it published (untrusted)
+  // A Python candidate: the extensions ModelNew asked for after the import
+  // (in __init__ or forward), which the build did not make. A claim: the
+  // verdict names them (what ran did without them); it decides nothing.
+  std::vector<std::string> runtime_builds;
 };
 struct Run {
   using Reply = RunReply;

@@ -128,6 +128,20 @@ TEST_F(PythonCandidateTest, KernelSourcesWithNonAsciiTextRunWhateverTheLocale) {
   }
 }
 
+// An extension ModelNew builds in __init__ (published kernels do) is not
+// built by kloop, which builds at import: the candidate's own fallback
+// runs, and the verdict names the extension, so a correct verdict is not
+// mistaken for one of the kernel.
+TEST_F(PythonCandidateTest, AnExtensionBuiltInsideModelNewIsNamedAsNotBuilt) {
+  const Verdict v = eval("19_ReLU", "relu_builds_in_init.py", Isolation::kStrict, "kernelbench");
+  EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << v.message << "\n" << v.build.log;
+  EXPECT_EQ(v.runtime_builds, (std::vector<std::string>{"relu_late"}));
+  EXPECT_NE(v.to_text().find("not built: ModelNew asked for extension 'relu_late'"), std::string::npos) << v.to_text();
+  EXPECT_EQ(v.to_json()["runtime_builds"], nlohmann::json::array({"relu_late"}));
+  // A file whose extensions are built at import names none.
+  EXPECT_TRUE(eval("19_ReLU", "relu_correct.py", Isolation::kStrict, "kernelbench").runtime_builds.empty());
+}
+
 // Upstream's get_inputs makes 13's matrices symmetric, 14's and 15's
 // triangular and 100's targets +-1 labels; kloop draws them so (structured
 // input distributions), and a kernel that relies on the structure is right.

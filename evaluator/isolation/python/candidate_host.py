@@ -50,10 +50,22 @@ def _extension_file(root, name):
     return os.path.join(folder, versions[-1]) if versions else None
 
 
+# The extensions ModelNew asked for after the import (in __init__ or
+# forward), which the build did not make: the verdict names them, since a
+# ModelNew that catches the ImportError runs without its kernel.
+_RUNTIME_BUILDS = []
+
+
+def runtime_builds():
+    return list(_RUNTIME_BUILDS)
+
+
 def _prebuilt_loader(root):
     def load_prebuilt(name, *args, **kwargs):
         path = _extension_file(root, name)
         if path is None:
+            if name not in _RUNTIME_BUILDS:
+                _RUNTIME_BUILDS.append(str(name))
             raise ImportError(
                 "kloop: extension '%s' was not built when the candidate was compiled; call load_inline "
                 "at the module's top level (not inside ModelNew) so that the build step compiles it" % name)

@@ -215,6 +215,18 @@ class EmbeddedHost : public Host {
     return runner(model);
   }
 
+  std::vector<std::string> runtime_builds() override {
+    Gil gil;
+    Ref names(PyObject_CallMethod(host_.get(), "runtime_builds", nullptr));
+    if (!names || !PyList_Check(names.get())) throw_python_error("kloop: runtime_builds answered oddly");
+    std::vector<std::string> out;
+    for (Py_ssize_t i = 0; i < PyList_Size(names.get()); ++i) {
+      const char* s = PyUnicode_AsUTF8(PyList_GetItem(names.get(), i));
+      if (s) out.emplace_back(s);
+    }
+    return out;
+  }
+
  private:
   // The constructor's arguments as get_init_inputs() passes them.
   static Ref arguments(const std::vector<Arg>& args) {

@@ -58,6 +58,9 @@ class Host {
                                                       std::optional<uint64_t> norm_seed,
                                                       std::vector<std::vector<int64_t>>& norm_layers,
                                                       const std::string& dtype) = 0;
+  // The extensions ModelNew asked for after the import, which the build did
+  // not make (candidate_host.py: runtime_builds), in the order asked.
+  virtual std::vector<std::string> runtime_builds() = 0;
 };
 
 // The library's one entry point: the interpreter started and the candidate

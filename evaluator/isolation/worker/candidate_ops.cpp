@@ -65,6 +65,7 @@ wire::RunReply Worker::run(const wire::Run& cmd) {
   last_stem_ = (cmd.out_dir.empty() ? cmd.dir : cmd.out_dir) + "/case" + std::to_string(c.id) + ".call" +
                std::to_string(cmd.call) + ".candidate";
   if (reply.wrong_device.empty()) reply.exchange = publish(last_outputs_, last_inputs_, cmd.transport, last_stem_);
+  if (python_) reply.runtime_builds = python_->runtime_builds();
   return reply;
 }
 
