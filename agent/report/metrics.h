@@ -186,6 +186,12 @@ RunMetrics compute_metrics(const std::vector<SelectedProblem>& problems, const s
 // correct attempt's speedup taken against that baseline, everything else as
 // compute_metrics has it. A correct attempt without that figure passes
 // fast_0 only. In the order of the names, over every problem selected.
+// The baselines the attempts carry speedups against (AttemptRecord::
+// speedups), in order of their names.
+std::vector<std::string> asked_baselines(const std::vector<Attempt>& attempts);
+// The attempts with each speedup taken against `baseline` instead of the
+// protocol's: an attempt without a figure for it has no speedup.
+std::vector<Attempt> attempts_against(const std::vector<Attempt>& attempts, const std::string& baseline);
 struct BaselineMetrics {
   std::string baseline;  // eager, eager-tf32, compile-default, compile-reduce-overhead
   TurnMetrics final_turn;
