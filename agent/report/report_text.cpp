@@ -202,13 +202,16 @@ std::string by_turn_table(const GroupMetrics& g, const RunMetrics& m, TextFormat
 }
 
 // The final turn against each baseline the run asked for besides its
-// protocol's (evaluation.baselines); nothing when it asked for none.
+// protocol's (evaluation.baselines); nothing when it asked for none. The
+// terminal's rows fit 100 columns: no intervals there (Markdown and
+// --json have them).
 std::string baselines_table(const RunView& v, const RunMetrics& m, TextFormat f) {
   const std::vector<BaselineMetrics> bs = baseline_metrics(v.problems, v.attempts, m.turns, m.samples, options_of(m));
   if (bs.empty()) return "";
-  const bool ci = m.bootstrap_resamples > 0;
+  const bool terminal = f == TextFormat::kTerminal;
+  const bool ci = m.bootstrap_resamples > 0 && !terminal;
   Table t;
-  t.header = {"baseline", "correct, timed against it"};
+  t.header = {"baseline", terminal ? "timed" : "correct, timed against it"};
   for (double p : m.ps) {
     if (p > 0) t.header.push_back(p_name(p));
   }
@@ -224,7 +227,9 @@ std::string baselines_table(const RunView& v, const RunMetrics& m, TextFormat f)
   return heading("all: final turn against each baseline the run asked for (the tables above use the protocol's, " +
                      std::string(v.protocol) + ")",
                  3, f) +
-         render_table(t, f) + "\n";
+         render_table(t, f) +
+         (terminal ? "  (timed: correct attempts timed against it; intervals in --format markdown and --json)\n" : "") +
+         "\n";
 }
 
 std::string samples_table(const GroupMetrics& g, const RunMetrics& m, TextFormat f) {
