@@ -421,8 +421,9 @@ std::map<std::string, std::vector<const AttemptRecord*>> in_call_order(const std
 
 }  // namespace
 
-std::vector<std::string> asked_baselines(const std::vector<Attempt>& attempts) {
-  std::set<std::string> names;
+std::vector<std::string> asked_baselines(const std::vector<Attempt>& attempts,
+                                         const std::vector<std::string>& configured) {
+  std::set<std::string> names(configured.begin(), configured.end());
   for (const auto& a : attempts) {
     for (const auto& [name, x] : a.record.speedups) names.insert(name);
   }
@@ -440,9 +441,10 @@ std::vector<Attempt> attempts_against(const std::vector<Attempt>& attempts, cons
 
 std::vector<BaselineMetrics> baseline_metrics(const std::vector<SelectedProblem>& problems,
                                               const std::vector<Attempt>& attempts, int turns, int samples,
-                                              const MetricOptions& options) {
+                                              const MetricOptions& options,
+                                              const std::vector<std::string>& configured) {
   std::vector<BaselineMetrics> out;
-  for (const auto& name : asked_baselines(attempts)) {
+  for (const auto& name : asked_baselines(attempts, configured)) {
     BaselineMetrics b;
     b.baseline = name;
     const std::vector<Attempt> against = attempts_against(attempts, name);

@@ -45,7 +45,7 @@ json curves_json(const std::vector<std::vector<ProblemBest>>& table, const std::
 // each one the run asked for besides it (evaluation.baselines), on one p
 // axis; [] when the run asked for none, so its page is as before.
 json baseline_curves_json(const RunView& v, const std::vector<Attempt>& attempts, const RunMetrics& m) {
-  const std::vector<std::string> names = asked_baselines(attempts);
+  const std::vector<std::string> names = asked_baselines(attempts, v.baselines);
   if (names.empty()) return json::array();
   std::vector<std::pair<json, std::vector<ProblemBest>>> finals;
   // Correct attempts with a speedup against it, of all the run's (as baselines_json counts them).

@@ -282,9 +282,12 @@ class ReportLabelsTest : public ReportHtmlTest {
   // The sweep with other baselines asked for (evaluation.baselines) by two
   // of its points: the first times against eager (each correct attempt 2x
   // the protocol's figure) and compile-default (19_ReLU only, a quarter),
-  // the second against eager; the others asked for none.
+  // the second against eager; the third asked for none; the last (a
+  // rescore) asked for eager in its config but has no attempt timed
+  // against it.
   std::vector<RunView> sweep_views_with_baselines() {
     std::vector<RunView> views = sweep_views();
+    views[3].baselines = {"eager"};
     for (std::size_t i : {0, 1}) {
       for (auto& a : views[i].attempts) {
         AttemptRecord& r = a.record;
@@ -427,7 +430,8 @@ TEST_F(ReportLabelsTest, PageDataHasACurvePerBaselineOnlyWhereTheRunAskedForOthe
   EXPECT_DOUBLE_EQ(last_drop(first[1]["points"]), 0.4);
   EXPECT_EQ(data["views"][1]["baseline_curves"].size(), 2u);
   EXPECT_TRUE(data["views"][2]["baseline_curves"].empty());
-  EXPECT_TRUE(data["views"][3]["baseline_curves"].empty());
+  EXPECT_EQ(data["views"][3]["baseline_curves"].size(), 2u);  // asked for in its config, none timed
+  EXPECT_EQ(data["views"][3]["baselines"]["eager"]["timed"], 0);
 }
 
 // Each baseline a run asked for gets its row of fast_p and geomean, and its
@@ -453,7 +457,11 @@ TEST_F(ReportLabelsTest, EachBaselineHasItsTableAndCurvesInHeadlessChromium) {
     EXPECT_NE(body.find(series), std::string::npos) << "missing series " << series << " in " << body;
   }
   EXPECT_EQ(body.find("v2:baselines"), std::string::npos) << body;
-  EXPECT_EQ(body.find("v3:baselines"), std::string::npos) << body;
+  // Asked for, nothing timed against it: correct attempts count for fast_0 only.
+  const std::vector<std::string> last = table_rows(dom, "v3:baselines");
+  ASSERT_EQ(last.size(), 3u);
+  EXPECT_EQ(last[1].rfind("kernelbench's own (the headline)|", 0), 0u) << last[1];
+  EXPECT_EQ(last[2], "eager|0|0.0%|0.0%|0.0%|0.0%|0.0%|-|");
   EXPECT_EQ(body.find("compare:baseline-compile-default:one-shot-vs-iterative/scaffold=best_of_k"), std::string::npos)
       << body;
   // The first run's table: the protocol's own row first. Final turn bests
@@ -467,11 +475,23 @@ TEST_F(ReportLabelsTest, EachBaselineHasItsTableAndCurvesInHeadlessChromium) {
                 "eager|5|75.0%|75.0%|75.0%|75.0%|75.0%|3.37x|"}));
   // Side by side: a table per baseline, one row per run that asked for it.
   const std::vector<std::string> eager = table_rows(dom, "compare:baseline-eager");
-  ASSERT_EQ(eager.size(), 3u);
+  ASSERT_EQ(eager.size(), 4u);
   EXPECT_EQ(eager[1], "scaffold=one_shot [strict]|5|75.0%|75.0%|75.0%|75.0%|75.0%|3.37x|");
   EXPECT_EQ(eager[2].rfind("scaffold=best_of_k [strict]|5|", 0), 0u) << eager[2];
   EXPECT_EQ(table_rows(dom, "compare:baseline-compile-default").size(), 2u);
-  EXPECT_NE(dom.find(">final turn against eager (2 of 4 runs asked for it)<"), std::string::npos);
+  EXPECT_NE(dom.find(">final turn against eager (the 3 of 4 runs that asked for it)<"), std::string::npos);
+  // A run keeps its colour in a chart that draws only some of the runs.
+  auto stroke = [&](const std::string& series) {
+    const std::size_t at = dom.find("data-series=\"" + series + "\"");
+    if (at == std::string::npos) return std::string("(no " + series + ")");
+    const std::size_t path = dom.rfind("<path", at);
+    const std::size_t s = dom.find("stroke=\"", path) + 8;
+    return dom.substr(s, dom.find('"', s) - s);
+  };
+  const std::string rescore_run = "one-shot-vs-iterative/scaffold=iterative [kernelbench]";
+  EXPECT_EQ(stroke("compare:baseline-eager:" + rescore_run), stroke("compare:fast_p-vs-p:" + rescore_run));
+  EXPECT_NE(stroke("compare:baseline-eager:" + rescore_run),
+            stroke("compare:baseline-eager:one-shot-vs-iterative/scaffold=one_shot [strict]"));
   // Every baseline's legend entry reads as its name.
   for (const char* label : {">strict's own (the headline)<", ">eager<", ">compile-default<"}) {
     EXPECT_NE(dom.find(label), std::string::npos) << label;

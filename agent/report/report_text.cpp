@@ -206,7 +206,7 @@ std::string by_turn_table(const GroupMetrics& g, const RunMetrics& m, TextFormat
 // terminal's rows fit 100 columns: no intervals there (Markdown and
 // --json have them).
 std::string baselines_table(const RunView& v, const RunMetrics& m, TextFormat f) {
-  const std::vector<BaselineMetrics> bs = baseline_metrics(v.problems, v.attempts, m.turns, m.samples, options_of(m));
+  const std::vector<BaselineMetrics> bs = baseline_metrics(v.problems, v.attempts, m.turns, m.samples, options_of(m), v.baselines);
   if (bs.empty()) return "";
   const bool terminal = f == TextFormat::kTerminal;
   const bool ci = m.bootstrap_resamples > 0 && !terminal;

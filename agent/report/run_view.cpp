@@ -264,6 +264,9 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   v.prices.input = price("input").value_or(0);
   v.prices.cached_input = price("cached_input");
   v.prices.cache_write = price("cache_write");
+  for (const auto& b : config.value("evaluation", json::object()).value("baselines", json::array())) {
+    if (b.is_string()) v.baselines.push_back(b.get<std::string>());
+  }
   const json scaffold = config.value("scaffold", json::object());
   v.scaffold = scaffold_text(scaffold);
   v.scaffold_kind = scaffold.value("kind", std::string());
