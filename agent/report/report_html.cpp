@@ -9,6 +9,7 @@
 
 #include "agent/report/report_export.h"
 #include "agent/report/report_page.h"
+#include "agent/report/report_text.h"
 #include "agent/store/run_store.h"
 
 namespace kloop::report {
@@ -139,6 +140,11 @@ json html_report_data(const std::vector<RunView>& views, const std::vector<RunMe
   const fs::path dir = fs::absolute(page_dir).lexically_normal();
   json data = summary_json(views, metrics);
   data["generated"] = utc_timestamp();
+  data["published_vs_measured"] = json::array();
+  for (const auto& t : published_vs_measured_tables(views)) {
+    data["published_vs_measured"].push_back(
+        {{"title", t.title}, {"header", t.header}, {"rows", t.rows}, {"notes", t.notes}});
+  }
   for (std::size_t i = 0; i < views.size(); ++i) {
     const RunView& v = views[i];
     const RunMetrics& m = metrics[i];

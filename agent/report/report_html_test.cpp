@@ -180,6 +180,9 @@ TEST_F(ReportHtmlTest, DrawsEverySeriesInHeadlessChromium) {
   // The run is unfinished (21_Sigmoid has no attempt), the interval bars have
   // a legend, and the fast_p axis reaches past the best speedup (2.5x).
   EXPECT_NE(dom.find("UNFINISHED: 1 of 4 chains"), std::string::npos);
+  // 21_Sigmoid has no attempt: named under the grid, not an empty row of it.
+  EXPECT_NE(dom.find(">no attempt (1): 21_Sigmoid<"), std::string::npos);
+  EXPECT_EQ(dom.find("<td>21_Sigmoid</td>"), std::string::npos);
   EXPECT_NE(dom.find("bars: 95% interval"), std::string::npos);
   EXPECT_NE(dom.find(">2.5</text>"), std::string::npos) << "an x tick at 2.5 at least";
 
