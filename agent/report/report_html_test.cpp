@@ -183,6 +183,7 @@ TEST_F(ReportHtmlTest, DrawsEverySeriesInHeadlessChromium) {
   // 21_Sigmoid has no attempt: named under the grid, not an empty row of it.
   EXPECT_NE(dom.find(">no attempt (1): 21_Sigmoid<"), std::string::npos);
   EXPECT_EQ(dom.find("<td>21_Sigmoid</td>"), std::string::npos);
+  EXPECT_NE(dom.find(">no kernelbench record (no attempt, or not rescored) (1): 21_Sigmoid<"), std::string::npos);
   EXPECT_NE(dom.find("bars: 95% interval"), std::string::npos);
   EXPECT_NE(dom.find(">2.5</text>"), std::string::npos) << "an x tick at 2.5 at least";
 
