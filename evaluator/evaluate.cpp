@@ -281,9 +281,10 @@ Verdict Evaluator::evaluate(const ProblemSpec& given, const std::string& candida
     return v;
   };
 
-  if (excluded_by_protocol(spec, protocol.name)) {
-    throw EvaluationError(spec.name + " is excluded from the " + protocol.name +
-                          " protocol (see its spec's deviations); use --protocol kernelbench-v0.1");
+  if (excluded_by_protocol(spec, protocol.name, options_.precision)) {
+    throw EvaluationError(spec.name + " is excluded from the " + protocol.name + " protocol at " +
+                          precision_name(options_.precision) + " as degenerate (its spec's audit decisions: " +
+                          spec.spec_path + "); use --protocol kernelbench-v0.1");
   }
 
   // 1. Builds: the candidate first, since its errors need no reference.

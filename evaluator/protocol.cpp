@@ -346,10 +346,10 @@ std::vector<TestCase> plan_tests(const ProblemSpec& spec, const Protocol& protoc
   return out;
 }
 
-bool excluded_by_protocol(const ProblemSpec& spec, const std::string& protocol) {
+bool excluded_by_protocol(const ProblemSpec& spec, const std::string& protocol, Precision precision) {
   const Protocol p = protocol_by_name(protocol);
-  return p.exclude_degenerate &&
-         std::find(spec.excluded_from.begin(), spec.excluded_from.end(), p.measures_as) != spec.excluded_from.end();
+  const std::vector<std::string> out_of = spec.excluded_from_at(precision_dtype(precision));
+  return p.exclude_degenerate && std::find(out_of.begin(), out_of.end(), p.measures_as) != out_of.end();
 }
 
 }  // namespace kloop

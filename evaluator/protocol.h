@@ -163,9 +163,10 @@ struct TestCase {
 std::vector<TestCase> plan_tests(const ProblemSpec& spec, const Protocol& protocol, bool cpu,
                                  uint64_t base_seed);
 
-// Whether `protocol` leaves this problem out (its spec's excluded_from,
-// under a protocol that excludes degenerate tasks): never sent to a model,
-// never evaluated, not in the denominator.
-bool excluded_by_protocol(const ProblemSpec& spec, const std::string& protocol);
+// Whether `protocol` leaves this problem out in a run at `precision` (its
+// spec's excluded_from, and at fp16/bf16 that precision's `precisions`
+// entry, under a protocol that excludes degenerate tasks): never sent to a
+// model, never evaluated, not in the denominator.
+bool excluded_by_protocol(const ProblemSpec& spec, const std::string& protocol, Precision precision);
 
 }  // namespace kloop

@@ -170,6 +170,23 @@ TEST(ProtocolTest, PrecisionsTurnFloatingPointInputsOnly) {
   EXPECT_NE(why.find("is not fp16"), std::string::npos) << why;
 }
 
+// A task degenerate only at a reduced precision (zeros pass at bf16's 1e-2)
+// is left out of verified and strict runs at that precision alone; fp32's
+// exclusions hold at every precision.
+TEST(ProtocolTest, ExclusionsFollowTheRunsPrecision) {
+  ProblemSpec s = two_variant_spec();
+  s.precisions[DType::kBFloat16].excluded_from = {"verified", "strict"};
+  for (const char* p : {"strict", "verified", "strict-libraries"}) {
+    EXPECT_TRUE(excluded_by_protocol(s, p, Precision::kBf16)) << p;
+    EXPECT_FALSE(excluded_by_protocol(s, p, Precision::kFp16)) << p;
+    EXPECT_FALSE(excluded_by_protocol(s, p, Precision::kFp32)) << p;
+  }
+  EXPECT_FALSE(excluded_by_protocol(s, "kernelbench-v0.2", Precision::kBf16));  // keeps every task, as upstream
+  s.excluded_from = {"verified", "strict"};
+  EXPECT_TRUE(excluded_by_protocol(s, "strict", Precision::kFp16));
+  EXPECT_TRUE(excluded_by_protocol(s, "verified", Precision::kFp32));
+}
+
 // strict-libraries is strict with vendor library kernels allowed: the same
 // tests, timing and excluded tasks, so only the judging differs.
 TEST(ProtocolTest, StrictLibrariesMeasuresWhatStrictDoes) {
@@ -184,8 +201,8 @@ TEST(ProtocolTest, StrictLibrariesMeasuresWhatStrictDoes) {
   EXPECT_EQ(plan_tests(s, libraries, true, 7).size(), plan_tests(s, strict, true, 7).size());
   ProblemSpec degenerate = s;
   degenerate.excluded_from = {"verified", "strict"};
-  EXPECT_TRUE(excluded_by_protocol(degenerate, "strict-libraries"));
-  EXPECT_FALSE(excluded_by_protocol(degenerate, "kernelbench"));
+  EXPECT_TRUE(excluded_by_protocol(degenerate, "strict-libraries", Precision::kFp32));
+  EXPECT_FALSE(excluded_by_protocol(degenerate, "kernelbench", Precision::kFp32));
   try {
     protocol_by_name("lenient");
     FAIL();

@@ -34,14 +34,20 @@ AuditReport report_of(const nlohmann::json& row) {
   return r;
 }
 
-// Each flag of the task with its spec's decision, and the decisions of
-// flags not raised; whether a flag has no decision yet.
-bool print_decisions(const AuditReport& r, const ProblemSpec& spec) {
+// Each flag of the task with its spec's decision at the audit's precision
+// (that precision's own, else fp32's), and the decisions of flags not
+// raised; whether a flag has no decision yet.
+bool print_decisions(const AuditReport& r, const ProblemSpec& spec, Precision precision) {
+  const DType at = precision_dtype(precision);
+  // Where a decision at this precision goes: its own block, or fp32's list.
+  const std::string where = precision == Precision::kFp32
+                                ? "an audit entry to " + spec.spec_path
+                                : std::string("an entry under precisions.") + precision_name(precision) + ".audit in " +
+                                      spec.spec_path;
   bool task_undecided = false;
   for (const auto& f : r.flags) {
     std::printf("    %s: %s\n", f.check.c_str(), f.reason.c_str());
-    auto d = std::find_if(spec.audit.begin(), spec.audit.end(),
-                          [&](const AuditDecision& a) { return a.flag == f.check; });
+    const AuditDecision* d = spec.audit_decision(f.check, at);
     if (f.check.rfind("centered_", 0) == 0) {
       // Decided by the spec's centered_inputs, not an audit entry; a resumed row keeps a flag
       // raised before the spec left the case out.
@@ -52,9 +58,9 @@ bool print_decisions(const AuditReport& r, const ProblemSpec& spec) {
         std::printf("      decision: none yet (centered_inputs: false in %s leaves the case out)\n",
                     spec.spec_path.c_str());
       }
-    } else if (d == spec.audit.end()) {
+    } else if (!d) {
       task_undecided = true;
-      std::printf("      decision: none yet (add an audit entry to %s)\n", spec.spec_path.c_str());
+      std::printf("      decision: none yet (add %s)\n", where.c_str());
     } else if (d->decision == "fixed") {
       task_undecided = true;
       std::printf("      decision: fixed, but still flagged: %s\n", d->note.c_str());
@@ -62,11 +68,14 @@ bool print_decisions(const AuditReport& r, const ProblemSpec& spec) {
       std::printf("      decision: %s: %s\n", d->decision.c_str(), d->note.c_str());
     }
   }
-  for (const auto& a : spec.audit) {
+  for (const auto& a : spec.audit_at(at)) {
     bool raised = std::any_of(r.flags.begin(), r.flags.end(), [&](const AuditFlag& f) { return f.check == a.flag; });
     if (!raised) std::printf("    (%s %s: %s)\n", a.flag.c_str(), a.decision.c_str(), a.note.c_str());
   }
-  for (const auto& p : spec.excluded_from) std::printf("    (excluded from %s by its spec)\n", p.c_str());
+  for (const auto& p : spec.excluded_from_at(at)) {
+    std::printf("    (excluded from %s%s by its spec)\n", p.c_str(),
+                precision == Precision::kFp32 ? "" : (std::string(" at ") + precision_name(precision)).c_str());
+  }
   return task_undecided;
 }
 
@@ -160,7 +169,7 @@ Runner add_audit_command(CLI::App& app, const GlobalOptions& global) {
       for (const auto& f : r.flags) flags += (flags.empty() ? "" : ", ") + f.check;
       std::printf("%-60s %-12.3g %s%s\n", e.name.c_str(), r.max_abs_output, flags.empty() ? "-" : flags.c_str(),
                   earlier ? "  (resumed)" : "");
-      const bool task_undecided = print_decisions(r, spec);
+      const bool task_undecided = print_decisions(r, spec, opts.precision);
       flagged += r.flags.empty() ? 0 : 1;
       undecided += task_undecided ? 1 : 0;
       std::fflush(stdout);

@@ -51,11 +51,21 @@ std::string fit(const std::string& text, std::size_t width) {
   return width <= 3 ? text.substr(0, width) : text.substr(0, width - 3) + "...";
 }
 
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
+  return out;
+}
+
+const Precision kPrecisions[] = {Precision::kFp32, Precision::kFp16, Precision::kBf16};
+
 // The table fits 100 columns: names cut past 44 characters (the number
 // column and `kloop problems show NUMBER_...` give the whole one), the
-// description whatever is left. A task a protocol leaves out shows which.
+// description whatever is left. A task a protocol leaves out at `precision`
+// shows which; one left out only at other precisions shows those in
+// parentheses.
 int list(const GlobalOptions& g, const std::string& suite, std::optional<int> level, const std::string& selection,
-         bool json_out) {
+         bool json_out, Precision precision) {
   if (!selection.empty() && level) throw std::invalid_argument("--problems selects levels itself; leave out --level");
   ProblemRegistry reg(g.problems_dir);
   const std::vector<ProblemEntry> entries =
@@ -69,7 +79,7 @@ int list(const GlobalOptions& g, const std::string& suite, std::optional<int> le
   std::set<std::string> suites;
   for (const auto& e : entries) suites.insert(e.suite);
   const bool several_suites = suites.size() > 1;
-  int bad = 0, excluded = 0;
+  int bad = 0, excluded = 0, elsewhere = 0;
   nlohmann::json rows = nlohmann::json::array();
   constexpr std::size_t kName = 44, kExcluded = 15, kWidth = 100;
   if (!json_out) {
@@ -80,12 +90,22 @@ int list(const GlobalOptions& g, const std::string& suite, std::optional<int> le
   for (const auto& e : entries) {
     try {
       ProblemSpec s = reg.load(e);
-      std::string out_of;
-      for (const auto& p : s.excluded_from) out_of += (out_of.empty() ? "" : ",") + p;
-      excluded += out_of.empty() ? 0 : 1;
+      const std::vector<std::string> here = s.excluded_from_at(precision_dtype(precision));
+      std::string out_of = joined(here);
+      nlohmann::json by_precision = nlohmann::json::object();
+      std::vector<std::string> other;  // precisions that leave it out where this one does not
+      for (Precision p : kPrecisions) {
+        const std::vector<std::string> at = s.excluded_from_at(precision_dtype(p));
+        by_precision[precision_name(p)] = at;
+        if (here.empty() && !at.empty()) other.push_back(precision_name(p));
+      }
+      excluded += here.empty() ? 0 : 1;
+      elsewhere += here.empty() && !other.empty() ? 1 : 0;
+      if (out_of.empty() && !other.empty()) out_of = "(" + joined(other) + ")";
       if (json_out) {
         rows.push_back({{"suite", e.suite}, {"level", e.level}, {"name", e.name}, {"inputs", s.inputs.size()},
-                        {"description", s.description}, {"excluded_from", s.excluded_from}});
+                        {"description", s.description}, {"excluded_from", here},
+                        {"excluded_from_by_precision", by_precision}});
         continue;
       }
       std::string line = fmt::format("{}{:<2} {:<{}} {:>3} {:<{}} ", several_suites ? fmt::format("{:<12} ", fit(e.suite, 12)) : "",
@@ -103,9 +123,13 @@ int list(const GlobalOptions& g, const std::string& suite, std::optional<int> le
   } else {
     std::printf("%zu problem(s)", entries.size());
     if (excluded) {
-      std::printf("; %d excluded from a protocol (left out of its runs and their denominator)", excluded);
+      std::printf("; %d excluded from a protocol%s (left out of its runs and their denominator)", excluded,
+                  precision == Precision::kFp32 ? "" : (std::string(" at ") + precision_name(precision)).c_str());
     }
     std::printf("\n");
+    if (elsewhere) {
+      std::printf("%d more excluded only at the precisions in parentheses (--precision P lists them)\n", elsewhere);
+    }
   }
   return bad ? 1 : 0;
 }
@@ -126,8 +150,17 @@ int show(const GlobalOptions& g, const std::string& name, bool json_out) {
                         {"deviations", s.deviations}, {"excluded_from", s.excluded_from},
                         {"provenance", s.provenance}};
     if (s.cpu_dims) j["cpu_dims"] = s.resolve_dims(true);
-    j["audit"] = nlohmann::json::array();
-    for (const auto& a : s.audit) j["audit"].push_back({{"flag", a.flag}, {"decision", a.decision}, {"note", a.note}});
+    auto decisions = [](const std::vector<AuditDecision>& list) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& a : list) out.push_back({{"flag", a.flag}, {"decision", a.decision}, {"note", a.note}});
+      return out;
+    };
+    j["audit"] = decisions(s.audit);
+    j["precisions"] = nlohmann::json::object();
+    for (const auto& [dtype, d] : s.precisions) {
+      const char* p = dtype == DType::kFloat16 ? "fp16" : "bf16";
+      j["precisions"][p] = {{"excluded_from", d.excluded_from}, {"audit", decisions(d.audit)}};
+    }
     j["variants"] = s.variants.size();
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -168,6 +201,13 @@ int show(const GlobalOptions& g, const std::string& name, bool json_out) {
   for (const auto& dev : s.deviations) std::cout << "  deviation: " << dev << "\n";
   for (const auto& p : s.excluded_from) std::cout << "  excluded from protocol: " << p << "\n";
   for (const auto& a : s.audit) std::cout << "  audit " << a.flag << ": " << a.decision << " (" << a.note << ")\n";
+  for (const auto& [dtype, d] : s.precisions) {
+    const char* p = dtype == DType::kFloat16 ? "fp16" : "bf16";
+    for (const auto& x : d.excluded_from) std::cout << "  at " << p << ": excluded from protocol: " << x << "\n";
+    for (const auto& a : d.audit) {
+      std::cout << "  at " << p << ": audit " << a.flag << ": " << a.decision << " (" << a.note << ")\n";
+    }
+  }
   std::cout << "  spec: " << s.spec_path << "\n  reference: " << s.reference_path << "\n";
   return 0;
 }
@@ -494,6 +534,11 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
   list_cmd->add_option("--problems", *list_selection,
                        "by level and KernelBench number: L1, L1:1-20, 'L1:3,7-9,L2:5' (as kloop run --problems)");
   list_cmd->add_flag("--json", *json_list, "machine-readable output");
+  auto list_precision = std::make_shared<std::string>("fp32");
+  list_cmd
+      ->add_option("--precision", *list_precision,
+                   "fp32, fp16 or bf16: the column `excluded from` says what leaves a task out of runs at it")
+      ->capture_default_str();
   auto* show_cmd = app.add_subcommand("show", "show one problem's spec");
   auto name = std::make_shared<std::string>();
   auto json_show = std::make_shared<bool>(false);
@@ -541,7 +586,7 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
   const auto [hash_cmd, hash_runner] = add_hash_subcommand(app, global);
   return [&global, list_cmd, show_cmd, check_cmd, parity_cmd, pa, suite, level, json_list, name, json_show, check_names,
           check_suite, check_level, check_device, build_cmd, build_names, build_suite, build_level, build_device,
-          list_selection, hash_cmd = hash_cmd, hash_runner = hash_runner]() {
+          list_selection, list_precision, hash_cmd = hash_cmd, hash_runner = hash_runner]() {
     if (parity_cmd->parsed()) return parity(global, *pa);
     if (hash_cmd->parsed()) return hash_runner();
     if (build_cmd->parsed()) {
@@ -553,7 +598,8 @@ Runner add_problems_command(CLI::App& app, const GlobalOptions& global) {
                    *check_level > 0 ? std::optional<int>(*check_level) : std::nullopt, *check_device);
     }
     if (list_cmd->parsed()) {
-      return list(global, *suite, *level > 0 ? std::optional<int>(*level) : std::nullopt, *list_selection, *json_list);
+      return list(global, *suite, *level > 0 ? std::optional<int>(*level) : std::nullopt, *list_selection, *json_list,
+                  parse_precision_option("--precision", *list_precision));
     }
     if (show_cmd->parsed()) return show(global, *name, *json_show);
     return 2;

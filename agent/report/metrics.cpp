@@ -421,21 +421,34 @@ std::map<std::string, std::vector<const AttemptRecord*>> in_call_order(const std
 
 }  // namespace
 
-std::vector<BaselineMetrics> baseline_metrics(const std::vector<SelectedProblem>& problems,
-                                              const std::vector<Attempt>& attempts, int turns, int samples,
-                                              const MetricOptions& options) {
-  std::set<std::string> names;
+std::vector<std::string> asked_baselines(const std::vector<Attempt>& attempts,
+                                         const std::vector<std::string>& configured) {
+  std::set<std::string> names(configured.begin(), configured.end());
   for (const auto& a : attempts) {
     for (const auto& [name, x] : a.record.speedups) names.insert(name);
   }
+  return {names.begin(), names.end()};
+}
+
+std::vector<Attempt> attempts_against(const std::vector<Attempt>& attempts, const std::string& baseline) {
+  std::vector<Attempt> against = attempts;
+  for (auto& a : against) {
+    const auto it = a.record.speedups.find(baseline);
+    a.record.speedup = it == a.record.speedups.end() ? std::nullopt : std::optional<double>(it->second);
+  }
+  return against;
+}
+
+std::vector<BaselineMetrics> baseline_metrics(const std::vector<SelectedProblem>& problems,
+                                              const std::vector<Attempt>& attempts, int turns, int samples,
+                                              const MetricOptions& options,
+                                              const std::vector<std::string>& configured) {
   std::vector<BaselineMetrics> out;
-  for (const auto& name : names) {
+  for (const auto& name : asked_baselines(attempts, configured)) {
     BaselineMetrics b;
     b.baseline = name;
-    std::vector<Attempt> against = attempts;
-    for (auto& a : against) {
-      const auto it = a.record.speedups.find(name);
-      a.record.speedup = it == a.record.speedups.end() ? std::nullopt : std::optional<double>(it->second);
+    const std::vector<Attempt> against = attempts_against(attempts, name);
+    for (const auto& a : against) {
       if (a.record.outcome == Outcome::kCorrect && a.record.speedup) ++b.timed;
     }
     const RunMetrics m = compute_metrics(problems, against, turns, samples, options);

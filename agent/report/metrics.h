@@ -186,6 +186,14 @@ RunMetrics compute_metrics(const std::vector<SelectedProblem>& problems, const s
 // correct attempt's speedup taken against that baseline, everything else as
 // compute_metrics has it. A correct attempt without that figure passes
 // fast_0 only. In the order of the names, over every problem selected.
+// The baselines a run asked for: those its config names (`configured`,
+// evaluation.baselines) and those its attempts carry speedups against
+// (AttemptRecord::speedups), in order of their names.
+std::vector<std::string> asked_baselines(const std::vector<Attempt>& attempts,
+                                         const std::vector<std::string>& configured = {});
+// The attempts with each speedup taken against `baseline` instead of the
+// protocol's: an attempt without a figure for it has no speedup.
+std::vector<Attempt> attempts_against(const std::vector<Attempt>& attempts, const std::string& baseline);
 struct BaselineMetrics {
   std::string baseline;  // eager, eager-tf32, compile-default, compile-reduce-overhead
   TurnMetrics final_turn;
@@ -193,7 +201,8 @@ struct BaselineMetrics {
 };
 std::vector<BaselineMetrics> baseline_metrics(const std::vector<SelectedProblem>& problems,
                                               const std::vector<Attempt>& attempts, int turns, int samples,
-                                              const MetricOptions& options);
+                                              const MetricOptions& options,
+                                              const std::vector<std::string>& configured = {});
 
 // Unbiased pass@k of one problem with n samples of which c are correct
 // (Chen et al. 2021): 1 - C(n - c, k) / C(n, k).

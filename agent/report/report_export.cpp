@@ -31,7 +31,7 @@ json estimate_json(const Estimate& e) {
 // protocol's: {name: {timed, fast_p: [{p, value}], geomean_speedup}}.
 json baselines_json(const RunView& v, const RunMetrics& m) {
   json out = json::object();
-  for (const auto& b : baseline_metrics(v.problems, v.attempts, m.turns, m.samples, options_of(m))) {
+  for (const auto& b : baseline_metrics(v.problems, v.attempts, m.turns, m.samples, options_of(m), v.baselines)) {
     json fast = json::array();
     for (std::size_t i = 0; i < m.ps.size(); ++i) {
       fast.push_back({{"p", m.ps[i]}, {"value", estimate_json(b.final_turn.fast_p[i])}});

@@ -9,6 +9,7 @@
 
 #include "agent/report/report_export.h"
 #include "agent/report/report_page.h"
+#include "agent/report/report_text.h"
 #include "agent/store/run_store.h"
 
 namespace kloop::report {
@@ -39,6 +40,38 @@ json curves_json(const std::vector<std::vector<ProblemBest>>& table, const std::
     curves.push_back({{"name", "turn " + std::to_string(t + 1)}, {"points", fast_p_curve(table[t], p_max)}});
   }
   return curves;
+}
+
+// The final turn's fast_p curves against the protocol's own baseline and
+// each one the run asked for besides it (evaluation.baselines), on one p
+// axis; [] when the run asked for none, so its page is as before.
+json baseline_curves_json(const RunView& v, const std::vector<Attempt>& attempts, const RunMetrics& m) {
+  const std::vector<std::string> names = asked_baselines(attempts, v.baselines);
+  if (names.empty()) return json::array();
+  std::vector<std::pair<json, std::vector<ProblemBest>>> finals;
+  // Correct attempts with a speedup against it, of all the run's (as baselines_json counts them).
+  const auto timed = [](const std::vector<Attempt>& as) {
+    return std::count_if(as.begin(), as.end(), [](const Attempt& a) {
+      return a.record.outcome == Outcome::kCorrect && a.record.speedup.has_value();
+    });
+  };
+  finals.push_back({{{"name", "own"}, {"label", v.protocol + "'s own (the headline)"}, {"timed", timed(v.attempts)}},
+                    best_so_far(v.problems, attempts, m.turns, m.samples).back()});
+  for (const auto& name : names) {
+    const std::vector<Attempt> against = attempts_against(attempts, name);
+    finals.push_back({{{"name", name}, {"label", name}, {"timed", timed(attempts_against(v.attempts, name))}},
+                      best_so_far(v.problems, against, m.turns, m.samples).back()});
+  }
+  std::vector<std::vector<ProblemBest>> all;
+  for (const auto& f : finals) all.push_back(f.second);
+  const json shared = curves_json(all, m.ps);  // one p axis for all of them
+  json out = json::array();
+  for (std::size_t i = 0; i < finals.size(); ++i) {
+    json c = finals[i].first;
+    c["points"] = shared[i]["points"];
+    out.push_back(c);
+  }
+  return out;
 }
 
 json best_speedups(const std::vector<ProblemBest>& bests) {
@@ -107,6 +140,11 @@ json html_report_data(const std::vector<RunView>& views, const std::vector<RunMe
   const fs::path dir = fs::absolute(page_dir).lexically_normal();
   json data = summary_json(views, metrics);
   data["generated"] = utc_timestamp();
+  data["published_vs_measured"] = json::array();
+  for (const auto& t : published_vs_measured_tables(views)) {
+    data["published_vs_measured"].push_back(
+        {{"title", t.title}, {"header", t.header}, {"rows", t.rows}, {"notes", t.notes}});
+  }
   for (std::size_t i = 0; i < views.size(); ++i) {
     const RunView& v = views[i];
     const RunMetrics& m = metrics[i];
@@ -117,6 +155,7 @@ json html_report_data(const std::vector<RunView>& views, const std::vector<RunMe
     out["curves"] = curves_json(table, m.ps);
     out["speedups"] = {{"one_shot", best_speedups(table.front())}, {"final", best_speedups(table.back())}};
     out["grid"] = grid_json(v, attempts, m.turns, m.samples, dir);
+    out["baseline_curves"] = baseline_curves_json(v, attempts, m);
   }
   return data;
 }

@@ -180,6 +180,10 @@ TEST_F(ReportHtmlTest, DrawsEverySeriesInHeadlessChromium) {
   // The run is unfinished (21_Sigmoid has no attempt), the interval bars have
   // a legend, and the fast_p axis reaches past the best speedup (2.5x).
   EXPECT_NE(dom.find("UNFINISHED: 1 of 4 chains"), std::string::npos);
+  // 21_Sigmoid has no attempt: named under the grid, not an empty row of it.
+  EXPECT_NE(dom.find(">no attempt (1): 21_Sigmoid<"), std::string::npos);
+  EXPECT_EQ(dom.find("<td>21_Sigmoid</td>"), std::string::npos);
+  EXPECT_NE(dom.find(">no kernelbench record (no attempt, or not rescored) (1): 21_Sigmoid<"), std::string::npos);
   EXPECT_NE(dom.find("bars: 95% interval"), std::string::npos);
   EXPECT_NE(dom.find(">2.5</text>"), std::string::npos) << "an x tick at 2.5 at least";
 
@@ -278,6 +282,40 @@ class ReportLabelsTest : public ReportHtmlTest {
     return page;
   }
   static constexpr const char* kSweep = "one-shot-vs-iterative";
+
+  // The sweep with other baselines asked for (evaluation.baselines) by two
+  // of its points: the first times against eager (each correct attempt 2x
+  // the protocol's figure) and compile-default (19_ReLU only, a quarter),
+  // the second against eager; the third asked for none; the last (a
+  // rescore) asked for eager in its config but has no attempt timed
+  // against it.
+  std::vector<RunView> sweep_views_with_baselines() {
+    std::vector<RunView> views = sweep_views();
+    views[3].baselines = {"eager"};
+    for (std::size_t i : {0, 1}) {
+      for (auto& a : views[i].attempts) {
+        AttemptRecord& r = a.record;
+        if (r.outcome != Outcome::kCorrect || !r.speedup) continue;
+        r.speedups["eager"] = 2 * *r.speedup;
+        if (i == 0 && r.problem == "19_ReLU") r.speedups["compile-default"] = *r.speedup / 4;
+      }
+    }
+    return views;
+  }
+  // The rows of the table whose element carries data-chart="`chart`", each
+  // as its cells' text joined by '|'.
+  static std::vector<std::string> table_rows(const std::string& dom, const std::string& chart) {
+    const std::size_t at = dom.find("data-chart=\"" + chart + "\"");
+    if (at == std::string::npos) return {};
+    const std::string t = dom.substr(at, dom.find("</table>", at) - at);
+    std::vector<std::string> rows;
+    for (std::size_t r = t.find("<tr"); r != std::string::npos; r = t.find("<tr", r + 1)) {
+      std::string row = t.substr(r, t.find("</tr>", r) - r);
+      row = std::regex_replace(row, std::regex("</t[dh]>"), "|");
+      rows.push_back(std::regex_replace(row, std::regex("<[^>]*>"), ""));
+    }
+    return rows;
+  }
 };
 
 TEST_F(ReportLabelsTest, SweepPointsHaveDistinctShortLabels) {
@@ -360,6 +398,115 @@ TEST_F(ReportLabelsTest, EveryLegendTellsTheSweepsRunsApartInHeadlessChromium) {
   chromium(binary, page, "--screenshot=" + shot.string() + " --window-size=1280,2400");
   ASSERT_TRUE(fs::exists(shot)) << read(runs_ / "chromium.log");
   std::cout << "screenshot: " << shot.string() << "\n";
+}
+
+// The page's data has each baseline's final-turn fast_p curve, the
+// protocol's own first, on one p axis, for the runs that asked for other
+// baselines; a run that asked for none has an empty list (its page is as
+// before).
+TEST_F(ReportLabelsTest, PageDataHasACurvePerBaselineOnlyWhereTheRunAskedForOthers) {
+  const std::vector<RunView> views = sweep_views_with_baselines();
+  std::vector<RunMetrics> metrics;
+  MetricOptions o;
+  o.bootstrap_resamples = 0;
+  for (const auto& v : views) metrics.push_back(compute_metrics(v.problems, v.attempts, v.turns, v.samples, o));
+  const nlohmann::json data = html_report_data(views, metrics, runs_.string());
+  const nlohmann::json& first = data["views"][0]["baseline_curves"];
+  ASSERT_EQ(first.size(), 3u) << first.dump();
+  EXPECT_EQ(first[0]["name"], "own");
+  EXPECT_EQ(first[0]["label"], "strict's own (the headline)");
+  EXPECT_EQ(first[1]["name"], "compile-default");
+  EXPECT_EQ(first[2]["name"], "eager");
+  EXPECT_EQ(first[0]["timed"], 5);  // every correct attempt
+  EXPECT_EQ(first[1]["timed"], 2);  // 19_ReLU's two
+  // One p axis; the step down to 0 at each curve's fastest problem: 2.5x
+  // (12_Gemm_Multiply_LeakyReLU) for the protocol's, 5x against eager.
+  EXPECT_EQ(first[0]["points"].back()[0], first[2]["points"].back()[0]);
+  auto last_drop = [](const nlohmann::json& points) {
+    double at = 0;
+    for (std::size_t i = 1; i < points.size(); ++i) {
+      if (points[i][1].get<double>() < points[i - 1][1].get<double>()) at = points[i][0].get<double>();
+    }
+    return at;
+  };
+  EXPECT_DOUBLE_EQ(last_drop(first[0]["points"]), 2.5);
+  EXPECT_DOUBLE_EQ(last_drop(first[2]["points"]), 5.0);
+  EXPECT_DOUBLE_EQ(last_drop(first[1]["points"]), 0.4);
+  EXPECT_EQ(data["views"][1]["baseline_curves"].size(), 2u);
+  EXPECT_TRUE(data["views"][2]["baseline_curves"].empty());
+  EXPECT_EQ(data["views"][3]["baseline_curves"].size(), 2u);  // asked for in its config, none timed
+  EXPECT_EQ(data["views"][3]["baselines"]["eager"]["timed"], 0);
+}
+
+// Each baseline a run asked for gets its row of fast_p and geomean, and its
+// curve, under distinct labels; runs side by side get a table and a chart
+// per baseline over the runs that asked for it; a run that asked for none
+// has no such section.
+TEST_F(ReportLabelsTest, EachBaselineHasItsTableAndCurvesInHeadlessChromium) {
+  const std::string binary = find_chromium();
+  if (binary.empty()) GTEST_SKIP() << "no chromium on the PATH (scripts/setup installs it; or set KLOOP_CHROMIUM)";
+  const fs::path page = write_sweep_page(sweep_views_with_baselines());
+  const std::string dom = chromium(binary, page, "--window-size=1280,2000 --dump-dom");
+  const std::string body = start_tag(dom, "body");
+  ASSERT_NE(body.find("data-rendered=\""), std::string::npos) << read(runs_ / "chromium.log") << dom.substr(0, 2000);
+  EXPECT_EQ(start_tag(dom, "html").find("data-errors"), std::string::npos) << start_tag(dom, "html");
+  EXPECT_EQ(body.find("data-legend-clipped"), std::string::npos) << body;
+  EXPECT_EQ(body.find("data-legend-alike"), std::string::npos) << body;
+  for (const char* series :
+       {"v0:baselines", "v0:baselines-fast_p-vs-p:own", "v0:baselines-fast_p-vs-p:eager",
+        "v0:baselines-fast_p-vs-p:compile-default", "v1:baselines-fast_p-vs-p:eager",
+        "compare:baseline-eager:one-shot-vs-iterative/scaffold=one_shot [strict]",
+        "compare:baseline-eager:one-shot-vs-iterative/scaffold=best_of_k [strict]",
+        "compare:baseline-compile-default:one-shot-vs-iterative/scaffold=one_shot [strict]"}) {
+    EXPECT_NE(body.find(series), std::string::npos) << "missing series " << series << " in " << body;
+  }
+  EXPECT_EQ(body.find("v2:baselines"), std::string::npos) << body;
+  // Asked for, nothing timed against it: correct attempts count for fast_0 only.
+  const std::vector<std::string> last = table_rows(dom, "v3:baselines");
+  ASSERT_EQ(last.size(), 3u);
+  EXPECT_EQ(last[1].rfind("kernelbench's own (the headline)|", 0), 0u) << last[1];
+  EXPECT_EQ(last[2], "eager|0|0.0%|0.0%|0.0%|0.0%|0.0%|-|");
+  EXPECT_EQ(body.find("compare:baseline-compile-default:one-shot-vs-iterative/scaffold=best_of_k"), std::string::npos)
+      << body;
+  // The first run's table: the protocol's own row first. Final turn bests
+  // 1.6x, 1.2x, 2.5x of 4 problems; against eager twice that; against
+  // compile-default 19_ReLU alone at 0.4x (fast_p for p = 0.5 .. 2).
+  EXPECT_EQ(table_rows(dom, "v0:baselines"),
+            (std::vector<std::string>{
+                "baseline|correct, timed against it|fast_0.5|fast_0.8|fast_1|fast_1.5|fast_2|geomean speedup|",
+                "strict's own (the headline)|5|75.0%|75.0%|75.0%|50.0%|25.0%|1.69x|",
+                "compile-default|2|0.0%|0.0%|0.0%|0.0%|0.0%|0.40x|",
+                "eager|5|75.0%|75.0%|75.0%|75.0%|75.0%|3.37x|"}));
+  // Side by side: a table per baseline, one row per run that asked for it.
+  const std::vector<std::string> eager = table_rows(dom, "compare:baseline-eager");
+  ASSERT_EQ(eager.size(), 4u);
+  // (Each synthetic run is unfinished: 21_Sigmoid has no attempt; flagged as in the side-by-side table.)
+  EXPECT_EQ(eager[1], "scaffold=one_shot [strict]UNFINISHED: 1 of 4 chains|5|75.0%|75.0%|75.0%|75.0%|75.0%|3.37x|");
+  EXPECT_EQ(eager[2].rfind("scaffold=best_of_k [strict]UNFINISHED: 1 of 4 chains|5|", 0), 0u) << eager[2];
+  EXPECT_EQ(table_rows(dom, "compare:baseline-compile-default").size(), 2u);
+  // The rescore the run has outgrown is flagged here too.
+  EXPECT_EQ(eager[3].rfind("scaffold=iterative [kernelbench]PARTIAL RESCORE: 1 attempts without a kernelbench "
+                           "record; UNFINISHED: 1 of 4 chains|0|",
+                           0),
+            0u)
+      << eager[3];
+  EXPECT_NE(dom.find(">final turn against eager (the 3 of 4 runs that asked for it)<"), std::string::npos);
+  // A run keeps its colour in a chart that draws only some of the runs.
+  auto stroke = [&](const std::string& series) {
+    const std::size_t at = dom.find("data-series=\"" + series + "\"");
+    if (at == std::string::npos) return std::string("(no " + series + ")");
+    const std::size_t path = dom.rfind("<path", at);
+    const std::size_t s = dom.find("stroke=\"", path) + 8;
+    return dom.substr(s, dom.find('"', s) - s);
+  };
+  const std::string rescore_run = "one-shot-vs-iterative/scaffold=iterative [kernelbench]";
+  EXPECT_EQ(stroke("compare:baseline-eager:" + rescore_run), stroke("compare:fast_p-vs-p:" + rescore_run));
+  EXPECT_NE(stroke("compare:baseline-eager:" + rescore_run),
+            stroke("compare:baseline-eager:one-shot-vs-iterative/scaffold=one_shot [strict]"));
+  // Every baseline's legend entry reads as its name.
+  for (const char* label : {">strict's own (the headline)<", ">eager<", ">compile-default<"}) {
+    EXPECT_NE(dom.find(label), std::string::npos) << label;
+  }
 }
 
 }  // namespace

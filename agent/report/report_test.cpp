@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "agent/report/metrics.h"
@@ -193,6 +194,13 @@ TEST_F(ReportTest, SpeedupsAgainstEachBaselineTheRunAskedFor) {
   EXPECT_NE(md.find("final turn against each baseline the run asked for"), std::string::npos) << md;
   EXPECT_NE(md.find("| compile-default |"), std::string::npos) << md;
   EXPECT_NE(md.find("| eager | " + std::to_string(correct) + " |"), std::string::npos) << md;
+  // In the terminal each baseline's row is one line within 100 columns (no intervals there).
+  const std::string text = render_text_report(views, metrics, TextFormat::kTerminal);
+  EXPECT_TRUE(std::regex_search(text, std::regex("\n  eager +" + std::to_string(correct) +
+                                                 "( +[0-9.]+%){5} +[0-9.]+x\n")))
+      << text;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
   const json s = summary_json(views, metrics);
   EXPECT_TRUE(s["views"][0]["baselines"].contains("eager")) << s["views"][0]["baselines"].dump();
   EXPECT_EQ(s["views"][0]["baselines"]["eager"]["timed"], correct);

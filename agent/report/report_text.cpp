@@ -202,13 +202,16 @@ std::string by_turn_table(const GroupMetrics& g, const RunMetrics& m, TextFormat
 }
 
 // The final turn against each baseline the run asked for besides its
-// protocol's (evaluation.baselines); nothing when it asked for none.
+// protocol's (evaluation.baselines); nothing when it asked for none. The
+// terminal's rows fit 100 columns: no intervals there (Markdown and
+// --json have them).
 std::string baselines_table(const RunView& v, const RunMetrics& m, TextFormat f) {
-  const std::vector<BaselineMetrics> bs = baseline_metrics(v.problems, v.attempts, m.turns, m.samples, options_of(m));
+  const std::vector<BaselineMetrics> bs = baseline_metrics(v.problems, v.attempts, m.turns, m.samples, options_of(m), v.baselines);
   if (bs.empty()) return "";
-  const bool ci = m.bootstrap_resamples > 0;
+  const bool terminal = f == TextFormat::kTerminal;
+  const bool ci = m.bootstrap_resamples > 0 && !terminal;
   Table t;
-  t.header = {"baseline", "correct, timed against it"};
+  t.header = {"baseline", terminal ? "timed" : "correct, timed against it"};
   for (double p : m.ps) {
     if (p > 0) t.header.push_back(p_name(p));
   }
@@ -224,7 +227,9 @@ std::string baselines_table(const RunView& v, const RunMetrics& m, TextFormat f)
   return heading("all: final turn against each baseline the run asked for (the tables above use the protocol's, " +
                      std::string(v.protocol) + ")",
                  3, f) +
-         render_table(t, f) + "\n";
+         render_table(t, f) +
+         (terminal ? "  (timed: correct attempts timed against it; intervals in --format markdown and --json)\n" : "") +
+         "\n";
 }
 
 std::string samples_table(const GroupMetrics& g, const RunMetrics& m, TextFormat f) {
@@ -597,55 +602,6 @@ std::string comparison_table(const std::vector<RunView>& views, const std::vecto
          runs + render_table(t, f) + (notes.empty() || !final_turn ? "" : "\n" + notes);
 }
 
-// An imported run's published figures (its own protocol) beside what kloop
-// measured (its rescores), one row per task of the whole levels: a task
-// without a kernel stays in, as KernelBench's analysis counts it, and a
-// figure the release does not give reads n/a.
-std::string published_vs_measured(const std::vector<RunView>& views, TextFormat f) {
-  std::string out;
-  for (const RunView& published : views) {
-    if (published.protocol != "kernelbench_published") continue;
-    std::vector<const RunView*> measured;
-    for (const RunView& v : views) {
-      if (&v != &published && v.run_dir == published.run_dir) measured.push_back(&v);
-    }
-    const auto claimed = problem_rows(published);
-    std::vector<std::map<std::string, ProblemRow>> ours;
-    for (const RunView* v : measured) ours.push_back(problem_rows(*v));
-    Table t;
-    t.header = {"problem", "level", "published", "claimed"};
-    t.text_columns = 1;
-    for (const RunView* v : measured) {
-      t.header.push_back(v->protocol);
-      t.header.push_back("measured");
-    }
-    auto verdict = [](const std::map<std::string, ProblemRow>& rows, const std::string& name, bool published_side) {
-      const auto it = rows.find(name);
-      if (it == rows.end() || !it->second.attempts) return std::string(published_side ? "(no kernel)" : "-");
-      return it->second.best ? std::string(outcome_name(*it->second.best)) : std::string("unevaluated");
-    };
-    auto figure = [](const std::map<std::string, ProblemRow>& rows, const std::string& name, const char* none) {
-      const auto it = rows.find(name);
-      if (it == rows.end() || !it->second.speedup) return std::string(none);
-      return fmt::format("{:.2f}x", *it->second.speedup);
-    };
-    for (const auto& p : published.problems) {
-      std::vector<std::string> row = {p.name, std::to_string(p.level), verdict(claimed, p.name, true),
-                                      figure(claimed, p.name, "n/a")};
-      for (const auto& rows : ours) {
-        row.push_back(verdict(rows, p.name, false));
-        row.push_back(figure(rows, p.name, "-"));
-      }
-      t.rows.push_back(row);
-    }
-    out += heading("published vs measured: " + published.run_name + " (" + std::to_string(published.problems.size()) +
-                       " tasks of the levels imported; claimed n/a: the release gives no figure)",
-                   3, f) +
-           render_table(t, f) + "\n";
-  }
-  return out;
-}
-
 // Runs side by side at equal spend per problem: fast_1 (and correctness)
 // at each budget of calls, output tokens and dollars.
 std::string budget_tables(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics, TextFormat f) {
@@ -686,7 +642,68 @@ std::string budget_tables(const std::vector<RunView>& views, const std::vector<R
   return out;
 }
 
+std::string published_vs_measured(const std::vector<RunView>& views, TextFormat f) {
+  std::string out;
+  for (const auto& p : published_vs_measured_tables(views)) {
+    Table t;
+    t.header = p.header;
+    t.rows = p.rows;
+    out += heading(p.title, 3, f) + render_table(t, f) + "\n";
+  }
+  return out;
+}
+
 }  // namespace
+
+// A figure the release does not give reads n/a; a task without a kernel
+// stays in, as KernelBench's analysis counts it.
+std::vector<PublishedVsMeasured> published_vs_measured_tables(const std::vector<RunView>& views) {
+  std::vector<PublishedVsMeasured> out;
+  for (const RunView& published : views) {
+    if (published.protocol != "kernelbench_published") continue;
+    std::vector<const RunView*> measured;
+    for (const RunView& v : views) {
+      if (&v != &published && v.run_dir == published.run_dir) measured.push_back(&v);
+    }
+    const auto claimed = problem_rows(published);
+    std::vector<std::map<std::string, ProblemRow>> ours;
+    for (const RunView* v : measured) ours.push_back(problem_rows(*v));
+    PublishedVsMeasured t;
+    t.header = {"problem", "level", "published", "claimed"};
+    for (const RunView* v : measured) {
+      t.header.push_back(v->protocol);
+      t.header.push_back("measured");
+      if (v->attempts_not_rescored) {
+        t.notes.push_back("PARTIAL RESCORE (" + v->protocol + "): " + std::to_string(v->attempts_not_rescored) +
+                          " of the run's attempts have no " + v->protocol + " record (kloop rescore " + v->run_dir +
+                          " --protocol " + v->protocol + " completes it)");
+      }
+    }
+    auto verdict = [](const std::map<std::string, ProblemRow>& rows, const std::string& name, bool published_side) {
+      const auto it = rows.find(name);
+      if (it == rows.end() || !it->second.attempts) return std::string(published_side ? "(no kernel)" : "-");
+      return it->second.best ? std::string(outcome_name(*it->second.best)) : std::string("unevaluated");
+    };
+    auto figure = [](const std::map<std::string, ProblemRow>& rows, const std::string& name, const char* none) {
+      const auto it = rows.find(name);
+      if (it == rows.end() || !it->second.speedup) return std::string(none);
+      return fmt::format("{:.2f}x", *it->second.speedup);
+    };
+    for (const auto& p : published.problems) {
+      std::vector<std::string> row = {p.name, std::to_string(p.level), verdict(claimed, p.name, true),
+                                      figure(claimed, p.name, "n/a")};
+      for (const auto& rows : ours) {
+        row.push_back(verdict(rows, p.name, false));
+        row.push_back(figure(rows, p.name, "-"));
+      }
+      t.rows.push_back(row);
+    }
+    t.title = "published vs measured: " + published.run_name + " (" + std::to_string(published.problems.size()) +
+              " tasks of the levels imported; claimed n/a: the release gives no figure)";
+    out.push_back(std::move(t));
+  }
+  return out;
+}
 
 std::string render_text_report(const std::vector<RunView>& views, const std::vector<RunMetrics>& metrics,
                                TextFormat format) {

@@ -144,8 +144,8 @@ class AttemptRescorer {
     return r;
   }
 
-  bool excluded(const std::string& problem, const std::string& protocol) {
-    return excluded_by_protocol(spec(problem), protocol);
+  bool excluded(const std::string& problem, const std::string& protocol, Precision precision) {
+    return excluded_by_protocol(spec(problem), protocol, precision);
   }
 
  private:
@@ -187,9 +187,10 @@ void rescore_attempt(const AttemptRecord& original, int index, AttemptRescorer& 
   const std::string what =
       original.problem + " sample " + std::to_string(original.sample) + " turn " + std::to_string(original.turn);
   try {
-    if (rescorer.excluded(original.problem, options.protocol)) {
+    if (rescorer.excluded(original.problem, options.protocol, target.precision)) {
       ++s.excluded;
       progress << "[" << index << "/" << s.attempts << "] " << what << ": excluded by " << options.protocol
+               << (target.precision == Precision::kFp32 ? "" : std::string(" at ") + precision_name(target.precision))
                << " as degenerate; not rescored\n";
       return;
     }

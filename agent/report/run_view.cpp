@@ -76,13 +76,13 @@ Attempt attempt_of(const AttemptRecord& r, const fs::path& run_dir, const std::s
   return a;
 }
 
-// Moves the problems the view's protocol excludes out of the denominator.
-void drop_excluded(RunView& v, const ProblemRegistry& registry) {
+// Moves the problems the view's protocol excludes at the run's precision out of the denominator.
+void drop_excluded(RunView& v, const ProblemRegistry& registry, Precision precision) {
   std::vector<SelectedProblem> kept;
   for (const auto& p : v.problems) {
     bool excluded = false;
     try {
-      excluded = excluded_by_protocol(registry.load(p.name), v.protocol);
+      excluded = excluded_by_protocol(registry.load(p.name), v.protocol, precision);
     } catch (const std::exception&) {
       // A spec removed or broken since the run: keep the problem counted.
     }
@@ -264,6 +264,9 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   v.prices.input = price("input").value_or(0);
   v.prices.cached_input = price("cached_input");
   v.prices.cache_write = price("cache_write");
+  for (const auto& b : config.value("evaluation", json::object()).value("baselines", json::array())) {
+    if (b.is_string()) v.baselines.push_back(b.get<std::string>());
+  }
   const json scaffold = config.value("scaffold", json::object());
   v.scaffold = scaffold_text(scaffold);
   v.scaffold_kind = scaffold.value("kind", std::string());
@@ -279,7 +282,11 @@ RunView load_run_view(const std::string& run_dir, const std::string& protocol, c
   const std::vector<std::string> ours = protocol_names();
   const bool kloop_protocol =
       std::find(ours.begin(), ours.end(), canonical_protocol_name(v.protocol)) != ours.end();
-  if (registry && kloop_protocol && protocol_by_name(v.protocol).exclude_degenerate) drop_excluded(v, *registry);
+  if (registry && kloop_protocol && protocol_by_name(v.protocol).exclude_degenerate) {
+    // A run made before precisions ran in fp32.
+    drop_excluded(v, *registry,
+                  parse_precision(config.value("precision", std::string("fp32"))).value_or(Precision::kFp32));
+  }
   for (const auto& r : records) v.attempts.push_back(attempt_of(r, run_dir, v.verdict_root));
 
   // Where the run itself stands, from its own records.

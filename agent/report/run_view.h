@@ -28,6 +28,7 @@ struct RunView {
   std::string scaffold;      // "iterative, 1 sample x 3 turns"
   std::string scaffold_kind;  // one_shot, best_of_k, iterative, beam, evolve
   std::string device;
+  std::vector<std::string> baselines;  // evaluation.baselines: asked for besides the protocol's own
   int turns = 1;
   int samples = 1;
   std::vector<SelectedProblem> problems;  // the denominator

@@ -188,7 +188,7 @@ int TurnLoop::check(std::ostream& out) {
   out << "  problems: " << specs.size();
   for (std::size_t i = 0; i < specs.size() && i < 8; ++i) out << (i ? ", " : " (") << specs[i].name;
   out << (specs.size() > 8 ? ", ...)" : ")") << "\n";
-  if (!excluded.empty()) out << "  " << excluded_note(excluded, config_.protocol) << "\n";
+  if (!excluded.empty()) out << "  " << excluded_note(excluded, config_.protocol, config_.precision) << "\n";
   const Redactor redactor = feedback_redactor(provider_);
   const std::size_t prompt_chars = check_prompts(c, config_.prompts, specs.front(), redactor);
   check_devices(c, config_, eval_options());

@@ -98,10 +98,12 @@ std::vector<ProblemSpec> TurnLoop::select_problems(std::vector<std::string>* exc
     for (const auto& e : registry.list(config_.problems.suite, config_.problems.level)) specs.push_back(registry.load(e));
   }
   if (specs.empty()) throw std::invalid_argument(config_.path + ": field 'problems': selects no problem");
-  // Tasks the protocol leaves out: never sent to the model, not counted (as
-  // the protocol defines its denominator).
+  // The run's precision: the prompt shows the inputs in it, the evaluator runs them in it.
+  const Precision precision = parse_precision(config_.precision).value_or(Precision::kFp32);
+  // Tasks the protocol leaves out at that precision: never sent to the
+  // model, not counted (as the protocol defines its denominator).
   for (auto it = specs.begin(); it != specs.end();) {
-    if (excluded_by_protocol(*it, config_.protocol)) {
+    if (excluded_by_protocol(*it, config_.protocol, precision)) {
       excluded->push_back(it->name);
       it = specs.erase(it);
     } else {
@@ -110,10 +112,8 @@ std::vector<ProblemSpec> TurnLoop::select_problems(std::vector<std::string>* exc
   }
   if (specs.empty()) {
     throw std::invalid_argument(config_.path + ": field 'problems': every selected problem is excluded by the " +
-                                config_.protocol + " protocol");
+                                config_.protocol + " protocol at " + precision_name(precision));
   }
-  // The run's precision: the prompt shows the inputs in it, the evaluator runs them in it.
-  const Precision precision = parse_precision(config_.precision).value_or(Precision::kFp32);
   for (auto& s : specs) s = spec_at_precision(s, precision);
   if (shard_) {
     std::vector<ProblemSpec> mine;
@@ -188,11 +188,12 @@ json TurnLoop::resolved_config(const Redactor& redactor) const {
   return redactor.redact_json(resolved);
 }
 
-std::string excluded_note(const std::vector<std::string>& excluded, const std::string& protocol) {
+std::string excluded_note(const std::vector<std::string>& excluded, const std::string& protocol,
+                          const std::string& precision) {
   std::string list;
   for (const auto& n : excluded) list += (list.empty() ? "" : ", ") + n;
-  return std::to_string(excluded.size()) + " problem(s) excluded by the " + protocol +
-         " protocol, left out of the run: " + list;
+  return std::to_string(excluded.size()) + " problem(s) excluded by the " + protocol + " protocol" +
+         (precision.empty() || precision == "fp32" ? "" : " at " + precision) + ", left out of the run: " + list;
 }
 
 // The evaluation queues: one evaluator (and its workers) per device, and
@@ -334,7 +335,7 @@ LoopSummary TurnLoop::run() {
   // Everything that can be wrong with the inputs fails here, before any LLM call.
   std::vector<std::string> excluded;
   std::vector<ProblemSpec> specs = select_problems(&excluded);
-  if (!excluded.empty()) progress_ << "kloop: " << excluded_note(excluded, config_.protocol) << "\n";
+  if (!excluded.empty()) progress_ << "kloop: " << excluded_note(excluded, config_.protocol, config_.precision) << "\n";
   PromptBuilder prompts(config_.prompts);
   // Everything that goes back to the model or into the run folder from an
   // evaluation passes through this: the provider's key and header values

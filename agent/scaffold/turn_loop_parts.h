@@ -22,6 +22,8 @@ struct StoredChain {
 StoredChain stored_chain(std::vector<AttemptRecord>& records);
 
 // "N problem(s) excluded by the P protocol, left out of the run: a, b".
-std::string excluded_note(const std::vector<std::string>& excluded, const std::string& protocol);
+// `precision`: the run's (fp32, fp16, bf16); said when it is not fp32.
+std::string excluded_note(const std::vector<std::string>& excluded, const std::string& protocol,
+                          const std::string& precision);
 
 }  // namespace kloop

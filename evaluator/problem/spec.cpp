@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 const std::set<std::string> kKnownKeys = {
     "name",    "level",    "suite",  "provenance", "description", "dims",       "cpu",
     "args",    "inputs",   "outputs", "flops",     "bytes",       "variants",   "weights",
-    "deviations", "excluded_from", "audit", "notes", "centered_inputs", "upstream_init_draws"};
+    "deviations", "excluded_from", "audit", "notes", "centered_inputs", "upstream_init_draws", "precisions"};
 
 const std::map<std::string, std::vector<std::string>> kDistParams = {
     {"rand", {}},          {"randn", {}},           {"uniform", {"low", "high"}},
@@ -161,6 +161,52 @@ void check_dims_known(const SpecReader& r, const YAML::Node& node, const DimValu
   }
 }
 
+// A list of strings; none when the node is absent or null.
+std::vector<std::string> string_list(const SpecReader& r, const YAML::Node& node, const std::string& field) {
+  std::vector<std::string> out;
+  if (!node || node.IsNull()) return out;
+  if (!node.IsSequence()) r.fail(node, field, "expected a list of strings");
+  for (std::size_t i = 0; i < node.size(); ++i) out.push_back(r.scalar(node[i], field));
+  return out;
+}
+
+// The decisions of an `audit:` list (`field`): an `exclude` needs the task
+// left out of verified and strict at that precision (`excluded`), which
+// `fix` says how to write.
+std::vector<AuditDecision> audit_decisions(const SpecReader& r, const YAML::Node& list, const std::string& field,
+                                           const std::vector<std::string>& excluded, const std::string& fix) {
+  if (!list.IsSequence()) r.fail(list, field, "expected a list of {flag, decision, note}");
+  static const std::set<std::string> kFlags = {"zeros_pass", "constant_output", "seed_invariant", "input_independent",
+                                               "weight_independent"};
+  static const std::set<std::string> kDecisions = {"exclude", "fixed", "accept"};
+  std::vector<AuditDecision> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    AuditDecision d;
+    d.flag = r.scalar(r.require(list[i], "flag", f + ".flag", "the audit flag decided on"), f + ".flag");
+    if (!kFlags.count(d.flag)) {
+      r.fail(list[i]["flag"], f + ".flag",
+             "unknown flag '" + d.flag +
+                 "'; expected zeros_pass, constant_output, seed_invariant, input_independent or weight_independent");
+    }
+    d.decision = r.scalar(r.require(list[i], "decision", f + ".decision", "exclude, fixed or accept"), f + ".decision");
+    if (!kDecisions.count(d.decision)) {
+      r.fail(list[i]["decision"], f + ".decision", "unknown decision '" + d.decision + "'; expected exclude, fixed or accept");
+    }
+    d.note = r.scalar(r.require(list[i], "note", f + ".note", "why, in one sentence"), f + ".note");
+    if (d.decision == "exclude") {
+      for (const char* p : {"verified", "strict"}) {
+        if (std::find(excluded.begin(), excluded.end(), p) == excluded.end()) {
+          r.fail(list[i]["decision"], f + ".decision",
+                 std::string("'exclude' needs the task excluded from ") + p + " (add " + fix + ")");
+        }
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* arg_type_name(ArgType type) {
@@ -229,6 +275,35 @@ double ProblemSpec::byte_count(const DimValues& d) const {
   return eval_expr(bytes, d) * scale;
 }
 
+std::vector<std::string> ProblemSpec::excluded_from_at(DType at) const {
+  std::vector<std::string> out = excluded_from;
+  const auto it = precisions.find(at);
+  if (it == precisions.end()) return out;
+  for (const auto& p : it->second.excluded_from) {
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  }
+  return out;
+}
+
+const AuditDecision* ProblemSpec::audit_decision(const std::string& flag, DType at) const {
+  const auto same = [&](const AuditDecision& d) { return d.flag == flag; };
+  if (const auto it = precisions.find(at); it != precisions.end()) {
+    const auto d = std::find_if(it->second.audit.begin(), it->second.audit.end(), same);
+    if (d != it->second.audit.end()) return &*d;
+  }
+  const auto d = std::find_if(audit.begin(), audit.end(), same);
+  return d == audit.end() ? nullptr : &*d;
+}
+
+std::vector<AuditDecision> ProblemSpec::audit_at(DType at) const {
+  std::vector<AuditDecision> out;
+  if (const auto it = precisions.find(at); it != precisions.end()) out = it->second.audit;
+  for (const auto& d : audit) {
+    if (audit_decision(d.flag, at) == &d) out.push_back(d);
+  }
+  return out;
+}
+
 ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& suite) {
   SpecReader r(yaml_path);
   YAML::Node root;
@@ -245,9 +320,10 @@ ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& s
   for (const auto& kv : root) {
     std::string key = kv.first.Scalar();
     if (!kKnownKeys.count(key)) {
-      r.fail(kv.first, key, "unknown field; known fields are name, level, provenance, description, "
+      r.fail(kv.first, key, "unknown field; known fields are name, level, suite, provenance, description, "
                             "dims, cpu, args, inputs, outputs, flops, bytes, variants, weights, "
-                            "deviations, excluded_from");
+                            "deviations, excluded_from, audit, precisions, notes, centered_inputs, "
+                            "upstream_init_draws");
     }
   }
 
@@ -375,41 +451,41 @@ ProblemSpec load_problem_spec(const std::string& yaml_path, const std::string& s
     s.centered_inputs = v == "true";
   }
   for (const char* key : {"deviations", "excluded_from"}) {
-    if (!root[key] || root[key].IsNull()) continue;
-    if (!root[key].IsSequence()) r.fail(root[key], key, "expected a list of strings");
-    auto& out = std::string(key) == "deviations" ? s.deviations : s.excluded_from;
-    for (std::size_t i = 0; i < root[key].size(); ++i) out.push_back(r.scalar(root[key][i], std::string(key)));
+    (std::string(key) == "deviations" ? s.deviations : s.excluded_from) = string_list(r, root[key], key);
   }
-
   if (root["audit"] && !root["audit"].IsNull()) {
-    const YAML::Node& list = root["audit"];
-    if (!list.IsSequence()) r.fail(list, "audit", "expected a list of {flag, decision, note}");
-    static const std::set<std::string> kFlags = {"zeros_pass", "constant_output", "seed_invariant",
-                                                 "input_independent", "weight_independent"};
-    static const std::set<std::string> kDecisions = {"exclude", "fixed", "accept"};
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::string f = "audit[" + std::to_string(i) + "]";
-      AuditDecision d;
-      d.flag = r.scalar(r.require(list[i], "flag", f + ".flag", "the audit flag decided on"), f + ".flag");
-      if (!kFlags.count(d.flag)) {
-        r.fail(list[i]["flag"], f + ".flag",
-               "unknown flag '" + d.flag +
-                   "'; expected zeros_pass, constant_output, seed_invariant, input_independent or weight_independent");
+    s.audit = audit_decisions(r, root["audit"], "audit", s.excluded_from, "excluded_from: [verified, strict]");
+  }
+  if (root["precisions"] && !root["precisions"].IsNull()) {
+    const YAML::Node& block = root["precisions"];
+    if (!block.IsMap()) r.fail(block, "precisions", "expected a map from fp16 or bf16 to {excluded_from, audit}");
+    for (const auto& kv : block) {
+      const std::string name = kv.first.Scalar();
+      const std::string field = "precisions." + name;
+      const std::optional<DType> dtype = name == "fp16" ? std::optional<DType>(DType::kFloat16)
+                                         : name == "bf16" ? std::optional<DType>(DType::kBFloat16)
+                                                          : std::nullopt;
+      if (!dtype) {
+        r.fail(kv.first, field,
+               name == "fp32" ? "fp32's decisions are the top-level excluded_from and audit; this block is for fp16 "
+                                "or bf16"
+                              : "unknown precision '" + name + "'; expected fp16 or bf16");
       }
-      d.decision = r.scalar(r.require(list[i], "decision", f + ".decision", "exclude, fixed or accept"), f + ".decision");
-      if (!kDecisions.count(d.decision)) {
-        r.fail(list[i]["decision"], f + ".decision", "unknown decision '" + d.decision + "'; expected exclude, fixed or accept");
-      }
-      d.note = r.scalar(r.require(list[i], "note", f + ".note", "why, in one sentence"), f + ".note");
-      if (d.decision == "exclude") {
-        for (const char* p : {"verified", "strict"}) {
-          if (std::find(s.excluded_from.begin(), s.excluded_from.end(), p) == s.excluded_from.end()) {
-            r.fail(list[i]["decision"], f + ".decision",
-                   std::string("'exclude' needs excluded_from to list ") + p + " (add excluded_from: [verified, strict])");
-          }
+      if (!kv.second.IsMap()) r.fail(kv.second, field, "expected a map with excluded_from and audit");
+      for (const auto& inner : kv.second) {
+        const std::string key = inner.first.Scalar();
+        if (key != "excluded_from" && key != "audit") {
+          r.fail(inner.first, field + "." + key, "unknown field; expected excluded_from or audit");
         }
       }
-      s.audit.push_back(std::move(d));
+      PrecisionDecisions& d = s.precisions[*dtype];
+      d.excluded_from = string_list(r, kv.second["excluded_from"], field + ".excluded_from");
+      std::vector<std::string> excluded = s.excluded_from;  // fp32's exclusions hold at every precision
+      excluded.insert(excluded.end(), d.excluded_from.begin(), d.excluded_from.end());
+      if (kv.second["audit"] && !kv.second["audit"].IsNull()) {
+        d.audit = audit_decisions(r, kv.second["audit"], field + ".audit", excluded,
+                                  field + ".excluded_from: [verified, strict]");
+      }
     }
   }
 

@@ -68,6 +68,14 @@ struct AuditDecision {
   std::string note;      // why, in a sentence a reader can check
 };
 
+// The audit's findings at a reduced precision (the spec's `precisions:
+// {fp16: ..., bf16: ...}`): zeros pass more tasks at fp16's and bf16's
+// tolerance (1e-2), so a task sound in fp32 may be degenerate there.
+struct PrecisionDecisions {
+  std::vector<std::string> excluded_from;  // protocols that skip the task at this precision too
+  std::vector<AuditDecision> audit;
+};
+
 // A tensor upstream's __init__ draws from torch's generator and the port
 // does not keep (33_VanillaRNN's hidden state, drawn at the module-level
 // batch size): under seeded construction it is drawn, in order, right
@@ -100,7 +108,10 @@ struct ProblemSpec {
   // the task; `centered_inputs: false` where negative or near-zero inputs
   // make no sense for it.
   bool centered_inputs = true;
-  std::vector<AuditDecision> audit;        // decisions about `kloop audit` flags
+  std::vector<AuditDecision> audit;        // decisions about `kloop audit` flags (fp32's)
+  // float16/bfloat16: decisions and exclusions found at that precision, on
+  // top of fp32's (a task degenerate in fp32 stays so at a looser tolerance).
+  std::map<DType, PrecisionDecisions> precisions;
   // The run's floating-point dtype (spec_at_precision in protocol.h):
   // float32 as the task is written, or float16/bfloat16, in which the
   // floating-point inputs above are then declared.
@@ -116,6 +127,15 @@ struct ProblemSpec {
   double flop_count(const DimValues& dims) const;
   // The spec's `bytes` (written for fp32 elements), at the spec's precision.
   double byte_count(const DimValues& dims) const;
+  // The protocols that leave the task out in a run at `precision`:
+  // excluded_from, and at fp16/bf16 that precision's too.
+  std::vector<std::string> excluded_from_at(DType precision) const;
+  // The decision on an audit flag at `precision`: that precision's own,
+  // else fp32's (which holds at every precision); nullptr when none.
+  const AuditDecision* audit_decision(const std::string& flag, DType precision) const;
+  // Every decision that applies at `precision`: that precision's, then the
+  // fp32 ones on flags it does not decide itself.
+  std::vector<AuditDecision> audit_at(DType precision) const;
 };
 
 // Parses and validates one spec file; `suite` is recorded as given.

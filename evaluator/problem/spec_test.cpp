@@ -199,6 +199,52 @@ TEST_F(SpecTest, NonPositiveDimsAndBadYamlAreRejected) {
   EXPECT_NE(error_of("name: [unclosed\n").find("not valid YAML"), std::string::npos);
 }
 
+// The audit's findings at fp16 and bf16 sit under `precisions:`, on top of
+// fp32's; a decision there is looked up first at its precision; bad blocks
+// name the field and the fix.
+TEST_F(SpecTest, PerPrecisionAuditDecisionsAddToFp32s) {
+  const std::string spec = std::string(kValid) +
+                           "audit:\n"
+                           "  - {flag: weight_independent, decision: accept, note: the loss ignores it}\n"
+                           "  - {flag: zeros_pass, decision: fixed, note: inputs scaled up}\n"
+                           "precisions:\n"
+                           "  bf16:\n"
+                           "    excluded_from: [verified, strict]\n"
+                           "    audit:\n"
+                           "      - {flag: zeros_pass, decision: exclude, note: outputs near 4e-3 pass at 1e-2}\n";
+  const ProblemSpec s = load_problem_spec(write("7_Task", spec), "test");
+  EXPECT_TRUE(s.excluded_from.empty());
+  EXPECT_TRUE(s.excluded_from_at(DType::kFloat32).empty());
+  EXPECT_TRUE(s.excluded_from_at(DType::kFloat16).empty());
+  EXPECT_EQ(s.excluded_from_at(DType::kBFloat16), (std::vector<std::string>{"verified", "strict"}));
+  ASSERT_NE(s.audit_decision("zeros_pass", DType::kBFloat16), nullptr);
+  EXPECT_EQ(s.audit_decision("zeros_pass", DType::kBFloat16)->decision, "exclude");
+  EXPECT_EQ(s.audit_decision("zeros_pass", DType::kFloat16)->decision, "fixed");  // fp32's
+  EXPECT_EQ(s.audit_decision("weight_independent", DType::kBFloat16)->decision, "accept");
+  EXPECT_EQ(s.audit_decision("seed_invariant", DType::kBFloat16), nullptr);
+  ASSERT_EQ(s.audit_at(DType::kBFloat16).size(), 2u);  // bf16's zeros_pass, fp32's weight_independent
+  EXPECT_EQ(s.audit_at(DType::kBFloat16)[0].decision, "exclude");
+  EXPECT_EQ(s.audit_at(DType::kFloat32).size(), 2u);
+
+  std::string msg = error_of(std::string(kValid) +
+                             "precisions:\n  fp16:\n    audit:\n      - {flag: zeros_pass, decision: exclude, note: x}\n");
+  EXPECT_NE(msg.find("precisions.fp16.audit[0].decision"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("precisions.fp16.excluded_from: [verified, strict]"), std::string::npos) << msg;
+  // fp32's exclusion is enough for an exclude at any precision.
+  EXPECT_NO_THROW(load_problem_spec(
+      write("7_Task", std::string(kValid) + "excluded_from: [verified, strict]\nprecisions:\n  fp16:\n    audit:\n"
+                                            "      - {flag: zeros_pass, decision: exclude, note: x}\n"),
+      "test"));
+  msg = error_of(std::string(kValid) + "precisions:\n  fp32:\n    excluded_from: [strict]\n");
+  EXPECT_NE(msg.find("precisions.fp32"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("top-level excluded_from and audit"), std::string::npos) << msg;
+  msg = error_of(std::string(kValid) + "precisions:\n  half:\n    excluded_from: [strict]\n");
+  EXPECT_NE(msg.find("unknown precision 'half'; expected fp16 or bf16"), std::string::npos) << msg;
+  msg = error_of(std::string(kValid) + "precisions:\n  bf16:\n    exclude: [strict]\n");
+  EXPECT_NE(msg.find("precisions.bf16.exclude"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected excluded_from or audit"), std::string::npos) << msg;
+}
+
 TEST_F(SpecTest, CpuRunWithoutCpuDimsIsAnError) {
   std::string no_cpu = replace(kValid, "cpu: {batch_size: 4}\n", "");
   EXPECT_NE(error_of(no_cpu).find("field 'cpu': missing; variant 'odd' has cpu dims"), std::string::npos);

@@ -164,6 +164,35 @@ TEST_F(CliHabitsTest, ProblemsListFitsMarksExclusionsAndRefusesAnEmptySelection)
   EXPECT_NE(softmax.find(" verified "), std::string::npos) << "excluded from verified: " << softmax;
   EXPECT_NE(r.output.find("excluded from a protocol"), std::string::npos) << r.output;
 
+  // Exclusions are per precision (the specs' precisions: blocks, from the
+  // audit in fp16 and bf16): 100_HingeLoss's loss barely moves at 1e-2,
+  // 4_Matrix_vector_multiplication_'s bf16 reference is a constant.
+  auto row = [](const std::string& out, const std::string& name) {
+    const auto at = out.find(" " + name + " ");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_NE(row(r.output, "100_HingeLoss").find(" (fp16,bf16) "), std::string::npos) << row(r.output, "100_HingeLoss");
+  EXPECT_NE(row(r.output, "4_Matrix_vector_multiplication_").find(" (bf16) "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\n3 more excluded only at the precisions in parentheses"), std::string::npos) << r.output;
+  const auto bf16 = kloop("problems list --level 1 --precision bf16");
+  ASSERT_EQ(bf16.code, 0) << bf16.output;
+  for (const char* name : {"100_HingeLoss", "4_Matrix_vector_multiplication_", "94_MSELoss"}) {
+    EXPECT_NE(row(bf16.output, name).find(" verified,strict "), std::string::npos) << row(bf16.output, name);
+  }
+  EXPECT_NE(bf16.output.find("9 excluded from a protocol at bf16"), std::string::npos) << bf16.output;
+  const auto fp16 = kloop("problems list --level 1 --precision fp16 --json");
+  ASSERT_EQ(fp16.code, 0) << fp16.output;
+  for (const auto& j : nlohmann::json::parse(fp16.output)) {
+    if (j["name"] == "100_HingeLoss") {
+      EXPECT_EQ(j["excluded_from"].size(), 2u) << j.dump();
+    }
+    if (j["name"] == "4_Matrix_vector_multiplication_") {
+      EXPECT_TRUE(j["excluded_from"].empty()) << j.dump();
+      EXPECT_EQ(j["excluded_from_by_precision"]["bf16"].size(), 2u) << j.dump();
+    }
+  }
+  EXPECT_EQ(kloop("problems list --precision fp8").code, 2);
+
   const auto some = kloop("problems list --problems 'L1:19-21'");
   ASSERT_EQ(some.code, 0) << some.output;
   EXPECT_NE(some.output.find("3 problem(s)"), std::string::npos) << some.output;
@@ -253,6 +282,16 @@ TEST_F(CliHabitsTest, PrecisionAndBaselinesAreFieldsOfARun) {
   EXPECT_NE(check.output.find("precision bf16"), std::string::npos) << check.output;
   ASSERT_EQ(kloop("run c.yaml --set precision=bf16 --set scaffold.turns=1").code, 0);
   EXPECT_EQ(stored_config("habits")["precision"], "bf16");
+  // A task degenerate only in bf16 (its spec's precisions.bf16) is left out of a strict run in bf16 alone.
+  const auto hinge = kloop("run c.yaml --name hinge --problems 'L1:19,100' --set precision=bf16 --check "
+                           "--no-provider-check");
+  EXPECT_EQ(hinge.code, 0) << hinge.output;
+  EXPECT_NE(hinge.output.find("1 problem(s) excluded by the strict protocol at bf16, left out of the run: 100_HingeLoss"),
+            std::string::npos)
+      << hinge.output;
+  const auto hinge32 = kloop("run c.yaml --name hinge --problems 'L1:19,100' --check --no-provider-check");
+  EXPECT_EQ(hinge32.code, 0) << hinge32.output;
+  EXPECT_EQ(hinge32.output.find("excluded by"), std::string::npos) << hinge32.output;
   const auto changed = kloop("run c.yaml --set precision=fp16 --set scaffold.turns=1");
   EXPECT_EQ(changed.code, 2) << changed.output;
   EXPECT_NE(changed.output.find("'precision' (\"bf16\" vs \"fp16\")"), std::string::npos) << changed.output;

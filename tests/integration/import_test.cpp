@@ -13,6 +13,7 @@
 
 #include "agent/report/kernelbench_import.h"
 #include "agent/report/metrics.h"
+#include "agent/report/report_html.h"
 #include "agent/report/report_text.h"
 #include "agent/report/rescore.h"
 #include "agent/report/run_view.h"
@@ -167,6 +168,17 @@ TEST_F(ImportTest, AReleaseIsImportedWithItsClaimsBesideKloopsMeasurements) {
   EXPECT_NE(report.find("| 19_ReLU | 1 | correct | 1.15x | correct |"), std::string::npos) << report;
   EXPECT_NE(report.find("| 20_LeakyReLU | 1 | (no kernel) | n/a | - | - |"), std::string::npos) << report;
   EXPECT_EQ(report.find("UNFINISHED"), std::string::npos) << report;
+  // The HTML page has the same table.
+  const json page = html_report_data(views, metrics, root_.string());
+  ASSERT_EQ(page["published_vs_measured"].size(), 1u) << page["published_vs_measured"].dump();
+  const json& table = page["published_vs_measured"][0];
+  EXPECT_EQ(table["header"], json({"problem", "level", "published", "claimed", "kernelbench", "measured"}));
+  bool relu = false;
+  for (const auto& row : table["rows"]) {
+    if (row[0] == "19_ReLU") relu = row[2] == "correct" && row[3] == "1.15x" && row[4] == "correct";
+  }
+  EXPECT_TRUE(relu) << table.dump();
+  EXPECT_TRUE(table["notes"].empty()) << table.dump();
 }
 
 // KernelBench's analysis (benchmark_eval_analysis.py): speedup = the
