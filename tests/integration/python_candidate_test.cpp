@@ -8,9 +8,14 @@
 // the tests skip, unless KLOOP_REQUIRE_PYTHON_TORCH=1 (CI), where they fail.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <utility>
@@ -19,8 +24,10 @@
 #include "tests/support/provider_test_support.h"
 #include "tests/support/python_support.h"
 #include "agent/prompt/prompt_builder.h"
+#include "evaluator/build/integrity.h"
 #include "evaluator/evaluate.h"
 #include "evaluator/problem/registry.h"
+#include "tests/support/shell.h"
 
 namespace kloop {
 namespace {
@@ -268,6 +275,79 @@ TEST_F(PythonCandidateTest, TheSandboxHoldsForPythonUnderBothLevels) {
     // The next level builds again (isolation is not part of the cache key).
     fs::remove_all(fs::path(BuilderConfig::from_environment().cache_dir) / "builds" / v.build.key);
   }
+}
+
+// The python's probe (python_env.cpp) imports torch, about a second of CPU
+// in every kloop process that meets a Python candidate, so its answer is
+// kept in the cache and believed only while the installation is as it was
+// and the cache's MAC holds. Each run is this binary again (a new process)
+// through a python that logs each probe: the second run asks none; a python
+// that changed (its file touched) is probed again; a kept answer rewritten
+// (another torch version, a folder more for the sandbox to show) is not
+// believed.
+TEST(PythonProbeTest, TheProbesAnswerIsKeptUntilThePythonChanges) {
+  if (const char* inner = std::getenv("KLOOP_TEST_PROBE_ONLY"); inner && *inner) {
+    const PythonEnvironment& py = python_environment();
+    std::printf("torch=%s folders=%zu\n", py.torch_version.c_str(), py.installation.size());
+    return;
+  }
+  KLOOP_NEED_PYTHON_CANDIDATES();
+  const PythonEnvironment& real = python_environment();
+  const fs::path dir = fs::temp_directory_path() / ("kloop-probe-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cache");
+  const fs::path python = dir / "python3", calls = dir / "calls";
+  std::ofstream(python) << "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = -c ] && echo probe >> " << calls.string()
+                        << "; done\nexec " << real.executable << " \"$@\"\n";
+  fs::permissions(python, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  auto run = [&] {
+    const test::ShellResult r = test::shell("KLOOP_TEST_PROBE_ONLY=1 KLOOP_PYTHON=" + python.string() +
+                                            " KLOOP_CACHE_DIR=" + (dir / "cache").string() + " " + self +
+                                            " --gtest_filter=PythonProbeTest.TheProbesAnswerIsKeptUntilThePythonChanges");
+    EXPECT_EQ(r.code, 0) << r.output << r.error;
+    const std::size_t at = r.output.find("torch=");
+    return at == std::string::npos ? r.output : r.output.substr(at, r.output.find('\n', at) - at);
+  };
+  auto probes = [&] {
+    std::ifstream in(calls);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line == "probe";
+    return n;
+  };
+  const std::string expected = "torch=" + real.torch_version + " folders=" + std::to_string(real.installation.size());
+  EXPECT_EQ(run(), expected);
+  EXPECT_EQ(probes(), 1);
+  EXPECT_EQ(run(), expected);
+  EXPECT_EQ(probes(), 1) << "the kept answer was not used";
+
+  // The python changed: probed again.
+  fs::last_write_time(python, fs::last_write_time(python) - std::chrono::hours(1));
+  EXPECT_EQ(run(), expected);
+  EXPECT_EQ(probes(), 2) << "a changed python was not probed again";
+  EXPECT_EQ(run(), expected);
+  EXPECT_EQ(probes(), 2);
+
+  // A kept answer rewritten without the cache's key: not believed.
+  int rewritten = 0;
+  for (const auto& e : fs::directory_iterator(dir / "cache" / "python")) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t at = text.find(real.torch_version);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, real.torch_version.size(), "9.9.9");
+    const std::size_t sys = text.find("\\\"path\\\":[");
+    ASSERT_NE(sys, std::string::npos) << text;
+    text.insert(sys + 10, "\\\"/root\\\",");
+    std::ofstream(e.path()) << text;
+    ++rewritten;
+  }
+  ASSERT_EQ(rewritten, 1);
+  EXPECT_EQ(run(), expected) << "a forged answer was believed";
+  EXPECT_EQ(probes(), 3);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -604,8 +604,8 @@ void concurrent_sandboxes_have_their_own_budget() {
   CommandResult held;
   std::thread holder([&] {
     held = run_command({"/bin/sh", "-c",
-                        "for i in $(seq 16); do sleep 60 & done; touch ready; "
-                        "while [ ! -e done ]; do sleep 0.2; done; kill $(jobs -p); wait; echo held"},
+                        "pids=; for i in $(seq 16); do sleep 60 & pids=\"$pids $!\"; done; touch ready; "
+                        "while [ ! -e done ]; do sleep 0.2; done; kill $pids; wait; echo held"},
                        dir + "/a", 120s, spec);
   });
   for (int i = 0; i < 3000 && !fs::exists(dir + "/a/ready"); ++i) std::this_thread::sleep_for(20ms);
