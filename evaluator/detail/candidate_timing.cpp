@@ -37,11 +37,13 @@ namespace {
 // never to zero; the timing goes on until kMinChecks calls were checked.
 constexpr int kMaxChecks = 6;
 constexpr int kMinChecks = 2;
-// The handshake's floors: taken over this many empty calls. On a GPU every
-// call pays a switch between the two processes' contexts (about 2 ms on an
-// H100), so the calls whose floors only go into the report (the handshake
-// alone) are fewer there than those the verdict subtracts (with kloop's
-// small kernels where a timed call's work goes).
+// How long after the timer's reply the candidate's may come for nothing to
+// be counted: its worker's last steps and a loaded machine's scheduling.
+constexpr double kLagSlack = 0.02;
+// The handshake's floors: taken over this many empty calls. On a GPU the
+// calls whose floors only go into the report (the handshake alone) are
+// fewer than those the verdict subtracts (with kloop's small kernels where
+// a timed call's work goes).
 int handoff_calls(bool gpu, bool work) { return !gpu ? 200 : work ? 120 : 50; }
 
 wire::TimerBatchReply reference_batch(WorkerSession& ref, const wire::TimerBatch& cmd, std::chrono::milliseconds timeout,
@@ -149,14 +151,15 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
   Unpredictable random;
   CandidateTiming out;
   double observed = 0, outside = 0, windows = 0;
-  int processes_ended = 0, unsettled = 0;
+  int processes_ended = 0, unsettled = 0, unwatched = 0;
+  double lagged = 0;  // the candidate's replies after the timer's, beyond kLagSlack
   std::string ended_process;
   // The rule's wall clock moves between batches only: a batch's calls were
   // all timed, so none of them is dropped for the time the batch took.
   double rule_clock = 0;
   StoppingRule rule(run.rules, [&rule_clock] { return rule_clock; });
   std::vector<double> spans;
-  std::vector<double> preps, windows_seen, tails, captures;  // the spans as measured (a diagnosis)
+  std::vector<double> preps, windows_seen, tails, captures, betweens;  // the spans as measured (a diagnosis)
   auto run_batch = [&](int n, double per_call, bool count) {
     wire::TimerBatch cmd;
     cmd.samples = n;
@@ -181,8 +184,16 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
     const auto t0 = Clock::now();
     if (!cand.send(serve)) check_reply(CallStatus::of(std::optional<wire::Outcome<wire::NoReply>>(cand.lost(run.timeout))));
     const wire::TimerBatchReply r = reference_batch(ref, cmd, run.timeout, reference_seconds);
+    // Whatever the candidate's worker says next, its side forged the handshake.
+    if (r.forged) throw ProtocolViolation("the timed calls stopped: " + r.aborted.value_or("a forged handshake"));
+    const auto timer_done = Clock::now();
     auto served = cand.await<wire::TimerServeReply>(run.timeout);
     const double seconds = since(t0);
+    // GPU: the candidate's worker replies once its last call's work is
+    // done: a reply long after the timer saw the batch's calls end is work
+    // that ran behind them (a handshake said early), counted in the batch's
+    // calls. (On the CPU each call ends only when its processes are quiet.)
+    const double lag = run.cpu ? 0.0 : since(timer_done);
     candidate_seconds += seconds - r.check_seconds;
     reference_seconds += r.check_seconds;
     out.checking_seconds += r.check_seconds;
@@ -196,19 +207,31 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
     processes_ended += r.processes_ended;
     unsettled += r.unsettled;
     if (r.ended_process && ended_process.empty()) ended_process = *r.ended_process;
+    const double behind = std::max(0.0, lag - kLagSlack);
+    outside += behind;
+    lagged += behind;
     for (const auto& s : r.samples) {
+      if (s.unwatched) {
+        // The timer's thread was switched out during the call: its spans
+        // hold the host's time, so the call is left out of the timing
+        // altogether (a candidate that keeps the timer off the CPU gets
+        // no figure at all: the timing runs past its budget).
+        ++unwatched;
+        continue;
+      }
       outside += s.outside;
       windows += std::max(0.0, s.window - timer.floors.window);
       preps.push_back(s.prep);
       windows_seen.push_back(s.window);
       tails.push_back(s.tail);
       if (s.capture) captures.push_back(*s.capture);
+      if (s.between > 0) betweens.push_back(s.between);
       if (!count || rule.done()) continue;  // the batch overshot the stopping point
       if (s.throttled && out.throttled_discarded < kMaxThrottledDiscards) {
         ++out.throttled_discarded;
         continue;
       }
-      rule.add(s.seconds);
+      rule.add(s.seconds + behind / static_cast<double>(r.samples.size()));
       spans.push_back(run.cpu ? s.window : s.window + s.tail);  // the CPU's window holds its tail
     }
     rule_clock = observed;
@@ -261,22 +284,33 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
     out.outside_work = std::to_string(processes_ended) + " of its processes (the first: " + ended_process.substr(0, 200) +
                        ") ended during its timed calls, so their work there cannot be counted";
   }
-  const auto median_of = [](std::vector<double> v) {
+  const auto quantile_of = [](std::vector<double> v, double q) {
     if (v.empty()) return 0.0;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
+    const auto k = static_cast<std::ptrdiff_t>(q * static_cast<double>(v.size() - 1));
+    std::nth_element(v.begin(), v.begin() + k, v.end());
+    return v[static_cast<std::size_t>(k)];
   };
+  const auto median_of = [&](std::vector<double> v) { return quantile_of(std::move(v), 0.5); };
   out.check = {{"source", "trusted timer (the reference's process)"},
                {"floors", timer.floors},
                {"spans_median",
                 {{"prep", median_of(preps)},
                  {"window", median_of(windows_seen)},
                  {"tail", median_of(tails)},
-                 {"capture", median_of(captures)}}},
+                 {"capture", median_of(captures)},
+                 {"between", median_of(betweens)}}},
+               {"spans_p90",
+                {{"prep", quantile_of(preps, 0.9)},
+                 {"window", quantile_of(windows_seen, 0.9)},
+                 {"tail", quantile_of(tails, 0.9)},
+                 {"capture", quantile_of(captures, 0.9)},
+                 {"between", quantile_of(betweens, 0.9)}}},
                {"outside_seconds", outside},
                {"floors_alone", timer.floors_plain},
                {"processes_ended", processes_ended},
                {"unsettled_calls", unsettled},
+               {"unwatched_calls", unwatched},
+               {"reply_lag_seconds", lagged},
                {"inside_seconds", windows},
                {"checked_calls", out.checked_calls},
                {"observed_seconds", observed}};

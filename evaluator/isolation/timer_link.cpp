@@ -40,26 +40,55 @@ std::runtime_error system_error(const std::string& what) { return std::runtime_e
 
 }  // namespace
 
-std::unique_ptr<SharedBlock> SharedBlock::create(const std::string& device, uint64_t bytes) {
-  std::unique_ptr<SharedBlock> b(new SharedBlock());
-  if (bytes == 0) bytes = 1;
-  if (device == "cpu") {
-    const int fd = static_cast<int>(syscall(SYS_memfd_create, "kloop-timed-calls", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+void SharedBlock::map_memfd(int fd, uint64_t bytes) {
+  if (fd < 0) {
+    fd = static_cast<int>(syscall(SYS_memfd_create, "kloop-timed-calls", MFD_CLOEXEC | MFD_ALLOW_SEALING));
     if (fd < 0) throw system_error("memfd_create");
-    b->fd_ = fd;
+    fd_ = fd;
     if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) throw system_error("sizing the shared block");
     // The candidate gets this descriptor: it must not be able to shrink the
     // file under the timer's mapping (a SIGBUS there) or grow it.
     if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) throw system_error("sealing the shared block");
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) throw system_error("mapping the shared block");
-    b->data_ = static_cast<char*>(p);
-    b->size_ = bytes;
+  } else {
+    struct stat st {};
+    if (fstat(fd, &st) != 0) throw system_error("the shared block's descriptor");
+    if (static_cast<uint64_t>(st.st_size) < bytes) {
+      throw std::runtime_error("the shared block holds " + std::to_string(st.st_size) + " bytes, not " +
+                               std::to_string(bytes));
+    }
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) throw system_error("mapping the shared block");
+  data_ = static_cast<char*>(p);
+  size_ = bytes;
+}
+
+void SharedBlock::register_for_device() {
+#ifdef KLOOP_WITH_CUDA
+  // Pinned and mapped for the device: the stream memory operations of
+  // either process reach it, and the timer's host reads it as it changes.
+  KLOOP_CUDA_CHECK(cudaHostRegister(data_, size_, cudaHostRegisterMapped | cudaHostRegisterPortable),
+                   "registering the timed calls' control block for the device");
+  registered_ = true;
+  void* device = nullptr;
+  KLOOP_CUDA_CHECK(cudaHostGetDevicePointer(&device, data_, 0), "the control block's device address");
+  device_data_ = static_cast<char*>(device);
+#else
+  throw std::logic_error("no CUDA in this build");
+#endif
+}
+
+std::unique_ptr<SharedBlock> SharedBlock::create(const std::string& device, uint64_t bytes, Place place) {
+  std::unique_ptr<SharedBlock> b(new SharedBlock());
+  if (bytes == 0) bytes = 1;
+  b->cuda_ = device != "cpu";
+  b->ordinal_ = ordinal_of(device);
+  if (!b->cuda_ || place == Place::kHost) {
+    b->map_memfd(-1, bytes);
     std::memset(b->data_, 0, bytes);
+    if (b->cuda_) b->register_for_device();
     return b;
   }
-  b->cuda_ = true;
-  b->ordinal_ = ordinal_of(device);
   b->vmm_ = std::make_unique<Vmm>();
   b->vmm_->buffer = vmm_create(b->ordinal_, bytes, "the timed calls' shared block");
   b->data_ = reinterpret_cast<char*>(b->vmm_->buffer.address);
@@ -71,24 +100,18 @@ std::unique_ptr<SharedBlock> SharedBlock::create(const std::string& device, uint
   return b;
 }
 
-std::unique_ptr<SharedBlock> SharedBlock::attach(const std::string& device, int fd, uint64_t bytes) {
+std::unique_ptr<SharedBlock> SharedBlock::attach(const std::string& device, int fd, uint64_t bytes, Place place) {
   std::unique_ptr<SharedBlock> b(new SharedBlock());
   if (bytes == 0) bytes = 1;
-  if (device == "cpu") {
-    struct stat st {};
-    if (fd < 0 || fstat(fd, &st) != 0) throw system_error("the shared block's descriptor");
-    if (static_cast<uint64_t>(st.st_size) < bytes) {
-      throw std::runtime_error("the shared block holds " + std::to_string(st.st_size) + " bytes, not " +
-                               std::to_string(bytes));
-    }
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) throw system_error("mapping the shared block");
-    b->data_ = static_cast<char*>(p);
-    b->size_ = bytes;
+  b->cuda_ = device != "cpu";
+  b->ordinal_ = ordinal_of(device);
+  if (!b->cuda_ || place == Place::kHost) {
+    if (fd < 0) throw std::runtime_error("the shared block's descriptor is missing");
+    b->map_memfd(fd, bytes);
+    b->fd_ = -1;
+    if (b->cuda_) b->register_for_device();
     return b;
   }
-  b->cuda_ = true;
-  b->ordinal_ = ordinal_of(device);
   b->vmm_ = std::make_unique<Vmm>();
   b->vmm_->buffer = vmm_import(fd, bytes, b->ordinal_, "the timed calls' shared block");
   b->data_ = reinterpret_cast<char*>(b->vmm_->buffer.address);
@@ -97,28 +120,32 @@ std::unique_ptr<SharedBlock> SharedBlock::attach(const std::string& device, int 
 }
 
 SharedBlock::~SharedBlock() {
-  if (!cuda_ && data_) munmap(data_, size_);
 #ifdef KLOOP_WITH_CUDA
-  if (cuda_ && vmm_) {
-    cudaDeviceSynchronize();  // nothing of ours may still use it
-    vmm_->buffer.release();
-  }
+  if (cuda_ && (vmm_ || registered_)) cudaDeviceSynchronize();  // nothing of ours may still use it
+  if (registered_) cudaHostUnregister(data_);
+  if (cuda_ && vmm_) vmm_->buffer.release();
 #endif
+  if (!vmm_ && data_) munmap(data_, size_);
   if (fd_ >= 0) close(fd_);
 }
 
 namespace timer {
 namespace {
 
-uint32_t* word_address(SharedBlock& control, Word w) {
+uint64_t word_offset(SharedBlock& control, Word w) {
   const uint64_t offset = static_cast<uint64_t>(w) * 128;
   if (control.size() < offset + sizeof(uint32_t)) throw std::logic_error("the control block is too small");
-  return reinterpret_cast<uint32_t*>(control.data() + offset);
+  return offset;
 }
 
 std::atomic<uint32_t>* host_word(SharedBlock& control, Word w) {
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
-  return reinterpret_cast<std::atomic<uint32_t>*>(word_address(control, w));
+  if (!control.host()) throw std::logic_error("the control block is not host memory");
+  return reinterpret_cast<std::atomic<uint32_t>*>(control.data() + word_offset(control, w));
+}
+
+[[maybe_unused]] unsigned long long device_word(SharedBlock& control, Word w) {
+  return reinterpret_cast<unsigned long long>(control.device_data() + word_offset(control, w));
 }
 
 }  // namespace
@@ -126,6 +153,8 @@ std::atomic<uint32_t>* host_word(SharedBlock& control, Word w) {
 void host_store(SharedBlock& control, Word w, uint32_t value) {
   std::atomic<uint32_t>* a = host_word(control, w);
   a->store(value, std::memory_order_seq_cst);
+  // A GPU's words are waited for on the device, or watched: no futex.
+  if (control.cuda()) return;
   // Shared (not private) futex: the waiter is another process.
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
@@ -155,25 +184,28 @@ std::optional<uint32_t> host_wait(SharedBlock& control, Word w, uint32_t value, 
 #ifdef KLOOP_WITH_CUDA
 void stream_store(void* stream, SharedBlock& control, Word w, uint32_t value) {
   KLOOP_CUDA_CHECK(cuStreamWriteValue32(static_cast<CUstream>(stream),
-                                        reinterpret_cast<CUdeviceptr>(word_address(control, w)), value, 0),
+                                        static_cast<CUdeviceptr>(device_word(control, w)), value, 0),
                    "storing a timed call's counter");
 }
 
 void stream_wait(void* stream, SharedBlock& control, Word w, uint32_t value) {
   KLOOP_CUDA_CHECK(cuStreamWaitValue32(static_cast<CUstream>(stream),
-                                       reinterpret_cast<CUdeviceptr>(word_address(control, w)), value,
+                                       static_cast<CUdeviceptr>(device_word(control, w)), value,
                                        CU_STREAM_WAIT_VALUE_GEQ),
                    "waiting for a timed call's counter");
 }
 
 void device_abort(SharedBlock& control) {
+  if (control.host()) {
+    for (Word w : {Word::kGo, Word::kCalled, Word::kCopied, Word::kArmed}) host_store(control, w, kAbort);
+    return;
+  }
   // A stream of its own that does not wait for the blocked ones (a legacy
   // stream would wait for them: they are blocking streams).
   cudaStream_t s = nullptr;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
   for (Word w : {Word::kGo, Word::kCalled, Word::kCopied, Word::kArmed}) {
-    cuStreamWriteValue32(reinterpret_cast<CUstream>(s), reinterpret_cast<CUdeviceptr>(word_address(control, w)),
-                         kAbort, 0);
+    cuStreamWriteValue32(reinterpret_cast<CUstream>(s), static_cast<CUdeviceptr>(device_word(control, w)), kAbort, 0);
   }
   cudaStreamSynchronize(s);
   cudaStreamDestroy(s);
@@ -210,8 +242,9 @@ void arm(SharedBlock& control, uint32_t value) {
 }
 
 uint32_t device_load(SharedBlock& control, Word w) {
+  if (control.host()) return host_load(control, w);
   uint32_t v = 0;
-  KLOOP_CUDA_CHECK(cuMemcpyDtoH(&v, reinterpret_cast<CUdeviceptr>(word_address(control, w)), sizeof(v)),
+  KLOOP_CUDA_CHECK(cuMemcpyDtoH(&v, static_cast<CUdeviceptr>(device_word(control, w)), sizeof(v)),
                    "reading a timed call's counter");
   return v;
 }

@@ -3,19 +3,27 @@
 // calls (docs/protocols.md: Timing).
 //
 // Two blocks, each created by the trusted side and mapped by the
-// candidate's: the control block (three counters) and the data block (the
+// candidate's: the control block (four counters) and the data block (the
 // timed call's inputs, which the timer draws, and a place for its outputs,
-// which the candidate copies there). On the CPU a block is a sealed memfd
-// both processes map (the candidate cannot shrink it under the timer); on a
-// GPU one CUDA VMM allocation exported as a descriptor.
+// which the candidate copies there). A block is a sealed memfd both
+// processes map (the candidate cannot shrink it under the timer), except
+// the data block on a GPU: one CUDA VMM allocation exported as a descriptor.
+// On a GPU the control block is that host memory, registered for the device
+// in both processes.
 //
 // The handshake for call s (a sequence number that only grows):
-//   timer      inputs drawn, L2 flushed, start marked;  go := s
+//   candidate  (GPU) its steps before the call done;  armed := s
+//   timer      inputs drawn, L2 flushed;  start marked;  go := s
 //   candidate  waits go >= s;  forward;  called := s;  outputs copied;  copied := s
-//   timer      waits called >= s, marks the end;  waits copied >= s;  ...
-// On a GPU the stores and waits are stream memory operations (nothing of a
-// host lies between them and the events around them); on the CPU futexes.
-// kAbort releases every wait: a side that cannot go on says so with it.
+//   timer      sees called == s, marks the end;  sees copied == s;  ...
+// On a GPU the candidate's stores and waits are stream memory operations on
+// the host memory (its forward waits on the device for go); the timer
+// watches the words from its host and marks on its host's monotonic clock,
+// so its context has nothing on the device while a call runs: a wait of its
+// own there would have the device switch between the two contexts at every
+// timeslice and stretch any kernel longer than one. On the CPU the words
+// are futexes. kAbort releases every wait: a side that cannot go on says so
+// with it.
 #pragma once
 
 #include <chrono>
@@ -29,26 +37,42 @@ namespace kloop {
 // Memory shared by the trusted timer and a candidate's worker.
 class SharedBlock {
  public:
-  // The trusted side: a new block of `bytes` on `device` ("cpu", "cuda:N").
-  static std::unique_ptr<SharedBlock> create(const std::string& device, uint64_t bytes);
+  // Where a block for a GPU lives: the device's memory (the data block), or
+  // host memory the device reads and writes (the control block, which the
+  // timer watches from its host). On the CPU both are host memory.
+  enum class Place { kDevice, kHost };
+  // The trusted side: a new block of `bytes` for `device` ("cpu", "cuda:N").
+  static std::unique_ptr<SharedBlock> create(const std::string& device, uint64_t bytes, Place place = Place::kDevice);
   // The candidate's side: the block `fd` names (not taken over), which
   // must hold at least `bytes`.
-  static std::unique_ptr<SharedBlock> attach(const std::string& device, int fd, uint64_t bytes);
+  static std::unique_ptr<SharedBlock> attach(const std::string& device, int fd, uint64_t bytes,
+                                             Place place = Place::kDevice);
   ~SharedBlock();
   SharedBlock(const SharedBlock&) = delete;
   SharedBlock& operator=(const SharedBlock&) = delete;
 
-  // The block's address: a host address on the CPU, a device address on a GPU.
+  // The block's address: a host address for host memory, a device address
+  // for the device's.
   char* data() const { return data_; }
+  // The address the device uses (data() but for host memory on a GPU).
+  char* device_data() const { return device_data_ ? device_data_ : data_; }
   uint64_t size() const { return size_; }
   bool cuda() const { return cuda_; }
+  // Whether data() is host memory (every block on the CPU).
+  bool host() const { return !cuda_ || registered_; }
   int ordinal() const { return ordinal_; }
   // The creator's descriptor for the other side (-1 on the attaching side).
   int fd() const { return fd_; }
 
  private:
   SharedBlock() = default;
+  // A sealed memfd of `bytes` (created when fd < 0), mapped here.
+  void map_memfd(int fd, uint64_t bytes);
+  // Host memory registered for the device (a GPU's control block).
+  void register_for_device();
   char* data_ = nullptr;
+  char* device_data_ = nullptr;
+  bool registered_ = false;
   uint64_t size_ = 0;
   bool cuda_ = false;
   int ordinal_ = 0;
@@ -68,9 +92,10 @@ enum class Word { kGo = 0, kCalled = 1, kCopied = 2, kArmed = 3 };
 constexpr uint32_t kAbort = 0xffffffffu;
 using Deadline = std::chrono::steady_clock::time_point;
 
-// CPU: a store that wakes the other side's waits, and a wait until the word
-// reaches `value` (or kAbort), spinning for `spin` before it sleeps. The
-// value seen, or nullopt at the deadline.
+// Host memory (the CPU's control block; a GPU's, which the timer watches
+// from its host): a store that wakes the other side's futex waits (on the
+// CPU), and a wait until the word reaches `value` (or kAbort), spinning for
+// `spin` before it sleeps. The value seen, or nullopt at the deadline.
 void host_store(SharedBlock& control, Word w, uint32_t value);
 std::optional<uint32_t> host_wait(SharedBlock& control, Word w, uint32_t value, Deadline deadline,
                                   std::chrono::microseconds spin = std::chrono::microseconds(0));
@@ -81,7 +106,8 @@ void arm(SharedBlock& control, uint32_t value);
 
 // GPU: the same as operations on `stream` (a cudaStream_t), ordered with
 // the work around them; and kAbort stored into every word at once, outside
-// any stream's order (it releases waits that will never be met).
+// any stream's order (it releases waits that will never be met), and a
+// word read (with the host memory's, at once).
 // The stream that carries every store and wait of the other process's
 // words (one per process, non-blocking, never given a kernel). On a stream
 // that has run kernels a wait for the other process holds the device in

@@ -437,6 +437,9 @@ struct TimerFloors {
   // less the 10th percentile): a call's time within twice this of the floor
   // cannot be told from the handshake's own jitter.
   double resolution = 0;
+  // GPU: from a call's copied to the next call's armed, as the timer sees
+  // them: the candidate's worker's own steps between two calls.
+  double between = 0;
 };
 
 // Reference, before the candidate's process exists: the control block
@@ -463,6 +466,7 @@ struct TimerHandoffReply {
   std::vector<double> tail;
   std::vector<double> prep;     // `work`: the timer's small kernel before go
   std::vector<double> capture;  // `work`: the timer's small copy after copied
+  std::vector<double> between;  // GPU: copied to the next call's armed
   double alone_fill = 0;        // `work`: the small kernel, and the small copy, with no switch around them
   double alone_copy = 0;
 };
@@ -502,7 +506,11 @@ struct TimedSample {
   double prep = 0;     // drawing and flushing before go (GPU: as measured; CPU: the candidate's CPU time meanwhile)
   double outside = 0;  // what of the candidate's work fell outside its window, added to `seconds`
   std::optional<double> capture;  // a checked call: the copy of its outputs (GPU) or the candidate's CPU time during it
+  double between = 0;  // GPU: the call before's copied to this call's armed, as seen (0 when the timer was busy between)
   bool throttled = false;
+  // GPU: the timer's own thread was switched out during the call, so its
+  // spans hold the host's time too: nothing of them is counted as outside.
+  bool unwatched = false;
 };
 struct TimedCheck {
   int sample = 0;
@@ -521,6 +529,7 @@ struct TimerBatchReply {
   int processes_ended = 0;  // CPU: processes of the candidate's that ended during its calls (their work is no longer exact)
   std::optional<std::string> ended_process;  // the first of them: its name and pid
   int unsettled = 0;        // CPU: calls whose end still found a thread of the candidate's on the CPU (kSettleMs on)
+  bool forged = false;      // `aborted` because the candidate's side stored a word of the handshake ahead of its call
 };
 struct TimerBatch {
   using Reply = TimerBatchReply;

@@ -21,7 +21,9 @@ wire::NoReply Worker::timer_attach(const wire::TimerAttach& cmd) {
     set_phase("preparing " + device_);
     session_ = std::make_unique<DeviceSession>(device_);
   }
-  auto block = SharedBlock::attach(device_, incoming_fd(), cmd.bytes);
+  // The control block is host memory (the timer watches it from its host).
+  auto block = SharedBlock::attach(device_, incoming_fd(), cmd.bytes,
+                                   cmd.block == "control" ? SharedBlock::Place::kHost : SharedBlock::Place::kDevice);
   if (cmd.block == "control") {
     timer_control_ = std::move(block);
   } else if (cmd.block == "data" && cmd.layout) {

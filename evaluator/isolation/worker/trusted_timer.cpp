@@ -3,7 +3,8 @@
 // says enters a timing: the timer draws each timed call's inputs into the
 // shared data block, flushes L2, marks the start, lets the call go, and
 // marks the end when the candidate's stream (GPU) or thread (CPU) says the
-// call has returned; the outputs the candidate then copies out are captured
+// call has returned (on a GPU the timer watches for that from its host,
+// with nothing of its own on the device while the call runs); the outputs the candidate then copies out are captured
 // into the timer's own memory for the calls the driver chose to check, and
 // compared there with the reference's outputs on the same inputs.
 //
@@ -11,13 +12,16 @@
 // own cost, measured before the candidate's module was loaded (the floors'
 // window). What it adds is candidate work outside the window: on a GPU,
 // time the timer's own spans (drawing and flushing; the candidate's copy of
-// its outputs; the capture) took beyond their floors, which only another
-// context's work on the device can cause; on the CPU, the CPU time the
+// its outputs; the capture), from the host's launch to the host's seeing
+// them done, took beyond their floors, which only another context's work on
+// the device can cause (the timer's work waits for it); on the CPU, the CPU time the
 // kernel accounted to the candidate's processes outside the window.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -26,6 +30,7 @@
 #include <cstring>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "base/process.h"
@@ -47,6 +52,10 @@ using timer::Word;
 // less this slack, is counted as the candidate's.
 constexpr double kSlackFraction = 0.05;
 double slack_seconds(bool cuda) { return cuda ? 5e-6 : 50e-6; }
+// GPU: what the worker's steps between two calls may take beyond their
+// floor (host steps on both sides) before the rest is counted as the call's.
+constexpr double kBetweenSlackFraction = 0.2;
+constexpr double kBetweenSlack = 20e-6;
 [[maybe_unused]] double beyond(double seen, double floor, bool cuda) {
   return std::max(0.0, seen - floor * (1 + kSlackFraction) - slack_seconds(cuda));
 }
@@ -81,6 +90,22 @@ uint64_t output_bytes(const std::vector<at::Tensor>& ts) {
   uint64_t n = 0;
   for (const auto& t : ts) n += static_cast<uint64_t>(t.numel()) * t.element_size();
   return n;
+}
+
+// How a watch of the candidate's side ended.
+enum class Seen { kDone, kAbort, kAhead, kLate, kGone };
+
+std::string why_stopped(Seen seen, const std::string& what, int call) {
+  switch (seen) {
+    case Seen::kAbort: return "the candidate's worker stopped during the timed calls";
+    case Seen::kAhead:
+      return "the candidate's side stored `" + what + "` ahead of timed call " + std::to_string(call) +
+             " of the batch (kloop's worker stores each call's own number): a forged handshake";
+    case Seen::kGone: return "the candidate's process ended during timed call " + std::to_string(call) + " of the batch";
+    case Seen::kLate: return "the candidate did not finish timed call " + std::to_string(call) + " of the batch in time";
+    case Seen::kDone: break;
+  }
+  return "";
 }
 
 #ifdef KLOOP_WITH_CUDA
@@ -119,24 +144,63 @@ bool alive(int64_t pid) {
   return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z' && line[close + 2] != 'X';
 }
 
-// Waits for `e` until the deadline; false when it did not complete (the
-// candidate's side never said its part), after which the waits are aborted.
-bool wait_event(cudaEvent_t e, timer::Deadline deadline, int64_t pid, SharedBlock& control) {
-  auto last_look = Clock::now();
+
+// The timer's watches from its host (a GPU's words, its own events): spin
+// for the first kSpinFor, then look again after 1/2000 of the time waited
+// so far (at most 1 ms), so a late look adds at most 0.05% to a long call;
+// every 100 ms the deadline and whether the candidate's process is still
+// there. `ready` says kDone, kAbort or kAhead, or nullopt to go on.
+constexpr auto kSpinFor = std::chrono::milliseconds(5);
+template <class Ready>
+Seen watch(Ready ready, timer::Deadline deadline, int64_t pid) {
+  const auto start = Clock::now();
+  auto last_look = start;
   for (;;) {
-    const cudaError_t r = cudaEventQuery(e);
-    if (r == cudaSuccess) return true;
-    if (r != cudaErrorNotReady) KLOOP_CUDA_CHECK(r, "the timer's stream");
+    if (const std::optional<Seen> seen = ready()) return *seen;
     const auto now = Clock::now();
-    if (now > deadline || (now - last_look > std::chrono::milliseconds(100) && !alive(pid))) {
-      timer::device_abort(control);
-      cudaEventSynchronize(e);
-      return false;
+    if (now - last_look > std::chrono::milliseconds(100)) {
+      if (now > deadline) return Seen::kLate;
+      if (!alive(pid)) return Seen::kGone;
+      last_look = now;
     }
-    if (now - last_look > std::chrono::milliseconds(100)) last_look = now;
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    const auto waited = now - start;
+    if (waited > kSpinFor) {
+      std::this_thread::sleep_for(std::min<Clock::duration>(waited / 2000, std::chrono::milliseconds(1)));
+    }
   }
 }
+
+// Until the candidate's worker stores `seq` into `w` (or kAbort; a later
+// number than the call's is a forged handshake: kloop's worker stores each
+// call's own). `at`: when the timer saw it.
+Seen watch_word(SharedBlock& control, Word w, uint32_t seq, timer::Deadline deadline, int64_t pid,
+                Clock::time_point* at = nullptr) {
+  return watch(
+      [&]() -> std::optional<Seen> {
+        const uint32_t v = timer::host_load(control, w);
+        if (v == seq) {
+          if (at) *at = Clock::now();
+          return Seen::kDone;
+        }
+        if (v == timer::kAbort) return Seen::kAbort;
+        if (v > seq) return Seen::kAhead;
+        return std::nullopt;
+      },
+      deadline, pid);
+}
+
+// Until the timer's own event `e` has completed.
+Seen watch_event(cudaEvent_t e, timer::Deadline deadline, int64_t pid) {
+  return watch(
+      [&]() -> std::optional<Seen> {
+        const cudaError_t r = cudaEventQuery(e);
+        if (r == cudaSuccess) return Seen::kDone;
+        if (r != cudaErrorNotReady) KLOOP_CUDA_CHECK(r, "the timer's stream");
+        return std::nullopt;
+      },
+      deadline, pid);
+}
+
 #endif
 
 
@@ -273,29 +337,77 @@ class CpuMeter {
 };
 
 #ifdef KLOOP_WITH_CUDA
-// A timed call's two halves on the signal stream (timer_link.h: a wait on a
-// stream that runs kernels would hold the device in this context). The
-// handshake's calls and the timed calls go through the same two, so the
-// floors measure the sequence the timed calls pay.
-// Opening: the candidate's worker has armed call `seq`; the session's stream
-// goes on from there.
-void open_call(cudaStream_t stream, cudaStream_t signal, SharedBlock& control, uint32_t seq) {
-  timer::stream_wait(signal, control, Word::kArmed, seq);
-  timer::join(stream, signal);
+// How often the kernel has switched this thread out for another: a span of
+// the timer's host clock that holds such a switch holds the host's time.
+long involuntary_switches() {
+  rusage r{};
+  if (getrusage(RUSAGE_THREAD, &r) != 0) return -1;
+  return r.ru_nivcsw;
 }
-// The call itself: after the session's stream's work, go; `called` and
-// `copied` recorded as the candidate's worker reports them; the session's
-// stream then waits for the copy.
-void hand_over(cudaStream_t stream, cudaStream_t signal, SharedBlock& control, uint32_t seq, cudaEvent_t called,
-               cudaEvent_t copied) {
-  timer::join(signal, stream);
-  timer::stream_store(signal, control, Word::kGo, seq);
-  timer::stream_wait(signal, control, Word::kCalled, seq);
-  KLOOP_CUDA_CHECK(cudaEventRecord(called, signal), "the timer's events");
-  timer::stream_wait(signal, control, Word::kCopied, seq);
-  KLOOP_CUDA_CHECK(cudaEventRecord(copied, signal), "the timer's events");
-  timer::join(stream, signal);
+
+// One GPU call's spans: the timer's own work (prep, capture) as its events
+// saw it on the device, the rest on its host's clock.
+struct CallSpans {
+  double prep = 0;                // `before_go` on the device
+  double window = 0;              // go until called seen
+  double tail = 0;                // called until copied seen
+  std::optional<double> capture;  // `after` on the device
+  Clock::time_point armed, copied;  // when the timer saw them
+  bool preempted = false;           // the timer's thread was switched out meanwhile
+};
+
+// From call `before`'s copied to call `next`'s armed, as the timer saw them:
+// the candidate's worker's own steps between two calls.
+double between(const CallSpans& before, const CallSpans& next) {
+  return std::chrono::duration<double>(next.armed - before.copied).count();
 }
+struct CallEnd {
+  Seen seen = Seen::kDone;
+  std::string word;  // whose watch ended it
+};
+
+// The timer's part of GPU call `seq` (timer_link.h), the same for the
+// handshake's calls and the timed ones, so that the floors measure what the
+// timed calls pay: once the candidate's worker has armed the call (its own
+// steps before it are done), `before_go` on `stream` (drawing and flushing),
+// seen done from the host; go; called and copied seen; then `after` (a
+// capture), seen done. Between go and copied the timer has nothing on the
+// device, so the device runs the candidate's context alone. `ev`: four
+// events of the timer's.
+CallEnd host_call(SharedBlock& control, cudaStream_t stream, const Events& ev, uint32_t seq, timer::Deadline deadline,
+                  int64_t pid, const std::function<void()>& before_go, const std::function<void()>& after,
+                  CallSpans& spans) {
+  auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  const long switched = involuntary_switches();
+  if (Seen s = watch_word(control, Word::kArmed, seq, deadline, pid, &spans.armed); s != Seen::kDone) return {s, "armed"};
+  KLOOP_CUDA_CHECK(cudaEventRecord(ev[0], stream), "the timer's events");
+  before_go();
+  KLOOP_CUDA_CHECK(cudaEventRecord(ev[1], stream), "the timer's events");
+  if (Seen s = watch_event(ev[1], deadline, pid); s != Seen::kDone) return {s, ""};
+  const auto go = Clock::now();
+  timer::host_store(control, Word::kGo, seq);
+  Clock::time_point called;
+  if (Seen s = watch_word(control, Word::kCalled, seq, deadline, pid, &called); s != Seen::kDone) return {s, "called"};
+  if (Seen s = watch_word(control, Word::kCopied, seq, deadline, pid, &spans.copied); s != Seen::kDone) {
+    return {s, "copied"};
+  }
+  spans.prep = Events::seconds(ev[0], ev[1]);
+  spans.window = seconds(go, called);
+  spans.tail = seconds(called, spans.copied);
+  if (after) {
+    KLOOP_CUDA_CHECK(cudaEventRecord(ev[2], stream), "the timer's events");
+    after();
+    KLOOP_CUDA_CHECK(cudaEventRecord(ev[3], stream), "the timer's events");
+    if (Seen s = watch_event(ev[3], deadline, pid); s != Seen::kDone) return {s, ""};
+    spans.capture = Events::seconds(ev[2], ev[3]);
+  }
+  spans.preempted = involuntary_switches() != switched;
+  return {};
+}
+
+// The timer's watches sleep between looks after kSpinFor: with the
+// default slack of 50 us a look could come that much late.
+void tighten_timer_slack() { prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL); }
 #endif
 
 }  // namespace
@@ -373,7 +485,7 @@ wire::TimerCalibrateReply Worker::timer_calibrate(const wire::TimerCalibrate& cm
   reply.floors.prep = prep;
   reply.floors.copy = copy;
   timer_floors_ = reply.floors;
-  timer_control_ = SharedBlock::create(device_, timer::kControlBytes);
+  timer_control_ = SharedBlock::create(device_, timer::kControlBytes, SharedBlock::Place::kHost);
   reply.control_bytes = timer::kControlBytes;
   export_block(*timer_control_);
   return reply;
@@ -391,34 +503,37 @@ wire::TimerHandoffReply Worker::timer_handoff(const wire::TimerHandoff& cmd) {
 #ifdef KLOOP_WITH_CUDA
   if (session_->cuda()) {
     auto* stream = static_cast<cudaStream_t>(session_->stream());
-    // Per call: before its work, at go, at called, at copied, after a capture.
-    Events e(5 * static_cast<std::size_t>(n));
-    auto ev = [&](int i, int k) { return e[5 * static_cast<std::size_t>(i) + k]; };
+    tighten_timer_slack();
+    Events done(4);
     at::Tensor small, small_out;
     if (cmd.work) {
       small = at::zeros({64}, at::TensorOptions().dtype(at::kFloat).device(at::Device(device_)));
       small_out = at::empty_like(small);
     }
-    auto* signal = static_cast<cudaStream_t>(timer::signal_stream());
+    CallSpans last;
     for (int i = 0; i < n; ++i) {
       const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
-      open_call(stream, signal, control, seq);  // as a timed call opens
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 0), stream), "the timer's events");
-      if (cmd.work) small.fill_(static_cast<double>(i & 0xffff));  // where a timed call draws its inputs
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 1), stream), "the timer's events");
-      hand_over(stream, signal, control, seq, ev(i, 2), ev(i, 3));
-      if (cmd.work) small_out.copy_(small);  // where a checked call's outputs are captured
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 4), stream), "the timer's events");
-    }
-    if (!wait_event(ev(n - 1, 4), deadline, 0, control)) {
-      throw WorkerError{"runtime_error", "the candidate's worker did not serve the handshake's calls"};
-    }
-    for (int i = 0; i < n; ++i) {
-      reply.window.push_back(Events::seconds(ev(i, 1), ev(i, 2)));
-      reply.tail.push_back(Events::seconds(ev(i, 2), ev(i, 3)));
+      CallSpans spans;
+      const CallEnd end = host_call(
+          control, stream, done, seq, deadline, cmd.candidate_pid,
+          [&] {
+            if (cmd.work) small.fill_(static_cast<double>(i & 0xffff));  // where a timed call draws its inputs
+          },
+          cmd.work ? std::function<void()>([&] { small_out.copy_(small); })  // where a checked call's outputs are captured
+                   : std::function<void()>(),
+          spans);
+      if (end.seen != Seen::kDone) {
+        if (end.seen == Seen::kLate || end.seen == Seen::kGone) timer::device_abort(control);
+        throw WorkerError{"runtime_error", "the candidate's worker did not serve the handshake's calls (" +
+                                               why_stopped(end.seen, end.word, i) + ")"};
+      }
+      reply.window.push_back(spans.window);
+      reply.tail.push_back(spans.tail);
+      if (i > 0) reply.between.push_back(between(last, spans));  // the first waits for the command to arrive
+      last = spans;
       if (!cmd.work) continue;
-      reply.prep.push_back(Events::seconds(ev(i, 0), ev(i, 1)));
-      reply.capture.push_back(Events::seconds(ev(i, 3), ev(i, 4)));
+      reply.prep.push_back(spans.prep);
+      reply.capture.push_back(spans.capture.value_or(0));
     }
     if (cmd.work) {
       // The same kernels with the device to the timer alone.
@@ -472,6 +587,7 @@ wire::TimerHandoffReply Worker::timer_handoff(const wire::TimerHandoff& cmd) {
   timer_floors_.tail = floor_of(reply.tail, reply.alone_copy);
   timer_floors_.prep_switch = floor_of(reply.prep, reply.alone_fill);
   timer_floors_.capture_switch = floor_of(reply.capture, reply.alone_copy);
+  timer_floors_.between = floor_of(reply.between, 0);
   timer_floors_.resolution = 0;
   if (cmd.work && reply.window.size() >= 10) {
     std::vector<double> w = reply.window;
@@ -577,61 +693,69 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
   if (session_->cuda()) {
     auto* stream = static_cast<cudaStream_t>(session_->stream());
     session_->reset_persisting_l2();
+    tighten_timer_slack();
     const bool throttled_before = session_->throttled_now();
-    // Per call: before drawing, at go, at called, at copied, after a capture.
-    Events e(5 * static_cast<std::size_t>(std::max(n, 1)));
-    auto ev = [&](int i, int k) { return e[5 * static_cast<std::size_t>(i) + k]; };
-    int done = 0;
-    // The words on the signal stream (timer_link.h: a wait on a stream
-    // that runs kernels would hold the device in this context); drawing,
-    // flushing and captures on the session's stream, joined to it.
-    auto* signal = static_cast<cudaStream_t>(timer::signal_stream());
+    Events done(4);
+    std::vector<CallSpans> calls;
     for (int i = 0; i < n; ++i) {
       const uint32_t seq = cmd.first + static_cast<uint32_t>(i);
-      // The candidate's worker has done its own steps before the call.
-      open_call(stream, signal, control, seq);
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 0), stream), "the timer's events");
-      draw_into(timer_inputs_, timer_case_, seq, stream);
-      if (cmd.l2_flush) session_->flush_l2_async();
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 1), stream), "the timer's events");
-      hand_over(stream, signal, control, seq, ev(i, 2), ev(i, 3));
-      if (!checked[static_cast<std::size_t>(i)]) continue;
-      for (std::size_t k = 0; k < timer_outputs_.size(); ++k) timer_captured_[k].copy_(timer_outputs_[k]);
-      KLOOP_CUDA_CHECK(cudaEventRecord(ev(i, 4), stream), "the timer's events");
-      if (!wait_event(ev(i, 4), deadline, cmd.candidate_pid, control)) {
-        reply.aborted = "the candidate did not finish timed call " + std::to_string(i) + " of the batch in time";
+      const bool check = checked[static_cast<std::size_t>(i)];
+      CallSpans spans;
+      const CallEnd end = host_call(
+          control, stream, done, seq, deadline, cmd.candidate_pid,
+          [&] {
+            draw_into(timer_inputs_, timer_case_, seq, stream);
+            if (cmd.l2_flush) session_->flush_l2_async();
+          },
+          check ? std::function<void()>([&] {
+            for (std::size_t k = 0; k < timer_outputs_.size(); ++k) timer_captured_[k].copy_(timer_outputs_[k]);
+          })
+                : std::function<void()>(),
+          spans);
+      if (end.seen != Seen::kDone) {
+        if (end.seen != Seen::kAbort) timer::device_abort(control);
+        reply.aborted = why_stopped(end.seen, end.word, i);
+        reply.forged = end.seen == Seen::kAhead;
         break;
       }
-      if (timer::device_load(control, Word::kCalled) == timer::kAbort) {
-        reply.aborted = "the candidate's worker stopped during the timed calls";
-        break;
-      }
-      done = i + 1;
+      calls.push_back(spans);
+      if (!check) continue;
       const auto check_start = Clock::now();
       reply.checks.push_back(timer_check(i, seq, precise[static_cast<std::size_t>(i)], tol));
       reply.check_seconds += seconds_since(check_start);
     }
-    if (!reply.aborted && n > 0) {
-      if (!wait_event(ev(n - 1, 3), deadline, cmd.candidate_pid, control)) {
-        reply.aborted = "the candidate did not finish its timed calls in time";
-      } else if (timer::device_load(control, Word::kCalled) == timer::kAbort) {
-        reply.aborted = "the candidate's worker stopped during the timed calls";
-      } else {
-        done = n;
-      }
-    }
     synchronize();
     const bool throttled = throttled_before || session_->throttled_now();
-    for (int i = 0; i < done; ++i) {
+    // The candidate's worker's steps between two calls, as the timer sees
+    // them (a call's copied to the next call's armed; not after the batch's
+    // command, which the worker was still reading, nor after a checked call,
+    // when the timer was busy checking, nor when the timer's thread was
+    // switched out): honest, they are the handshake's floor; longer, they
+    // hold work the call did after it said it had copied its outputs. By the
+    // batch's median, as the time is judged: the host's jitter in a few
+    // calls adds nothing, work behind most calls is added to every call.
+    std::vector<double> betweens;
+    for (std::size_t i = 1; i < calls.size(); ++i) {
+      if (!calls[i - 1].capture && !calls[i].preempted) betweens.push_back(between(calls[i - 1], calls[i]));
+    }
+    double behind = 0;
+    if (!betweens.empty()) {
+      std::nth_element(betweens.begin(), betweens.begin() + static_cast<std::ptrdiff_t>(betweens.size() / 2), betweens.end());
+      // Two hosts' steps (the worker's and the timer's look): a wider slack
+      // than the device's spans get.
+      behind = std::max(0.0, betweens[betweens.size() / 2] - f.between * (1 + kBetweenSlackFraction) - kBetweenSlack);
+    }
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const CallSpans& c = calls[i];
       wire::TimedSample s;
-      s.prep = Events::seconds(ev(i, 0), ev(i, 1));
-      s.window = Events::seconds(ev(i, 1), ev(i, 2));
-      s.tail = Events::seconds(ev(i, 2), ev(i, 3));
-      s.outside = beyond(s.prep, f.prep + f.prep_switch, true) + beyond(s.tail, f.tail + f.copy, true);
-      if (checked[static_cast<std::size_t>(i)]) {
-        s.capture = Events::seconds(ev(i, 3), ev(i, 4));
-        s.outside += beyond(*s.capture, f.copy + f.capture_switch, true);
-      }
+      s.prep = c.prep;
+      s.window = c.window;
+      s.tail = c.tail;
+      s.capture = c.capture;
+      if (i > 0 && !calls[i - 1].capture) s.between = between(calls[i - 1], c);
+      s.unwatched = c.preempted;
+      s.outside = behind + beyond(s.prep, f.prep + f.prep_switch, true) + beyond(s.tail, f.tail + f.copy, true);
+      if (c.capture) s.outside += beyond(*s.capture, f.copy + f.capture_switch, true);
       s.seconds = std::max(0.0, s.window - f.window) + s.outside;
       s.throttled = throttled;
       reply.samples.push_back(s);
@@ -667,6 +791,13 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
     }
     if (*called == timer::kAbort || *copied == timer::kAbort) {
       reply.aborted = "the candidate's worker stopped during the timed calls";
+      break;
+    }
+    if (*called != seq || *copied != seq) {
+      // Released: kloop's worker there waits for a go that will not come.
+      timer::host_store(control, Word::kGo, timer::kAbort);
+      reply.aborted = why_stopped(Seen::kAhead, *called != seq ? "called" : "copied", i);
+      reply.forged = true;
       break;
     }
     if (!meter.settle(Clock::now() + settle_for)) ++reply.unsettled;
