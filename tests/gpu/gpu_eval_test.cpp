@@ -365,8 +365,29 @@ TEST_F(GpuEvalTest, UpstreamSizeIsJudgedOnTheGpu) {
             << v.phases.reference << " s, candidate " << v.phases.candidate << " s, judge " << v.phases.compare
             << " s, total " << v.phases.total << " s; candidate median " << v.candidate_time->median * 1e3
             << " ms vs TF32 baseline " << v.reference_time_tf32->median * 1e3 << " ms\n";
+  // A kernel far longer than the device's timeslice (about 5 ms) is timed
+  // as long as it runs: the timer's context has nothing on the device
+  // during the call, so the device does not switch to it and back (a wait
+  // of the timer's there made this 1.5 times the kernel's time). The
+  // kernel's own time is CUPTI's, from the activity audit.
+  ASSERT_TRUE(v.activity.contains("gpu_us_per_call")) << v.activity.dump();
+  const double kernel = v.activity["gpu_us_per_call"].get<double>() * 1e-6;
+  std::cout << "upstream-size 19_ReLU: trusted timer " << v.candidate_time->median * 1e3 << " ms, CUPTI kernel time "
+            << kernel * 1e3 << " ms a call\n";
+  EXPECT_GT(v.candidate_time->median, 0.9 * kernel);
+  EXPECT_LT(v.candidate_time->median, 1.15 * kernel);
   Verdict wrong = eval("relu_cached.cu");
   EXPECT_NE(wrong.verdict, VerdictClass::kCorrect) << wrong.message;
+}
+
+// The handshake forged from a thread of the candidate's: `called` and
+// `copied` stored the moment the timer stores `go`, the call's work (about
+// 1 ms) after. kloop's worker arms the next call only once the work is
+// done, and the timer sees the time that took.
+TEST_F(GpuEvalTest, AHandshakeSaidEarlyLeavesTheWorkInTheTime) {
+  Verdict v = eval("relu_forged_called.cu");
+  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
+  EXPECT_TRUE(has_check(v, "work_outside_timed_window") || has_check(v, "timed_call_incorrect")) << v.message;
 }
 
 // In bundles, as `kloop problems check` builds them: each reference loads
