@@ -256,6 +256,18 @@ TEST_F(ReportHtmlTest, ScriptErrorsShowInTheDom) {
 // has outgrown is flagged beside its row; correct attempts are no failures.
 class ReportLabelsTest : public ReportHtmlTest {
  protected:
+  // `page` drawn in headless Chromium (`binary`) into `dom`: it must have
+  // finished drawing (a fatal failure otherwise), without script errors,
+  // and have measured its legends as none cut by its chart's edge and none
+  // read alike.
+  void draw(const std::string& binary, const fs::path& page, std::string* dom) {
+    *dom = chromium(binary, page, "--window-size=1280,2000 --dump-dom");
+    const std::string body = start_tag(*dom, "body");
+    ASSERT_NE(body.find("data-rendered=\""), std::string::npos) << read(runs_ / "chromium.log") << dom->substr(0, 2000);
+    EXPECT_EQ(start_tag(*dom, "html").find("data-errors"), std::string::npos) << start_tag(*dom, "html");
+    EXPECT_EQ(body.find("data-legend-clipped"), std::string::npos) << body;
+    EXPECT_EQ(body.find("data-legend-alike"), std::string::npos) << body;
+  }
   std::vector<RunView> sweep_views() {
     ProblemRegistry registry(ProblemRegistry::default_root());
     std::vector<RunView> views;
@@ -366,13 +378,10 @@ TEST_F(ReportLabelsTest, EveryLegendTellsTheSweepsRunsApartInHeadlessChromium) {
   const std::string binary = find_chromium();
   if (binary.empty()) GTEST_SKIP() << "no chromium on the PATH (scripts/setup installs it; or set KLOOP_CHROMIUM)";
   const fs::path page = write_sweep_page(sweep_views());
-  const std::string dom = chromium(binary, page, "--window-size=1280,2000 --dump-dom");
+  std::string dom;
+  draw(binary, page, &dom);
+  if (HasFatalFailure()) return;
   const std::string body = start_tag(dom, "body");
-  ASSERT_NE(body.find("data-rendered=\""), std::string::npos) << read(runs_ / "chromium.log") << dom.substr(0, 2000);
-  EXPECT_EQ(start_tag(dom, "html").find("data-errors"), std::string::npos) << start_tag(dom, "html");
-  // The page measures its legends: none cut by its chart's edge, none read alike.
-  EXPECT_EQ(body.find("data-legend-clipped"), std::string::npos) << body;
-  EXPECT_EQ(body.find("data-legend-alike"), std::string::npos) << body;
   for (const char* label : {">scaffold=one_shot [strict]<", ">scaffold=best_of_k [strict]<",
                             ">scaffold=iterative [strict]<", ">scaffold=iterative [kernelbench]<"}) {
     std::size_t n = 0;
@@ -446,12 +455,10 @@ TEST_F(ReportLabelsTest, EachBaselineHasItsTableAndCurvesInHeadlessChromium) {
   const std::string binary = find_chromium();
   if (binary.empty()) GTEST_SKIP() << "no chromium on the PATH (scripts/setup installs it; or set KLOOP_CHROMIUM)";
   const fs::path page = write_sweep_page(sweep_views_with_baselines());
-  const std::string dom = chromium(binary, page, "--window-size=1280,2000 --dump-dom");
+  std::string dom;
+  draw(binary, page, &dom);
+  if (HasFatalFailure()) return;
   const std::string body = start_tag(dom, "body");
-  ASSERT_NE(body.find("data-rendered=\""), std::string::npos) << read(runs_ / "chromium.log") << dom.substr(0, 2000);
-  EXPECT_EQ(start_tag(dom, "html").find("data-errors"), std::string::npos) << start_tag(dom, "html");
-  EXPECT_EQ(body.find("data-legend-clipped"), std::string::npos) << body;
-  EXPECT_EQ(body.find("data-legend-alike"), std::string::npos) << body;
   for (const char* series :
        {"v0:baselines", "v0:baselines-fast_p-vs-p:own", "v0:baselines-fast_p-vs-p:eager",
         "v0:baselines-fast_p-vs-p:compile-default", "v1:baselines-fast_p-vs-p:eager",
