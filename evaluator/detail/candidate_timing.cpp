@@ -151,7 +151,7 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
   Unpredictable random;
   CandidateTiming out;
   double observed = 0, outside = 0, windows = 0;
-  int processes_ended = 0, unsettled = 0, unwatched = 0;
+  int processes_ended = 0, unsettled = 0, unwatched = 0, watched = 0;
   double lagged = 0;  // the candidate's replies after the timer's, beyond kLagSlack
   std::string ended_process;
   // The rule's wall clock moves between batches only: a batch's calls were
@@ -220,6 +220,7 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
         continue;
       }
       outside += s.outside;
+      ++watched;
       windows += std::max(0.0, s.window - timer.floors.window);
       preps.push_back(s.prep);
       windows_seen.push_back(s.window);
@@ -277,7 +278,10 @@ CandidateTiming time_candidate(WorkerSession& ref, WorkerSession& cand, TimerSta
   // on a loaded machine: half the time inside the calls, and 200 us per
   // call on the CPU (20 us on a GPU).
   const double per_call = run.cpu ? 200e-6 : 20e-6;
-  if (outside > 0.5 * windows && outside > per_call * static_cast<double>(rule.samples().size() + 1)) {
+  // Less what honest calls count there on average (the handshake's own
+  // spread above its floors, GPU).
+  const double beyond_noise = outside - timer.floors.outside_noise * static_cast<double>(watched);
+  if (beyond_noise > 0.5 * windows && beyond_noise > per_call * static_cast<double>(rule.samples().size() + 1)) {
     out.outside_work = std::to_string(outside * 1e3) + " ms of the candidate's work fell outside its timed calls, against " +
                        std::to_string(windows * 1e3) + " ms inside them";
   } else if (processes_ended > 0) {

@@ -440,6 +440,9 @@ struct TimerFloors {
   // GPU: from a call's copied to the next call's armed, as the timer sees
   // them: the candidate's worker's own steps between two calls.
   double between = 0;
+  // GPU: what an honest call counts outside its window on average (the
+  // handshake's calls against these floors), allowed for by the finding.
+  double outside_noise = 0;
 };
 
 // Reference, before the candidate's process exists: the control block

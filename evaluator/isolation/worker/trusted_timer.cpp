@@ -594,6 +594,18 @@ wire::TimerHandoffReply Worker::timer_handoff(const wire::TimerHandoff& cmd) {
     std::sort(w.begin(), w.end());
     timer_floors_.resolution = w[w.size() * 9 / 10] - w[w.size() / 10];
   }
+  // GPU: what an honest call counts outside its window on average: the
+  // handshake's own calls against the floors just taken (their spread above
+  // the medians). The finding of work outside the calls allows for it.
+  timer_floors_.outside_noise = 0;
+  if (cmd.work && !reply.prep.empty()) {
+    double noise = 0;
+    for (std::size_t i = 0; i < reply.prep.size(); ++i) {
+      noise += beyond(reply.prep[i], reply.alone_fill + timer_floors_.prep_switch, true);
+      if (i < reply.tail.size()) noise += beyond(reply.tail[i], reply.alone_copy + timer_floors_.tail, true);
+    }
+    timer_floors_.outside_noise = noise / static_cast<double>(reply.prep.size());
+  }
   reply.floors = timer_floors_;
   return reply;
 }
