@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <map>
 #include <string>
 
 #include "evaluator/build/builder.h"
@@ -167,12 +168,24 @@ bool candidate_is_python(const std::string& path, const std::string& format);
 // Builds a candidate file as its format says: C++ through the compiler,
 // Python through the Python host's build (EvaluationError when this kloop
 // cannot run Python candidates, saying why).
+// `runtime_requests`: a Python candidate's runtime build requests
+// (Builder::build_python).
 BuildResult build_candidate_file(Builder& builder, const std::string& path, const std::string& format,
-                                 BuildTarget target);
+                                 BuildTarget target, const std::string& runtime_requests = "");
+
+// The runtime build requests a Python candidate's worker left in its folder
+// `sandbox_dir` (candidate_host.py's REQUESTS_FILE), checked and rewritten
+// as kloop's own JSON; "" when there are none or they are malformed (the
+// file is the candidate's to write: read without following a link, bounded).
+std::string read_runtime_build_requests(const std::string& sandbox_dir);
 
 class Evaluator {
  public:
   Evaluator(Builder& builder, EvalOptions options);
+  // A KernelBench-format candidate whose ModelNew asked for extensions
+  // after the import is evaluated twice: the first pass's worker writes
+  // what it asked for, kloop builds that in the compile sandbox, and the
+  // verdict is the second pass's (Verdict::runtime_builds_made).
   Verdict evaluate(const ProblemSpec& spec, const std::string& candidate_path);
   // Builds and runs the reference at the run's dims (cpu dims on CPU).
   ReferenceReport check_reference(const ProblemSpec& spec);
@@ -214,9 +227,13 @@ class Evaluator {
   const BuilderConfig& builder_config() const { return builder_.config(); }
 
  private:
+  Verdict evaluate_pass(const ProblemSpec& spec, const std::string& candidate_path);
 
   Builder& builder_;
   EvalOptions options_;
+  // Per candidate file, the runtime build requests its builds make.
+  std::map<std::string, std::string> runtime_requests_;
+  std::string requests_seen_;  // what the last pass's worker left
 };
 
 // The options' protocol at their precision (at_precision).

@@ -124,6 +124,7 @@ json Verdict::to_json() const {
   if (!construction.empty()) j["construction"] = construction;
   if (!checks_not_applied.empty()) j["checks_not_applied"] = checks_not_applied;
   if (!runtime_builds.empty()) j["runtime_builds"] = runtime_builds;
+  if (!runtime_builds_made.empty()) j["runtime_builds_made"] = runtime_builds_made;
   if (candidate_time || reference_time) {
     json timing = {{"statistic", timing_statistic}};
     if (candidate_time) timing["candidate"] = kloop::to_json(*candidate_time);
@@ -286,10 +287,15 @@ std::string Verdict::to_text() const {
            "ModelNew)\n";
   }
   for (const auto& c : checks_not_applied) out << "  check not applied: " << c << "\n";
+  for (const auto& name : runtime_builds_made) {
+    out << "  built at run time: ModelNew asked for extension '" << name
+        << "' in __init__ or forward; kloop built it in the compile sandbox from that call's arguments and "
+           "evaluated again with it\n";
+  }
   for (const auto& name : runtime_builds) {
     out << "  not built: ModelNew asked for extension '" << name
-        << "' in __init__ or forward; kloop builds extensions only while importing the file, so what ran "
-           "did without it (call load_inline or load at the file's top level)\n";
+        << "' in __init__ or forward, and kloop could not build it from that call (its build failed, or "
+           "its arguments are not text and flags: the build log says which), so what ran did without it\n";
   }
   if (!profile_digest.empty()) out << "  profile:\n" << profile_digest << (profile_digest.back() == '\n' ? "" : "\n");
   if (!reference_digest.empty()) {

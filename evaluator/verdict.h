@@ -173,6 +173,11 @@ struct Verdict {
   // fallback, where it has one). From the candidate's process: a claim
   // that explains, never decides.
   std::vector<std::string> runtime_builds;
+  // The extensions ModelNew asked for after the import in an earlier pass
+  // of this evaluation, which kloop then built in the compile sandbox from
+  // what was asked (the runtime build requests, candidate_host.py) before
+  // evaluating again: this verdict is the second pass's.
+  std::vector<std::string> runtime_builds_made;
   // What on the machine, rather than the candidate, may have caused this
   // verdict: the reference out of memory beside it (another evaluation's
   // memory), the candidate's process unable to fork or start a thread

@@ -457,7 +457,8 @@ std::string Builder::extension_pch(BuildTarget target, std::string& note, bool m
   return answer(s);
 }
 
-BuildResult Builder::build_python(const std::string& source_path, BuildTarget target) {
+BuildResult Builder::build_python(const std::string& source_path, BuildTarget target,
+                                  const std::string& runtime_requests) {
   const PythonEnvironment& py = python_environment();
   const std::string source = read_file(source_path);
   const std::string host = read_file(candidate_host_script());
@@ -471,10 +472,15 @@ BuildResult Builder::build_python(const std::string& source_path, BuildTarget ta
   if (target == BuildTarget::kCuda) h.add(compiler_identity_cached(config_.nvcc)).add(config_.cuda_arch);
   // Not the extension PCH: main.o is the same byte for byte with it or without.
   h.add(host).add(extension_build).add(source).add(config_.light_cuda_headers ? "light-cuda-headers" : "");
+  if (!runtime_requests.empty()) h.add("runtime-build-requests").add(runtime_requests);
   recipe.key = h.hex();
   recipe.files = {{"module.py", source}, {"candidate_host.py", host}, {"extension_build.py", extension_build}};
   // UTF-8 mode, as in the worker (python_host.cpp), whatever the locale.
   recipe.command = {py.executable, "-I", "-X", "utf8", "candidate_host.py", "build", "module.py", "extensions"};
+  if (!runtime_requests.empty()) {
+    recipe.files.push_back({"runtime_builds.json", runtime_requests});
+    recipe.command.push_back("runtime_builds.json");
+  }
   recipe.product = "module.py";
   recipe.sandboxed = true;
   recipe.runs_model_code = true;
@@ -491,7 +497,8 @@ BuildResult Builder::build_python(const std::string& source_path, BuildTarget ta
   // Only where the sandbox cannot write it (read-only under strict; owned
   // by root, which the sandbox's uid is not, under weak as root): a
   // candidate that could change it would change every later main.cpp.
-  const bool extensions = source.find("load_inline") != std::string::npos || source.find("cpp_extension") != std::string::npos;
+  const bool extensions = source.find("load_inline") != std::string::npos ||
+                          source.find("cpp_extension") != std::string::npos || !runtime_requests.empty();
   if (!config_.use_extension_pch) recipe.environment.push_back("KLOOP_EXTENSION_PCH_NOTE=KLOOP_EXTENSION_PCH=0");
   if (config_.use_extension_pch && extensions) {
     recipe.before_build = [this, target](std::vector<std::string>& read_only, std::vector<std::string>& environment) {

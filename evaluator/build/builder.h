@@ -100,7 +100,12 @@ class Builder {
   // module.py; a failed import or compile is a failed build with the
   // traceback and the compiler's output as its log. Throws
   // std::runtime_error when there is no usable python (python_env.h).
-  BuildResult build_python(const std::string& source_path, BuildTarget target);
+  // `runtime_requests`: the runtime build requests (JSON) an evaluation of
+  // this file's worker wrote for extensions ModelNew asked for after the
+  // import (candidate_host.py); the build makes them after importing, and
+  // they are part of the entry's key.
+  BuildResult build_python(const std::string& source_path, BuildTarget target,
+                           const std::string& runtime_requests = "");
   // References `paths` compiled as one file (reference_bundle_source), and
   // the result for paths[member] (its `entry` set). Compiling references in
   // bundles costs about a tenth of compiling them one by one (the frontend

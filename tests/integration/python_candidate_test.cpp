@@ -139,14 +139,63 @@ TEST_F(PythonCandidateTest, KernelSourcesWithNonAsciiTextRunWhateverTheLocale) {
 // built by kloop, which builds at import: the candidate's own fallback
 // runs, and the verdict names the extension, so a correct verdict is not
 // mistaken for one of the kernel.
-TEST_F(PythonCandidateTest, AnExtensionBuiltInsideModelNewIsNamedAsNotBuilt) {
+// KernelBench's eval builds an extension wherever ModelNew asks for it;
+// kloop builds at import, and what ModelNew asks for later (in __init__ or
+// forward) is written down by its worker, built in the compile sandbox and
+// evaluated again: the kernel is judged, not the fallback it catches its
+// way to.
+TEST_F(PythonCandidateTest, ExtensionsModelNewAsksForAfterTheImportAreBuiltAndJudged) {
   const Verdict v = eval("19_ReLU", "relu_builds_in_init.py", Isolation::kStrict, "kernelbench");
   EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << v.message << "\n" << v.build.log;
-  EXPECT_EQ(v.runtime_builds, (std::vector<std::string>{"relu_late"}));
-  EXPECT_NE(v.to_text().find("not built: ModelNew asked for extension 'relu_late'"), std::string::npos) << v.to_text();
-  EXPECT_EQ(v.to_json()["runtime_builds"], nlohmann::json::array({"relu_late"}));
-  // A file whose extensions are built at import names none.
-  EXPECT_TRUE(eval("19_ReLU", "relu_correct.py", Isolation::kStrict, "kernelbench").runtime_builds.empty());
+  EXPECT_TRUE(v.runtime_builds.empty()) << v.to_text();
+  EXPECT_EQ(v.runtime_builds_made, (std::vector<std::string>{"relu_late"}));
+  EXPECT_NE(v.build.log.find("built extension 'relu_late'"), std::string::npos) << v.build.log;
+  EXPECT_NE(v.to_text().find("built at run time: ModelNew asked for extension 'relu_late'"), std::string::npos)
+      << v.to_text();
+  EXPECT_EQ(v.to_json()["runtime_builds_made"], nlohmann::json::array({"relu_late"}));
+
+  // Built in forward and wrong: the kernel's verdict, not its fallback's.
+  const Verdict wrong = eval("19_ReLU", "relu_builds_in_forward_wrong.py", Isolation::kStrict, "kernelbench");
+  EXPECT_EQ(wrong.verdict, VerdictClass::kIncorrect) << wrong.message << "\n" << wrong.build.log;
+  EXPECT_EQ(wrong.runtime_builds_made, (std::vector<std::string>{"relu_lazy"}));
+
+  // A build that fails leaves the fallback, named as such.
+  const Verdict broken = eval("19_ReLU", "relu_builds_in_init_broken.py", Isolation::kStrict, "kernelbench");
+  EXPECT_EQ(broken.verdict, VerdictClass::kCorrect) << broken.message;
+  EXPECT_EQ(broken.runtime_builds, (std::vector<std::string>{"relu_broken"}));
+  EXPECT_TRUE(broken.runtime_builds_made.empty());
+  EXPECT_NE(broken.build.log.find("'relu_broken', which ModelNew asked for after the import, did not build"),
+            std::string::npos) << broken.build.log;
+  EXPECT_NE(broken.to_text().find("not built: ModelNew asked for extension 'relu_broken'"), std::string::npos)
+      << broken.to_text();
+
+  // A file whose extensions are built at import asks for none.
+  const Verdict at_import = eval("19_ReLU", "relu_load_inline.py", Isolation::kStrict, "kernelbench");
+  EXPECT_TRUE(at_import.runtime_builds.empty() && at_import.runtime_builds_made.empty()) << at_import.to_text();
+}
+
+// The requests file is the candidate's to write: a link or an oversized or
+// malformed file is no request at all (nothing read through it, nothing
+// built from it).
+TEST(RuntimeBuildRequestsTest, OnlyAWellFormedRegularFileIsARequest) {
+  const fs::path dir = fs::temp_directory_path() / ("kloop-requests-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path file = dir / "kloop-runtime-builds.json";
+  EXPECT_EQ(read_runtime_build_requests(dir.string()), "");
+  std::ofstream(dir / "secret") << R"([{"kind":"load_inline","arguments":{"name":"x","cpp_sources":"int a;"}}])";
+  fs::create_symlink(dir / "secret", file);
+  EXPECT_EQ(read_runtime_build_requests(dir.string()), "") << "read through a link";
+  fs::remove(file);
+  for (const char* bad : {"{}", "[]", "[1]", R"([{"kind":"exec","arguments":{"name":"x"}}])",
+                          R"([{"kind":"load","arguments":{"name":"x"}}])", "not json"}) {
+    std::ofstream(file) << bad;
+    EXPECT_EQ(read_runtime_build_requests(dir.string()), "") << bad;
+  }
+  std::ofstream(file) << R"([{"kind":"load_inline","arguments":{"name":"x","cpp_sources":"int a;"},"extra":1}])";
+  EXPECT_EQ(nlohmann::json::parse(read_runtime_build_requests(dir.string())),
+            nlohmann::json::parse(R"([{"kind":"load_inline","arguments":{"name":"x","cpp_sources":"int a;"}}])"));
+  fs::remove_all(dir);
 }
 
 // Upstream's get_inputs makes 13's matrices symmetric, 14's and 15's

@@ -5,10 +5,11 @@ torch.utils.cpp_extension.load_inline (docs/kernelbench.md).
 Two uses, one file:
 
 * At build time, as a script in the compile sandbox:
-      python3 -I candidate_host.py build CANDIDATE.py EXTENSIONS_DIR
+      python3 -I candidate_host.py build CANDIDATE.py EXTENSIONS_DIR [REQUESTS]
   imports the candidate once, so its load_inline calls compile their
   extensions into EXTENSIONS_DIR/<name>/<name>.so, and checks that it
-  defines ModelNew. Anything it prints is the build log; a non-zero exit
+  defines ModelNew; with REQUESTS (runtime build requests an earlier
+  evaluation's worker wrote), it then makes those calls too. Anything it prints is the build log; a non-zero exit
   status is a compile_error. Torch writes each extension's build.ninja as
   it always does; before ninja runs it, two changes that leave the module
   the same (extension_build.py) make it faster, and the log says which
@@ -20,7 +21,10 @@ Two uses, one file:
 * In the candidate's worker (kloop-worker with the interpreter embedded,
   python_host.cpp), as the module `kloop_candidate_host`: open() imports
   the candidate with load_inline replaced by an import of what the build
-  made (the worker neither compiles nor writes), create_seeded() builds
+  made (the worker neither compiles nor writes; an extension asked for
+  after the import, in __init__ or forward, is written down as a request
+  in the worker's folder, and kloop builds it in the compile sandbox and
+  evaluates again: runtime build requests below), create_seeded() builds
   ModelNew as KernelBench's eval does (torch seeded right before the
   constructor, which runs on the CPU without gradients; then
   .to(device, float32)), so its parameters equal the reference's by
@@ -55,20 +59,90 @@ def _extension_file(root, name):
 # ModelNew that catches the ImportError runs without its kernel.
 _RUNTIME_BUILDS = []
 
+# Runtime build requests: what each such call asked for (its arguments, and
+# for load() the text of its source files), written as a JSON list to
+# REQUESTS_FILE in the worker's folder. kloop reads it when the evaluation
+# ends, builds the requests in the compile sandbox after importing the file
+# again (build below: the same torch calls, made there) and evaluates
+# again. A request is only ever compiled where the candidate's own file is,
+# so writing the file by hand gains a candidate nothing it could not do at
+# import; kloop bounds it (count and size) all the same.
+REQUESTS_FILE = "kloop-runtime-builds.json"
+MAX_REQUESTS = 16
+MAX_REQUEST_BYTES = 1 << 20
+_REQUESTS = []
+_SIMPLE = (str, bool, int, float, type(None))
+
 
 def runtime_builds():
     return list(_RUNTIME_BUILDS)
 
 
-def _prebuilt_loader(root):
-    def load_prebuilt(name, *args, **kwargs):
-        path = _extension_file(root, name)
+def _jsonable(value):
+    if isinstance(value, _SIMPLE):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(isinstance(v, _SIMPLE) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    return False
+
+
+def _request(kind, signature, args, kwargs):
+    """What a load_inline/load call asked for, as JSON, or None when it
+    cannot be written down (arguments that are not text, flags or lists of
+    them; a source file that cannot be read)."""
+    try:
+        bound = signature.bind(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    bound.pop("build_directory", None)
+    for key in ("verbose", "keep_intermediates"):
+        bound.pop(key, None)
+    if not all(_jsonable(v) for v in bound.values()):
+        return None
+    request = {"kind": kind, "arguments": {k: list(v) if isinstance(v, tuple) else v for k, v in bound.items()}}
+    if kind == "load":
+        sources = bound.get("sources")
+        sources = [sources] if isinstance(sources, str) else list(sources or [])
+        files = []
+        for path in sources:
+            try:
+                with open(path, "rb") as f:
+                    text = f.read(MAX_REQUEST_BYTES + 1)
+            except OSError:
+                return None
+            if len(text) > MAX_REQUEST_BYTES:
+                return None
+            files.append({"name": os.path.basename(path), "text": text.decode("utf-8", "replace")})
+        request["files"] = files
+        request["arguments"]["sources"] = [f["name"] for f in files]
+    return request
+
+
+def _record(request, requests_path):
+    if request is None or not requests_path or len(_REQUESTS) >= MAX_REQUESTS or request in _REQUESTS:
+        return
+    _REQUESTS.append(request)
+    import json
+    try:
+        with open(requests_path, "w", encoding="utf-8") as f:
+            json.dump(_REQUESTS, f)
+    except OSError:
+        pass
+
+
+def _prebuilt_loader(root, kind, signature, requests_path):
+    def load_prebuilt(*args, **kwargs):
+        name = kwargs.get("name", args[0] if args else None)
+        path = _extension_file(root, name) if isinstance(name, str) and name else None
         if path is None:
             if name not in _RUNTIME_BUILDS:
                 _RUNTIME_BUILDS.append(str(name))
+            _record(_request(kind, signature, args, kwargs), requests_path)
             raise ImportError(
-                "kloop: extension '%s' was not built when the candidate was compiled; call load_inline "
-                "at the module's top level (not inside ModelNew) so that the build step compiles it" % name)
+                "kloop: extension '%s' was not built when the candidate was compiled (ModelNew asked for it after "
+                "the import; kloop builds it from this request and evaluates again)" % name)
         if not kwargs.get("is_python_module", True):
             import torch
             torch.ops.load_library(path)
@@ -103,7 +177,46 @@ def _model_class(module):
 
 # ---- build time ------------------------------------------------------------
 
-def build(candidate, extensions):
+def _replay(requests_file, cpp, real_inline, real_load, extensions):
+    """The runtime build requests an earlier evaluation wrote (see
+    REQUESTS_FILE), made with torch's own load_inline/load after the
+    import. A request that fails to build is reported and left: ModelNew
+    meets the same ImportError it met before, as under KernelBench a
+    failed build raises inside __init__."""
+    import json
+    with open(requests_file, encoding="utf-8") as f:
+        requests = json.load(f)
+    if not isinstance(requests, list):
+        raise ValueError("kloop: the runtime build requests are not a list")
+    sources_root = os.path.join(os.path.dirname(os.path.abspath(extensions)), "runtime-sources")
+    for i, request in enumerate(requests[:MAX_REQUESTS]):
+        arguments = dict(request.get("arguments") or {})
+        name = arguments.get("name")
+        try:
+            if request.get("kind") == "load":
+                folder = os.path.join(sources_root, str(i))
+                os.makedirs(folder, exist_ok=True)
+                paths = []
+                for f in request.get("files") or []:
+                    base = os.path.basename(str(f["name"])) or "source"
+                    path = os.path.join(folder, base)
+                    with open(path, "w", encoding="utf-8") as out:
+                        out.write(str(f["text"]))
+                    paths.append(path)
+                arguments["sources"] = paths
+                real_load(**arguments)
+            elif request.get("kind") == "load_inline":
+                real_inline(**arguments)
+            else:
+                raise ValueError("a request of kind %r" % request.get("kind"))
+            print("kloop: built extension '%s', which ModelNew asked for after the import (%s)" % (
+                name, request.get("kind")))
+        except Exception as e:
+            print("kloop: extension '%s', which ModelNew asked for after the import, did not build: %s" % (
+                name, str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__))
+
+
+def build(candidate, extensions, requests_file=None):
     os.makedirs(extensions, exist_ok=True)
     os.environ["TORCH_EXTENSIONS_DIR"] = extensions
     import torch.utils.cpp_extension as cpp
@@ -121,6 +234,8 @@ def build(candidate, extensions):
     cpp.load_inline, cpp.load = load_inline, load
     extension_build.install(cpp, os.environ.get("KLOOP_EXTENSION_PCH", ""))
     _model_class(_import_candidate(candidate))
+    if requests_file:
+        _replay(requests_file, cpp, load_inline, load, extensions)
     built = sorted(d for d in os.listdir(extensions) if _extension_file(extensions, d))
     print("kloop: the candidate imports; extensions built: " + (", ".join(built) if built else "none"))
 
@@ -132,8 +247,10 @@ def open_candidate(path, extensions):
     import torch
     import torch.utils.cpp_extension as cpp
     torch.set_grad_enabled(False)
-    loader = _prebuilt_loader(extensions)
-    cpp.load_inline, cpp.load = loader, loader
+    requests_path = os.path.join(os.getcwd(), REQUESTS_FILE)
+    cpp.load_inline, cpp.load = (
+        _prebuilt_loader(extensions, "load_inline", inspect.signature(cpp.load_inline), requests_path),
+        _prebuilt_loader(extensions, "load", inspect.signature(cpp.load), requests_path))
     cls = _model_class(_import_candidate(path))
     params = list(inspect.signature(cls.forward).parameters.values())[1:]
     if any(p.kind == p.VAR_POSITIONAL for p in params):
@@ -262,15 +379,15 @@ def forward(model, inputs):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] not in ("build", "pch"):
-        sys.exit("usage: candidate_host.py build CANDIDATE.py EXTENSIONS_DIR | pch OUTDIR cpu|cuda")
+    if len(sys.argv) not in (4, 5) or sys.argv[1] not in ("build", "pch") or (len(sys.argv) == 5 and sys.argv[1] != "build"):
+        sys.exit("usage: candidate_host.py build CANDIDATE.py EXTENSIONS_DIR [REQUESTS.json] | pch OUTDIR cpu|cuda")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import extension_build
     try:
         if sys.argv[1] == "pch":
             extension_build.make_pch(sys.argv[2], sys.argv[3])
         else:
-            build(sys.argv[2], sys.argv[3])
+            build(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None)
     except SystemExit:
         raise
     except BaseException:
