@@ -242,11 +242,43 @@ def build(candidate, extensions, requests_file=None):
 
 # ---- in the worker ---------------------------------------------------------
 
-def open_candidate(path, extensions):
+def _warm_libraries(path, device):
+    """Makes the cuBLAS and cuDNN handles of this thread on `device`, as
+    KernelBench's eval process has them before ModelNew's first forward (it
+    ran the reference there first). A ModelNew that captures a CUDA graph
+    at its first call, with no warm-up of its own, would otherwise make its
+    first cuDNN or cuBLAS call inside the capture, where creating a handle
+    invalidates it. Run before the candidate's file is imported, and only
+    for a file that speaks of graphs (CUDA graphs, torch.compile's
+    reduce-overhead): loading cuDNN costs the others a second for nothing.
+    kloop's kernels, not the candidate's (the activity audit counts the
+    calls' kernels only)."""
+    import torch
+    if not str(device).startswith("cuda") or not torch.cuda.is_available():
+        return
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read().lower()
+    except OSError:
+        return
+    if "graph" not in text and "reduce-overhead" not in text:
+        return
+    with torch.no_grad():
+        a = torch.ones(8, 8, device=device)
+        torch.mm(a, a)
+        image = torch.ones(1, 1, 4, 4, device=device)
+        weight = torch.ones(1, 1, 3, 3, device=device)
+        torch.nn.functional.conv2d(image, weight)
+        torch.nn.functional.conv_transpose2d(image, weight)
+    torch.cuda.synchronize(device)
+
+
+def open_candidate(path, extensions, device=""):
     """ModelNew and its forward's tensor count (-1: *args)."""
     import torch
     import torch.utils.cpp_extension as cpp
     torch.set_grad_enabled(False)
+    _warm_libraries(path, device)
     requests_path = os.path.join(os.getcwd(), REQUESTS_FILE)
     cpp.load_inline, cpp.load = (
         _prebuilt_loader(extensions, "load_inline", inspect.signature(cpp.load_inline), requests_path),

@@ -311,7 +311,8 @@ extern "C" __attribute__((visibility("default"))) Host* kloop_python_host_open(c
     Gil gil;
     Ref host(PyImport_ImportModule("candidate_host"));
     if (!host) throw_python_error("kloop: cannot import " + o.host_script);
-    Ref opened(PyObject_CallMethod(host.get(), "open_candidate", "ss", o.candidate.c_str(), o.extensions.c_str()));
+    Ref opened(PyObject_CallMethod(host.get(), "open_candidate", "sss", o.candidate.c_str(), o.extensions.c_str(),
+                                          o.device.c_str()));
     if (!opened) throw_python_error("importing the candidate raised");
     PyObject* cls = nullptr;
     int arity = 0;
