@@ -20,6 +20,7 @@
 
 #include "base/untrusted_tree.h"
 #include "evaluator/build/build_config.h"
+#include "evaluator/build/content_hash.h"
 #include "evaluator/build/environment.h"
 #include "evaluator/build/python_env.h"
 #include "evaluator/check/activity_audit.h"
@@ -236,12 +237,12 @@ Protocol run_protocol(const EvalOptions& options) {
   return at_precision(protocol_by_name(options.protocol), options.precision);
 }
 
-std::string read_runtime_build_requests(const std::string& sandbox_dir) {
+std::string read_runtime_build_requests(const std::string& sandbox_dir, const std::string& name) {
   // candidate_host.py's bounds: 16 requests of at most 1 MiB of sources each.
   constexpr uint64_t kMostBytes = 16ull * 1024 * 1024 + (1 << 20);
   std::string text;
   try {
-    text = read_file_nofollow(sandbox_dir + "/kloop-runtime-builds.json", kMostBytes);
+    text = read_file_nofollow(sandbox_dir + "/" + name, kMostBytes);
   } catch (const std::exception&) {
     return "";  // none, a link, or too long
   }
@@ -265,29 +266,67 @@ std::string read_runtime_build_requests(const std::string& sandbox_dir) {
   return kept.dump();
 }
 
+namespace {
+
+// Where the runtime build requests of a candidate file are kept between
+// evaluations (in kloop's cache, which no sandbox sees): by the file's
+// text and the build's target, so that later evaluations of the same file
+// (a rescore, a repeat) build them at once, in one pass.
+fs::path stored_requests_path(const std::string& cache_dir, const std::string& candidate_path, bool cpu) {
+  ContentHash h;
+  h.add("runtime-build-requests").add(cpu ? "cpu" : "cuda").add_file(candidate_path);
+  return fs::path(cache_dir) / "runtime-build-requests" / (h.hex() + ".json");
+}
+
+}  // namespace
+
 Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidate_path) {
-  requests_seen_.clear();
-  Verdict first = evaluate_pass(spec, candidate_path);
-  std::string requests = std::move(requests_seen_);
-  requests_seen_.clear();
+  const bool cpu = options_.device == "cpu";
+  const bool python = fs::exists(candidate_path) && candidate_is_python(candidate_path, options_.candidate_format);
   auto& known = runtime_requests_[candidate_path];
-  if (requests.empty() || requests == known) return first;
-  // ModelNew asked for extensions after the import (KernelBench's eval
-  // builds them wherever they are asked for): built now, in the compile
-  // sandbox, from what was asked, and the file evaluated again with them.
-  known = requests;
-  Verdict again = evaluate_pass(spec, candidate_path);
-  requests_seen_.clear();
-  for (const auto& r : json::parse(requests)) {
-    const std::string name = r["arguments"]["name"].get<std::string>().substr(0, 100);
-    if (std::find(again.runtime_builds.begin(), again.runtime_builds.end(), name) == again.runtime_builds.end() &&
-        std::find(again.runtime_builds_made.begin(), again.runtime_builds_made.end(), name) ==
-            again.runtime_builds_made.end()) {
-      again.runtime_builds_made.push_back(name);
+  fs::path stored;
+  if (python) {
+    try {
+      stored = stored_requests_path(builder_.config().cache_dir, candidate_path, cpu);
+      if (known.empty() && fs::exists(stored)) known = read_runtime_build_requests(stored.parent_path().string(),
+                                                                                 stored.filename().string());
+    } catch (const std::exception&) {
+      stored.clear();  // unreadable: evaluated in two passes, as the first time
     }
   }
-  again.phases.total += first.phases.total;
-  return again;
+  requests_seen_.clear();
+  Verdict v = evaluate_pass(spec, candidate_path);
+  std::string requests = std::move(requests_seen_);
+  requests_seen_.clear();
+  if (!requests.empty() && requests != known) {
+    // ModelNew asked for extensions after the import (KernelBench's eval
+    // builds them wherever they are asked for): built now, in the compile
+    // sandbox, from what was asked, and the file evaluated again with them.
+    known = requests;
+    if (!stored.empty()) {
+      std::error_code ec;
+      fs::create_directories(stored.parent_path(), ec);
+      try {
+        replace_file(stored.parent_path().string(), stored.filename().string(), requests);
+      } catch (const std::exception&) {
+        // not kept: the next evaluation takes two passes again
+      }
+    }
+    const double first = v.phases.total;
+    v = evaluate_pass(spec, candidate_path);
+    requests_seen_.clear();
+    v.phases.total += first;
+  }
+  if (!known.empty()) {
+    for (const auto& r : json::parse(known)) {
+      const std::string name = r["arguments"]["name"].get<std::string>().substr(0, 100);
+      if (std::find(v.runtime_builds.begin(), v.runtime_builds.end(), name) == v.runtime_builds.end() &&
+          std::find(v.runtime_builds_made.begin(), v.runtime_builds_made.end(), name) == v.runtime_builds_made.end()) {
+        v.runtime_builds_made.push_back(name);
+      }
+    }
+  }
+  return v;
 }
 
 Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& candidate_path) {

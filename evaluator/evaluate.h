@@ -177,7 +177,9 @@ BuildResult build_candidate_file(Builder& builder, const std::string& path, cons
 // `sandbox_dir` (candidate_host.py's REQUESTS_FILE), checked and rewritten
 // as kloop's own JSON; "" when there are none or they are malformed (the
 // file is the candidate's to write: read without following a link, bounded).
-std::string read_runtime_build_requests(const std::string& sandbox_dir);
+// `name`: the file's name there (kloop's own copy in its cache has another).
+std::string read_runtime_build_requests(const std::string& sandbox_dir,
+                                        const std::string& name = "kloop-runtime-builds.json");
 
 class Evaluator {
  public:
@@ -185,7 +187,9 @@ class Evaluator {
   // A KernelBench-format candidate whose ModelNew asked for extensions
   // after the import is evaluated twice: the first pass's worker writes
   // what it asked for, kloop builds that in the compile sandbox, and the
-  // verdict is the second pass's (Verdict::runtime_builds_made).
+  // verdict is the second pass's (Verdict::runtime_builds_made). The
+  // requests are kept in kloop's cache by the file's text, so a later
+  // evaluation of the same file builds them at once, in one pass.
   Verdict evaluate(const ProblemSpec& spec, const std::string& candidate_path);
   // Builds and runs the reference at the run's dims (cpu dims on CPU).
   ReferenceReport check_reference(const ProblemSpec& spec);

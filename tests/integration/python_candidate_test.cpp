@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -153,6 +154,20 @@ TEST_F(PythonCandidateTest, ExtensionsModelNewAsksForAfterTheImportAreBuiltAndJu
   EXPECT_NE(v.to_text().find("built at run time: ModelNew asked for extension 'relu_late'"), std::string::npos)
       << v.to_text();
   EXPECT_EQ(v.to_json()["runtime_builds_made"], nlohmann::json::array({"relu_late"}));
+  // The requests are kept in kloop's cache (not the sandbox's folder), so a
+  // later evaluation of the file builds them at once.
+  const fs::path kept = fs::path(BuilderConfig::from_environment().cache_dir) / "runtime-build-requests";
+  bool found = false;
+  for (const auto& e : fs::directory_iterator(kept)) {
+    std::stringstream text;
+    text << std::ifstream(e.path()).rdbuf();
+    found = found || text.str().find("\"relu_late\"") != std::string::npos;
+  }
+  EXPECT_TRUE(found) << kept;
+  const Verdict again = eval("19_ReLU", "relu_builds_in_init.py", Isolation::kStrict, "kernelbench");
+  EXPECT_EQ(again.verdict, VerdictClass::kCorrect) << again.message;
+  EXPECT_TRUE(again.build.cached);
+  EXPECT_EQ(again.runtime_builds_made, (std::vector<std::string>{"relu_late"}));
 
   // Built in forward and wrong: the kernel's verdict, not its fallback's.
   const Verdict wrong = eval("19_ReLU", "relu_builds_in_forward_wrong.py", Isolation::kStrict, "kernelbench");
