@@ -334,7 +334,7 @@ int open_beneath(const std::string& root, const std::string& relative, int flags
   }
 }
 
-std::string read_file_nofollow(const std::string& path, uint64_t max_bytes) {
+std::string read_file_nofollow(const std::string& path, uint64_t max_bytes, bool single_name) {
   Fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) {
     throw std::runtime_error(path + ": cannot open (" + errno_text(errno) +
@@ -342,6 +342,10 @@ std::string read_file_nofollow(const std::string& path, uint64_t max_bytes) {
   }
   struct stat st {};
   if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
+  if (single_name && st.st_nlink != 1) {
+    throw std::runtime_error(path + ": has " + std::to_string(st.st_nlink) +
+                             " names (a hard link to another file), and kloop reads it only as its own file");
+  }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     throw std::runtime_error(path + ": " + std::to_string(st.st_size) + " bytes, more than the " +
                              std::to_string(max_bytes) + " kloop reads from such a file");

@@ -56,8 +56,9 @@ int open_beneath(const std::string& root, const std::string& relative, int flags
 // The bytes of the regular file `path`, opened without following a link
 // (nor hanging on a FIFO); throws std::runtime_error naming the file when
 // it is a link or not a regular file, or holds more than `max_bytes` (the
-// message gives the limit).
-std::string read_file_nofollow(const std::string& path, uint64_t max_bytes);
+// message gives the limit). `single_name`: also when it has other names (a
+// hard link the writer made to a file it could not otherwise have named).
+std::string read_file_nofollow(const std::string& path, uint64_t max_bytes, bool single_name = false);
 
 // Writes `text` as `name` in folder `dirfd`, first removing whatever entry
 // has that name (a link is removed, never followed; a planted folder is

@@ -242,7 +242,7 @@ std::string read_runtime_build_requests(const std::string& sandbox_dir, const st
   constexpr uint64_t kMostBytes = 16ull * 1024 * 1024 + (1 << 20);
   std::string text;
   try {
-    text = read_file_nofollow(sandbox_dir + "/" + name, kMostBytes);
+    text = read_file_nofollow(sandbox_dir + "/" + name, kMostBytes, /*single_name=*/true);
   } catch (const std::exception&) {
     return "";  // none, a link, or too long
   }

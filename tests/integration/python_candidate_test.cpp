@@ -202,6 +202,9 @@ TEST(RuntimeBuildRequestsTest, OnlyAWellFormedRegularFileIsARequest) {
   fs::create_symlink(dir / "secret", file);
   EXPECT_EQ(read_runtime_build_requests(dir.string()), "") << "read through a link";
   fs::remove(file);
+  fs::create_hard_link(dir / "secret", file);
+  EXPECT_EQ(read_runtime_build_requests(dir.string()), "") << "read through a hard link";
+  fs::remove(file);
   for (const char* bad : {"{}", "[]", "[1]", R"([{"kind":"exec","arguments":{"name":"x"}}])",
                           R"([{"kind":"load","arguments":{"name":"x"}}])", "not json"}) {
     std::ofstream(file) << bad;
