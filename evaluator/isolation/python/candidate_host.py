@@ -249,8 +249,9 @@ def _warm_libraries(path, device):
     at its first call, with no warm-up of its own, would otherwise make its
     first cuDNN or cuBLAS call inside the capture, where creating a handle
     invalidates it. Run before the candidate's file is imported, and only
-    for a file that speaks of graphs (CUDA graphs, torch.compile's
-    reduce-overhead): loading cuDNN costs the others a second for nothing.
+    for a file that speaks of graphs or capture (CUDA graphs, stream
+    capture, torch.compile's reduce-overhead): loading cuDNN costs the
+    others a second for nothing.
     kloop's kernels, not the candidate's (the activity audit counts the
     calls' kernels only)."""
     import torch
@@ -261,7 +262,7 @@ def _warm_libraries(path, device):
             text = f.read().lower()
     except OSError:
         return
-    if "graph" not in text and "reduce-overhead" not in text:
+    if "graph" not in text and "capture" not in text and "reduce-overhead" not in text:
         return
     with torch.no_grad():
         a = torch.ones(8, 8, device=device)
