@@ -289,8 +289,8 @@ std::string Verdict::to_text() const {
   for (const auto& c : checks_not_applied) out << "  check not applied: " << c << "\n";
   for (const auto& name : runtime_builds_made) {
     out << "  built at run time: ModelNew asked for extension '" << name
-        << "' in __init__ or forward; kloop built it in the compile sandbox from that call's arguments and "
-           "evaluated again with it\n";
+        << "' in __init__ or forward; kloop built it in the compile sandbox from that call's arguments, and "
+           "this verdict is of the file with it\n";
   }
   for (const auto& name : runtime_builds) {
     out << "  not built: ModelNew asked for extension '" << name
