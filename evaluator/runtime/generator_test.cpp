@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -223,8 +225,18 @@ TEST(GeneratorTest, DrawingIntoMemoryGivesTheSameValues) {
   EXPECT_THROW(generate_into(raw.data(), "w", DType::kFloat32, 4, spec("gamma"), 1), std::invalid_argument);
 }
 
+// A file name of this process's own under the temporary folder: ctest runs
+// each test in a process of its own, two at a time, and tests that shared
+// one fixed name overwrote each other's files.
+std::string temp_file(const std::string& stem) {
+  static int counter = 0;
+  return (std::filesystem::temp_directory_path() /
+          (stem + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".safetensors"))
+      .string();
+}
+
 TEST(HostTensorTest, FileRoundTrip) {
-  auto path = (std::filesystem::temp_directory_path() / "kloop-roundtrip.safetensors").string();
+  auto path = temp_file("kloop-roundtrip");
   std::vector<HostTensor> ts = {generate_tensor("a", DType::kFloat32, {3, 4}, spec("randn"), 1),
                                 generate_tensor("b", DType::kInt64, {5}, spec("randint", {{"low", 0}, {"high", 9}}), 1),
                                 generate_tensor("scalar", DType::kFloat64, {}, spec("ones"), 1)};
@@ -245,7 +257,7 @@ TEST(HostTensorTest, FileRoundTrip) {
 // carry, and a file that shrinks after its check (a candidate's own,
 // truncated while the judge reads it) is an error, not a short read.
 TEST(HostTensorTest, TensorsGoToAndFromTheCallersMemory) {
-  auto path = (std::filesystem::temp_directory_path() / "kloop-sources.safetensors").string();
+  auto path = temp_file("kloop-sources");
   const HostTensor a = generate_tensor("a", DType::kFloat32, {64, 33}, spec("randn"), 3);
   const HostTensor b = generate_tensor("b", DType::kInt32, {7}, spec("randint", {{"low", -5}, {"high", 5}}), 3);
   write_tensor_file(path, std::vector<TensorFileSource>{{a.name, a.dtype, a.shape, a.bytes.data(), a.bytes.size()},
@@ -281,7 +293,7 @@ std::string safetensors_file(const std::string& header, const std::string& data,
 }
 
 std::string write_raw(const std::string& bytes) {
-  const auto path = (std::filesystem::temp_directory_path() / "kloop-raw.safetensors").string();
+  static const std::string path = temp_file("kloop-raw");  // one per process, written anew each time
   std::filesystem::remove(path);
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
@@ -292,7 +304,7 @@ std::string write_raw(const std::string& bytes) {
 // to 8 bytes, data offsets relative to the data, tensors in order; a
 // zero-size tensor and a nameless one keep their places.
 TEST(HostTensorTest, FilesAreSafetensors) {
-  const auto path = (std::filesystem::temp_directory_path() / "kloop-layout.safetensors").string();
+  const auto path = temp_file("kloop-layout");
   HostTensor a{"x", DType::kFloat32, {2}, {}}, empty{"e", DType::kInt64, {0, 3}, {}}, nameless{"", DType::kUInt8, {1}, {7}};
   const float values[2] = {1.5f, -2.0f};
   a.bytes.assign(reinterpret_cast<const unsigned char*>(values), reinterpret_cast<const unsigned char*>(values) + 8);
