@@ -177,7 +177,7 @@ def _model_class(module):
 
 # ---- build time ------------------------------------------------------------
 
-def _replay(requests_file, cpp, real_inline, real_load, extensions):
+def _replay(requests_file, load_inline, load, extensions):
     """The runtime build requests an earlier evaluation wrote (see
     REQUESTS_FILE), made with torch's own load_inline/load after the
     import. A request that fails to build is reported and left: ModelNew
@@ -204,9 +204,9 @@ def _replay(requests_file, cpp, real_inline, real_load, extensions):
                         out.write(str(f["text"]))
                     paths.append(path)
                 arguments["sources"] = paths
-                real_load(**arguments)
+                load(**arguments)
             elif request.get("kind") == "load_inline":
-                real_inline(**arguments)
+                load_inline(**arguments)
             else:
                 raise ValueError("a request of kind %r" % request.get("kind"))
             print("kloop: built extension '%s', which ModelNew asked for after the import (%s)" % (
@@ -235,7 +235,7 @@ def build(candidate, extensions, requests_file=None):
     extension_build.install(cpp, os.environ.get("KLOOP_EXTENSION_PCH", ""))
     _model_class(_import_candidate(candidate))
     if requests_file:
-        _replay(requests_file, cpp, load_inline, load, extensions)
+        _replay(requests_file, load_inline, load, extensions)
     built = sorted(d for d in os.listdir(extensions) if _extension_file(extensions, d))
     print("kloop: the candidate imports; extensions built: " + (", ".join(built) if built else "none"))
 
