@@ -159,6 +159,15 @@ void host_store(SharedBlock& control, Word w, uint32_t value) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
+void host_raise(SharedBlock& control, Word w, uint32_t value) {
+  std::atomic<uint32_t>* a = host_word(control, w);
+  uint32_t seen = a->load(std::memory_order_seq_cst);
+  while (seen < value && !a->compare_exchange_weak(seen, value, std::memory_order_seq_cst)) {
+  }
+  if (control.cuda()) return;
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
 uint32_t host_load(SharedBlock& control, Word w) { return host_word(control, w)->load(std::memory_order_seq_cst); }
 
 std::optional<uint32_t> host_wait(SharedBlock& control, Word w, uint32_t value, Deadline deadline,

@@ -100,6 +100,11 @@ void host_store(SharedBlock& control, Word w, uint32_t value);
 std::optional<uint32_t> host_wait(SharedBlock& control, Word w, uint32_t value, Deadline deadline,
                                   std::chrono::microseconds spin = std::chrono::microseconds(0));
 uint32_t host_load(SharedBlock& control, Word w);
+// host_store for a word only kloop's worker raises (the CPU's `called` and
+// `copied`): it stores `value` only over a lower number, so a later number
+// stored by the candidate's side stays there for the timer to see, however
+// late the timer looks (a plain store would write over it).
+void host_raise(SharedBlock& control, Word w, uint32_t value);
 // GPU: stores kArmed = value now, on a stream of its own that waits for no
 // other (created on first use, one per process).
 void arm(SharedBlock& control, uint32_t value);

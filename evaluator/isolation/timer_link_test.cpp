@@ -67,5 +67,21 @@ TEST(TimerLinkTest, AWaitEndsAtItsDeadlineOrOnAbort) {
   EXPECT_EQ(*seen, timer::kAbort);
 }
 
+// A later number the candidate's side stored into `called` outlives the
+// worker's own store of the call's number, so the timer reads the forgery
+// however late it looks (under load it may look only after the worker's
+// store); the worker's numbers still rise as the calls go.
+TEST(TimerLinkTest, TheWorkersStoreNeverHidesALaterNumber) {
+  auto control = SharedBlock::create("cpu", timer::kControlBytes);
+  timer::host_raise(*control, Word::kCalled, 1);
+  timer::host_raise(*control, Word::kCalled, 2);
+  EXPECT_EQ(timer::host_load(*control, Word::kCalled), 2u);
+  timer::host_store(*control, Word::kCalled, 1002);  // the candidate, inside call 3
+  timer::host_raise(*control, Word::kCalled, 3);     // the worker, after it
+  EXPECT_EQ(timer::host_load(*control, Word::kCalled), 1002u);
+  timer::host_raise(*control, Word::kCalled, timer::kAbort);
+  EXPECT_EQ(timer::host_load(*control, Word::kCalled), timer::kAbort);
+}
+
 }  // namespace
 }  // namespace kloop

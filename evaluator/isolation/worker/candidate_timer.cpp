@@ -98,11 +98,13 @@ void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
     }
   } else {
     // The CPU: the copy and the outputs' release are inside the call (its
-    // window ends when the process is quiet); the words follow.
+    // window ends when the process is quiet); the words follow, never over
+    // a later number the candidate stored (the timer then reads a forgery,
+    // not this call's number, however late it looks).
     copy_out();
     out.clear();
-    timer::host_store(control, Word::kCalled, seq);
-    timer::host_store(control, Word::kCopied, seq);
+    timer::host_raise(control, Word::kCalled, seq);
+    timer::host_raise(control, Word::kCopied, seq);
   }
 }
 
