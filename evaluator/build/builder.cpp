@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -175,48 +176,75 @@ std::string Builder::compiler_identity_cached(const std::string& compiler) {
   return it->second;
 }
 
-bool Builder::reference_compiler_is_clang() {
-  return compiler_identity_cached(compiler_for(ModuleRole::kReference, BuildTarget::kCpu)).find("clang version") !=
-         std::string::npos;
-}
-
 // The reference header (all of torch::nn) dominates a reference's compile
 // time. A precompiled copy per configuration cuts it: with GCC by about half
 // (each file still instantiates the header's templates), with clang by about
 // five times (-fpch-instantiate-templates does that work once, in the PCH).
-// A failed PCH build only costs speed: references then compile without it.
+// A candidate written against kloop's ATen kernel API compiles
+// kloop/kernel_api.h first the same way (GCC only; about a third of its
+// compile). A failed PCH build only costs speed: modules then compile without it.
 //
-// A PCH is code every reference compiles with: one planted here would
-// replace every reference, so it is believed only under its MAC. Hashing it
-// (over 100 MB with clang) is left to when a reference really compiles with
+// A PCH is code every module of its role compiles with: one planted here
+// would replace every one, so it is believed only under its MAC. Hashing it
+// (over 100 MB with clang) is left to when a module really compiles with
 // it; naming it in a cache key only needs its signed files present.
 std::vector<std::string> Builder::reference_pch_flags(bool verified) {
-  if (pch_checked_ && (!verified || pch_verified_)) return pch_flags_;
-  pch_checked_ = true;
-  pch_flags_.clear();
-  if (!config_.use_reference_pch) return pch_flags_;
-  const std::string& compiler = compiler_for(ModuleRole::kReference, BuildTarget::kCpu);
-  const bool clang = reference_compiler_is_clang();
+  if (!config_.use_reference_pch) return {};
+  return header_pch_flags(reference_pch_, ModuleRole::kReference, verified);
+}
+
+std::vector<std::string> Builder::kernel_api_pch_flags(bool verified) {
+  // Making it costs about two compiles: a cache that has built only a few
+  // modules (a one-off evaluation, a test's own cache) compiles without.
+  int entries = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(fs::path(config_.cache_dir) / "builds", ec), end; !ec && it != end && entries < 4;
+       it.increment(ec)) {
+    entries += it->is_directory(ec) ? 1 : 0;
+  }
+  return header_pch_flags(kernel_api_pch_, ModuleRole::kCandidate, verified, entries >= 4);
+}
+
+std::vector<std::string> Builder::header_pch_flags(HeaderPch& state, ModuleRole role, bool verified, bool make) {
+  if (state.checked && (!verified || state.verified)) return state.flags;
+  state.flags.clear();
+  const bool reference = role == ModuleRole::kReference;
+  const std::string& compiler = compiler_for(role, BuildTarget::kCpu);
+  const bool clang = compiler_identity_cached(compiler).find("clang version") != std::string::npos;
+  // A candidate's compile runs in its sandbox, which sees the PCH's folder
+  // only (clang's PCH also names its header, which lives beside it), and
+  // its key leaves the PCH out, which only GCC's byte-identical modules allow.
+  if (!reference && clang) {
+    state.checked = true;
+    return state.flags;
+  }
+  const std::string stem = reference ? "kloop_reference_pch" : "kloop_kernel_api_pch";
   ContentHash h;
-  h.add(kBuildFormat).add("reference-pch-no-timestamp").add(compiler_identity_cached(compiler)).add(api_headers_);
-  for (const auto& f : host_compile_flags(ModuleRole::kReference)) h.add(f);
+  h.add(kBuildFormat).add(reference ? "reference-pch-no-timestamp" : "kernel-api-pch");
+  h.add(compiler_identity_cached(compiler)).add(api_headers_);
+  for (const auto& f : host_compile_flags(role)) h.add(f);
   const std::string key = h.hex();
   const fs::path root = fs::path(config_.cache_dir) / "pch";
   const fs::path dir = root / key;
   // Clang records the header's absolute path in the PCH, so the header lives
   // beside the entry rather than in the folder that gets renamed into place.
   const fs::path header = root / (key + ".h");
-  const std::string output = clang ? "reference.pch" : "kloop_reference_pch.h.gch";
+  const std::string output = clang ? "reference.pch" : stem + ".h.gch";
   auto flags = [&]() -> std::vector<std::string> {
     if (clang) return {"-include-pch", (dir / output).string()};
-    return {"-include", (dir / "kloop_reference_pch.h").string(), "-Winvalid-pch"};
+    return {"-include", (dir / (stem + ".h")).string(), "-Winvalid-pch"};
   };
-  const std::string header_text = "#pragma once\n#include <kloop/reference_api.h>\n";
+  const std::string api = reference ? "kloop/reference_api.h" : "kloop/kernel_api.h";
+  const std::string header_text = "#pragma once\n#include <" + api + ">\n";
   const IntegrityKey ik = IntegrityKey::for_cache(config_.cache_dir);
-  const fs::path used_header = clang ? header : dir / "kloop_reference_pch.h";
+  // What the MAC covers: the reference PCH's bytes; the candidates' (130 MB,
+  // checked by every process that compiles one) its file's identity, as the
+  // extension PCH's (cache_entry.h: any write changes it).
+  auto proof = [&](const fs::path& f) { return reference ? file_or_empty(f) : file_identity(f); };
+  const fs::path used_header = clang ? header : dir / (stem + ".h");
   bool usable = false;
   std::string why;
-  auto state = [&]() -> EntryState {
+  auto state_of = [&]() -> EntryState {
     std::error_code ec;
     if (!fs::exists(dir, ec)) return EntryState::kMissing;
     const bool ok = fs::exists(dir / "ok", ec);
@@ -234,7 +262,7 @@ std::vector<std::string> Builder::reference_pch_flags(bool verified) {
       return EntryState::kUntrusted;
     }
     if (verified || !ok) {
-      const std::string pch = ok ? file_or_empty(dir / output) : "";
+      const std::string pch = ok ? proof(dir / output) : "";
       if (!ik.verify(mac, {kBuildFormat, "pch-entry", key, ok ? "ok" : "failed", pch})) {
         why = "its MAC does not match " + output;
         return EntryState::kUntrusted;
@@ -244,47 +272,52 @@ std::vector<std::string> Builder::reference_pch_flags(bool verified) {
     return EntryState::kTrusted;
   };
   auto trusted = [&] {
-    pch_verified_ = verified;
-    if (usable) pch_flags_ = flags();
-    return pch_flags_;
+    state.verified = verified;
+    if (usable) state.flags = flags();
+    return state.flags;
   };
   fs::create_directories(root);
-  if (state() == EntryState::kTrusted) return trusted();
+  const EntryState first = state_of();
+  if (first == EntryState::kMissing && !make) return state.flags;  // looked again at the next compile
+  state.checked = true;
+  if (first == EntryState::kTrusted) return trusted();
   FileLock lock((root / (key + ".lock")).string());
-  const EntryState locked = state();
+  const EntryState locked = state_of();
   if (locked == EntryState::kTrusted) return trusted();
-  if (locked == EntryState::kUntrusted) quarantine(config_.cache_dir, dir, "reference PCH", why);
+  if (locked == EntryState::kUntrusted) {
+    quarantine(config_.cache_dir, dir, reference ? "reference PCH" : "kernel API PCH", why);
+  }
   static std::atomic<int> counter{0};
   const fs::path tmp = root / (key + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   write_text(header.string(), header_text);
   std::vector<std::string> cmd = {compiler};
-  for (auto& f : host_compile_flags(ModuleRole::kReference)) cmd.push_back(std::move(f));
+  for (auto& f : host_compile_flags(role)) cmd.push_back(std::move(f));
   if (clang) {
     // No header timestamps in the PCH: its key is the headers' content, and a
     // checkout that only touches them must not make it stale.
     cmd.insert(cmd.end(), {"-fpch-instantiate-templates", "-Xclang", "-fno-pch-timestamp"});
   } else {  // GCC finds NAME.gch beside the NAME it is told to include
-    write_text((tmp / "kloop_reference_pch.h").string(), header_text);
+    write_text((tmp / (stem + ".h")).string(), header_text);
   }
-  cmd.insert(cmd.end(), {"-x", "c++-header", clang ? header.string() : "kloop_reference_pch.h", "-o", output});
+  cmd.insert(cmd.end(), {"-x", "c++-header", clang ? header.string() : stem + ".h", "-o", output});
   CommandResult c = run_command(cmd, tmp.string(), config_.timeout);
   std::string log = c.output;
   if (c.timed_out) {  // retry next time rather than remember the failure
     fs::remove_all(tmp);
-    return pch_flags_;
+    return state.flags;
   }
   bool ok = c.status.exited && c.status.code == 0 && fs::exists(tmp / output);
   if (ok) {
     // Prove the PCH usable where it will live before anyone relies on it.
-    write_text((tmp / "probe.cpp").string(), "#include <kloop/reference_api.h>\n");
+    write_text((tmp / "probe.cpp").string(), "#include <" + api + ">\n");
     std::vector<std::string> probe = {compiler};
-    for (auto& f : host_compile_flags(ModuleRole::kReference)) probe.push_back(std::move(f));
+    for (auto& f : host_compile_flags(role)) probe.push_back(std::move(f));
     if (clang) {
       probe.insert(probe.end(), {"-include-pch", (tmp / output).string()});
     } else {
-      probe.insert(probe.end(), {"-include", (tmp / "kloop_reference_pch.h").string(), "-Winvalid-pch", "-Werror"});
+      probe.insert(probe.end(), {"-include", (tmp / (stem + ".h")).string(), "-Winvalid-pch", "-Werror"});
     }
     probe.insert(probe.end(), {"-fsyntax-only", "probe.cpp"});
     CommandResult pc = run_command(probe, tmp.string(), config_.timeout);
@@ -294,17 +327,17 @@ std::vector<std::string> Builder::reference_pch_flags(bool verified) {
   write_text((tmp / "build.log").string(), log);
   write_text((tmp / (ok ? "ok" : "failed")).string(), "");
   write_text((tmp / "mac").string(),
-             ik.tag({kBuildFormat, "pch-entry", key, ok ? "ok" : "failed", ok ? read_file((tmp / output).string()) : ""}));
+             ik.tag({kBuildFormat, "pch-entry", key, ok ? "ok" : "failed", ok ? proof(tmp / output) : ""}));
   std::error_code ec;
   fs::rename(tmp, dir, ec);
   if (ec) {
     fs::remove_all(tmp);
-    if (state() == EntryState::kTrusted) return trusted();
+    if (state_of() == EntryState::kTrusted) return trusted();
   } else if (ok) {
-    pch_verified_ = true;  // what was just built and signed
-    pch_flags_ = flags();
+    state.verified = true;  // what was just built and signed
+    state.flags = flags();
   }
-  return pch_flags_;
+  return state.flags;
 }
 
 std::string Builder::cache_key(const std::string& source_text, ModuleRole role, BuildTarget target) {
@@ -320,8 +353,44 @@ std::string Builder::cache_key(const std::string& source_text, ModuleRole role, 
   if (role == ModuleRole::kReference) {
     for (const auto& part : reference_pch_flags()) h.add(part);
   }
+  // Not the kernel API's PCH: with GCC's a module is the same byte for byte
+  // (BuilderTest.KernelApiCandidatesUseThePrecompiledHeader), so a build
+  // made with it or without answers for both, and the PCH can come later.
   h.add(api_headers_).add(source_text);
   return h.hex();
+}
+
+bool Builder::uses_kernel_api_pch(const std::string& source, ModuleRole role, BuildTarget target) const {
+  if (role != ModuleRole::kCandidate || target != BuildTarget::kCpu || !config_.use_kernel_api_pch) return false;
+  // A build that runs with the user's uid (weak, unprivileged) could rewrite
+  // the PCH between its check and another candidate's compile.
+  if (config_.isolation != Isolation::kStrict && geteuid() != 0) return false;
+  std::istringstream lines(source);
+  bool in_comment = false;
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t b = line.find_first_not_of(" \t\r");
+    const std::string t = b == std::string::npos ? "" : line.substr(b);
+    if (in_comment) {
+      in_comment = t.find("*/") == std::string::npos;
+      continue;
+    }
+    if (t.empty() || t.rfind("//", 0) == 0) continue;
+    if (t.rfind("/*", 0) == 0) {
+      in_comment = t.find("*/", 2) == std::string::npos;
+      continue;
+    }
+    for (const char* api : {"#include <kloop/kernel_api.h>", "#include \"kloop/kernel_api.h\""}) {
+      if (t.rfind(api, 0) != 0) continue;
+      const std::size_t rest = t.find_first_not_of(" \t\r", std::strlen(api));
+      return rest == std::string::npos || t.compare(rest, 2, "//") == 0;
+    }
+    // Another #include may come first: the API's header guards itself and
+    // does not depend on what was included before it. Anything else (a
+    // #define, code) could change what the header means.
+    if (t.rfind("#include <", 0) != 0 && t.rfind("#include \"", 0) != 0) return false;
+    if (t.find("/*") != std::string::npos || t.find('\\') != std::string::npos) return false;
+  }
+  return false;
 }
 
 BuildResult Builder::build(const std::string& source_path, ModuleRole role, BuildTarget target) {
@@ -336,6 +405,14 @@ BuildResult Builder::build_text(const std::string& source, const std::string& so
   recipe.files = {{src_name, source}};
   recipe.command = command(role, target, src_name, "module.so");
   if (role == ModuleRole::kReference) recipe.compile_only_flags = [this] { return reference_pch_flags(true); };
+  if (uses_kernel_api_pch(source, role, target)) {
+    recipe.compile_only_flags = [this] { return kernel_api_pch_flags(true); };
+    // Its folder, read-only in the sandbox (which hides the rest of the cache).
+    recipe.before_build = [this](std::vector<std::string>& read_only, std::vector<std::string>&) {
+      const std::vector<std::string> flags = kernel_api_pch_flags(true);
+      if (flags.size() > 1) read_only.push_back(fs::path(flags[1]).parent_path().string());
+    };
+  }
   recipe.product = "module.so";
   // The compiler reads model-written source: a candidate's compile runs in
   // the sandbox (its folder writable, the headers and libraries it links
@@ -615,7 +692,14 @@ BuildResult Builder::build_entry(const Recipe& recipe) {
     sandbox.hidden = {config_.cache_dir};  // its own folder, inside, stays open
   }
   CommandResult c = run_command(command, tmp.string(), config_.timeout, sandbox);
-  if (!pch_flags.empty() && !c.timed_out && !(c.status.exited && c.status.code == 0)) {
+  // A candidate's compile error with GCC's PCH is the source's (GCC falls
+  // back to the header's text when the PCH does not fit); only one that
+  // names the PCH (which it could not read) is tried again.
+  const bool pch_named = recipe.sandboxed && !pch_flags.empty() &&
+                         c.output.find(fs::path(pch_flags.size() > 1 ? pch_flags[1] : pch_flags[0]).filename().string()) !=
+                             std::string::npos;
+  if (!pch_flags.empty() && !c.timed_out && !(c.status.exited && c.status.code == 0) &&
+      (!recipe.sandboxed || pch_named || !c.status.exited)) {
     // A PCH only saves time: a compile that fails with it (a header
     // touched since it was made, a compiler that refuses it) is tried again
     // without, and only that result is a verdict on the source.
@@ -624,7 +708,7 @@ BuildResult Builder::build_entry(const Recipe& recipe) {
     r.command.clear();
     for (const auto& part : recipe.command) r.command += (r.command.empty() ? "" : " ") + part;
     if (c.status.exited && c.status.code == 0) {
-      c.output = "[kloop: the compile failed with the reference PCH and passed without it; the PCH's log:]\n" +
+      c.output = "[kloop: the compile failed with kloop's PCH and passed without it; the PCH's log:]\n" +
                  with_pch.substr(0, 4000) + "\n" + c.output;
     }
   }

@@ -50,6 +50,9 @@ struct BuilderConfig {
   std::vector<std::string> defines;         // e.g. _GLIBCXX_USE_CXX11_ABI=1
   std::string optimization = "-O2";
   bool use_reference_pch = true;  // precompile reference_api.h once per configuration
+  // Precompile kernel_api.h for CPU candidates that include it first, once
+  // per configuration (KLOOP_CANDIDATE_PCH=0: off).
+  bool use_kernel_api_pch = true;
   // Precompile torch/extension.h for load_inline's main.cpp, once per
   // python, torch, compiler and target (KLOOP_EXTENSION_PCH=0: off).
   bool use_extension_pch = true;
@@ -152,12 +155,28 @@ class Builder {
   std::string compiler_identity(const std::string& compiler);
   const std::string& compiler_for(ModuleRole role, BuildTarget target) const;
   std::string compiler_identity_cached(const std::string& compiler);
-  bool reference_compiler_is_clang();
   // Flags that make a reference compile use the shared PCH; empty when
   // unavailable. `verified`: the PCH's bytes checked against its MAC (before
   // a compile relies on it), not only its signed files present (enough to
   // name it in a cache key).
   std::vector<std::string> reference_pch_flags(bool verified = false);
+  // The same for a CPU candidate that includes kloop/kernel_api.h first
+  // (uses_kernel_api_pch); empty with clang, when unavailable, or while the
+  // cache holds fewer than four builds (it is then not made yet).
+  std::vector<std::string> kernel_api_pch_flags(bool verified = false);
+  struct HeaderPch {
+    bool checked = false;
+    bool verified = false;
+    std::vector<std::string> flags;
+  };
+  // `make`: false leaves a missing PCH unmade (and looks again next time).
+  std::vector<std::string> header_pch_flags(HeaderPch& state, ModuleRole role, bool verified, bool make = true);
+  // Whether a CPU candidate's compile uses the kernel API's PCH: it
+  // includes kloop/kernel_api.h with only comments and #include lines
+  // before it (so compiling the header first changes nothing), its build
+  // runs where it cannot write the PCH (strict, or as root), and
+  // KLOOP_CANDIDATE_PCH is not 0.
+  bool uses_kernel_api_pch(const std::string& source, ModuleRole role, BuildTarget target) const;
  public:
   // The folder of kloop's precompiled torch/extension.h for a load_inline
   // extension's main.cpp on `target` (extension_build.py), made on first
@@ -171,9 +190,8 @@ class Builder {
   std::string api_headers_;  // contents of the kernel API headers, part of every key
   std::map<std::string, std::string> identities_;  // compiler path -> `--version` output
   double made_seconds_ = 0;  // extension_pch: what making it took, when it did
-  bool pch_checked_ = false;
-  bool pch_verified_ = false;
-  std::vector<std::string> pch_flags_;
+  HeaderPch reference_pch_;
+  HeaderPch kernel_api_pch_;
 };
 
 // One source for the references at `paths`: each in namespace

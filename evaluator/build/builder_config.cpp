@@ -48,6 +48,7 @@ BuilderConfig BuilderConfig::from_environment() {
   c.cuda_libraries = {"torch_cuda", "c10_cuda"};
   c.defines = split_list(KLOOP_TORCH_DEFINES);
   c.use_extension_pch = env_or("KLOOP_EXTENSION_PCH", "1") != "0";
+  c.use_kernel_api_pch = env_or("KLOOP_CANDIDATE_PCH", "1") != "0";
   c.light_cuda_headers = env_or("KLOOP_LIGHT_CUDA_HEADERS", "1") != "0";
   return c;
 }

@@ -383,5 +383,68 @@ TEST_F(BuilderTest, TouchedReferenceHeadersKeepReferencesBuilding) {
   EXPECT_EQ(second.log.find("modified since the precompiled header"), std::string::npos) << second.log;
 }
 
+// A CPU candidate that includes kloop/kernel_api.h first compiles with a
+// precompiled copy of it once the cache has built a few modules (making it
+// costs about two compiles). The module is the same byte for byte, so the
+// key leaves the PCH out; a compile error is the source's, found once; a
+// candidate with anything but #include lines before the header compiles
+// without it (a #define there could change what the header means).
+TEST_F(BuilderTest, KernelApiCandidatesUseThePrecompiledHeader) {
+  if (config_.isolation != Isolation::kStrict && geteuid() != 0) GTEST_SKIP() << "weak and unprivileged: no PCH";
+  const std::string api = "#include <ATen/ops/empty_like.h>\n#include <kloop/kernel_api.h>  // the API\n";
+  const std::string body = "extern \"C\" int kloop_g(const at::Tensor& t) { return static_cast<int>(t.dim()); }\n";
+  auto uses_pch = [](const BuildResult& r) { return r.command.find("kloop_kernel_api_pch.h") != std::string::npos; };
+  Builder b(config_);
+  const BuildResult early = b.build(source("early.cpp", "// early\n" + api + body), ModuleRole::kCandidate, BuildTarget::kCpu);
+  ASSERT_TRUE(early.ok) << early.log;
+  EXPECT_FALSE(uses_pch(early)) << "a fresh cache compiles without: " << early.command;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(b.build(tiny("t" + std::to_string(i) + ".cpp", i), ModuleRole::kCandidate, BuildTarget::kCpu).ok);
+
+  const BuildResult with = b.build(source("with.cpp", "// with\n" + api + body), ModuleRole::kCandidate, BuildTarget::kCpu);
+  ASSERT_TRUE(with.ok) << with.log;
+  EXPECT_TRUE(uses_pch(with)) << with.command;
+  EXPECT_EQ(read_file(with.library_path), read_file(early.library_path)) << "the PCH changed the module";
+  BuilderConfig off = config_;
+  off.use_kernel_api_pch = false;
+  EXPECT_EQ(b.cache_key(api + body, ModuleRole::kCandidate, BuildTarget::kCpu),
+            Builder(off).cache_key(api + body, ModuleRole::kCandidate, BuildTarget::kCpu));
+
+  const BuildResult defined =
+      b.build(source("defined.cpp", "#define private public\n" + api + body), ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_FALSE(uses_pch(defined)) << defined.command;
+
+  const BuildResult error = b.build(fixture("compile_error.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  EXPECT_FALSE(error.ok);
+  EXPECT_TRUE(uses_pch(error)) << error.command;
+  EXPECT_EQ(error.log.find("failed with kloop's PCH"), std::string::npos) << "compiled twice:\n" << error.log;
+  BuilderConfig elsewhere = off;
+  elsewhere.cache_dir = (dir_ / "cache-without").string();
+  const BuildResult plain = Builder(elsewhere).build(fixture("compile_error.cpp"), ModuleRole::kCandidate, BuildTarget::kCpu);
+  ASSERT_EQ(plain.diagnostics.size(), error.diagnostics.size()) << plain.log << "\n---\n" << error.log;
+  for (std::size_t i = 0; i < plain.diagnostics.size(); ++i) {
+    EXPECT_EQ(plain.diagnostics[i].line, error.diagnostics[i].line);
+    EXPECT_EQ(plain.diagnostics[i].message, error.diagnostics[i].message);
+  }
+
+  // A PCH written since kloop made it (its file's identity no longer the
+  // signed one) is set aside and made again before any compile uses it.
+  fs::path gch;
+  for (const auto& d : fs::directory_iterator(fs::path(config_.cache_dir) / "pch")) {
+    if (fs::exists(d.path() / "kloop_kernel_api_pch.h.gch")) gch = d.path() / "kloop_kernel_api_pch.h.gch";
+  }
+  ASSERT_FALSE(gch.empty());
+  flip_a_byte(gch.string());
+  const std::string tampered = read_file(gch.string());
+  ::testing::internal::CaptureStderr();
+  const BuildResult after = Builder(config_).build(source("after.cpp", "// after\n" + api + body), ModuleRole::kCandidate,
+                                                   BuildTarget::kCpu);
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(after.ok) << after.log;
+  EXPECT_NE(warning.find("kernel API PCH"), std::string::npos) << warning;
+  EXPECT_TRUE(uses_pch(after)) << after.command;
+  ASSERT_TRUE(fs::exists(gch));
+  EXPECT_NE(read_file(gch.string()), tampered);
+}
+
 }  // namespace
 }  // namespace kloop
