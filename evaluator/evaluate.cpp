@@ -295,9 +295,11 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     }
   }
   requests_seen_.clear();
+  first_pass_stop_.clear();
   Verdict v = evaluate_pass(spec, candidate_path);
   std::string requests = std::move(requests_seen_);
   requests_seen_.clear();
+  const std::string first_pass = first_pass_stop_.empty() ? "ran to its end" : first_pass_stop_;
   if (!requests.empty() && requests != known) {
     // ModelNew asked for extensions after the import (KernelBench's eval
     // builds them wherever they are asked for): built now, in the compile
@@ -316,6 +318,7 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     v = evaluate_pass(spec, candidate_path);
     requests_seen_.clear();
     v.phases.total += first;
+    v.runtime_builds_first_pass = first_pass;
   }
   if (!known.empty()) {
     for (const auto& r : json::parse(known)) {
@@ -437,6 +440,22 @@ Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& ca
       if (python) out = read_runtime_build_requests(work.sandbox());
     }
   } requests_left{work, python, requests_seen_};
+  // New requests end the pass after the test calls (ModelNew is built at
+  // each case's first call, under its seed): evaluate() builds them and
+  // evaluates again, and the rest of this pass would only judge the
+  // fallback (on a GPU at upstream sizes, the timing's seconds). The
+  // verdict stands only if the file is gone or back to what was known when
+  // evaluate() reads it after the candidate's process has ended: the
+  // candidate's doing, and not a correct one.
+  auto asked_for_builds = [&](const char* where) -> std::optional<Verdict> {
+    if (!python) return std::nullopt;
+    const std::string asked = read_runtime_build_requests(work.sandbox());
+    if (asked.empty() || asked == runtime_requests_[candidate_path]) return std::nullopt;
+    first_pass_stop_ = std::string("stopped ") + where + ", when ModelNew had asked for extensions";
+    return finish(VerdictClass::kRuntimeError,
+                  "ModelNew asked for extensions after the import and this pass ended there; the file is "
+                  "evaluated again with them built");
+  };
   const int calls = protocol.calls_per_case;
   // A KernelBench-format candidate is built as KernelBench builds it, and
   // so is the reference it is judged against (wire::Construction).
@@ -526,6 +545,7 @@ Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& ca
     // 4. The tests, streamed call by call through both workers, judged.
     auto decided = steps.run_tests(tests, cases, calls);
     step(v.phases.tests);
+    if (const auto stop = asked_for_builds("after the test calls")) return *stop;
     // A decided verdict is a copy made when it was decided: the step it ended goes in too.
     if (decided) {
       decided->phases = v.phases;

@@ -125,6 +125,7 @@ json Verdict::to_json() const {
   if (!checks_not_applied.empty()) j["checks_not_applied"] = checks_not_applied;
   if (!runtime_builds.empty()) j["runtime_builds"] = runtime_builds;
   if (!runtime_builds_made.empty()) j["runtime_builds_made"] = runtime_builds_made;
+  if (!runtime_builds_first_pass.empty()) j["runtime_builds_first_pass"] = runtime_builds_first_pass;
   if (candidate_time || reference_time) {
     json timing = {{"statistic", timing_statistic}};
     if (candidate_time) timing["candidate"] = kloop::to_json(*candidate_time);

@@ -178,6 +178,10 @@ struct Verdict {
   // what was asked (the runtime build requests, candidate_host.py) before
   // evaluating again: this verdict is the second pass's.
   std::vector<std::string> runtime_builds_made;
+  // Where that earlier pass stopped: after the test calls, once its worker
+  // had asked (the timing and the rest would only have judged the
+  // fallback). "" with one pass.
+  std::string runtime_builds_first_pass;
   // What on the machine, rather than the candidate, may have caused this
   // verdict: the reference out of memory beside it (another evaluation's
   // memory), the candidate's process unable to fork or start a thread

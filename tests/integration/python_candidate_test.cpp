@@ -146,6 +146,9 @@ TEST_F(PythonCandidateTest, KernelSourcesWithNonAsciiTextRunWhateverTheLocale) {
 // evaluated again: the kernel is judged, not the fallback it catches its
 // way to.
 TEST_F(PythonCandidateTest, ExtensionsModelNewAsksForAfterTheImportAreBuiltAndJudged) {
+  // As the first time: no requests kept from an earlier run of the suite.
+  const fs::path kept = fs::path(BuilderConfig::from_environment().cache_dir) / "runtime-build-requests";
+  fs::remove_all(kept);
   const Verdict v = eval("19_ReLU", "relu_builds_in_init.py", Isolation::kStrict, "kernelbench");
   EXPECT_EQ(v.verdict, VerdictClass::kCorrect) << v.message << "\n" << v.build.log;
   EXPECT_TRUE(v.runtime_builds.empty()) << v.to_text();
@@ -154,9 +157,11 @@ TEST_F(PythonCandidateTest, ExtensionsModelNewAsksForAfterTheImportAreBuiltAndJu
   EXPECT_NE(v.to_text().find("built at run time: ModelNew asked for extension 'relu_late'"), std::string::npos)
       << v.to_text();
   EXPECT_EQ(v.to_json()["runtime_builds_made"], nlohmann::json::array({"relu_late"}));
+  // The first pass ended after the test calls, once it had asked: no timing
+  // of the fallback.
+  EXPECT_EQ(v.runtime_builds_first_pass, "stopped after the test calls, when ModelNew had asked for extensions");
   // The requests are kept in kloop's cache (not the sandbox's folder), so a
   // later evaluation of the file builds them at once.
-  const fs::path kept = fs::path(BuilderConfig::from_environment().cache_dir) / "runtime-build-requests";
   bool found = false;
   for (const auto& e : fs::directory_iterator(kept)) {
     std::stringstream text;
@@ -168,11 +173,13 @@ TEST_F(PythonCandidateTest, ExtensionsModelNewAsksForAfterTheImportAreBuiltAndJu
   EXPECT_EQ(again.verdict, VerdictClass::kCorrect) << again.message;
   EXPECT_TRUE(again.build.cached);
   EXPECT_EQ(again.runtime_builds_made, (std::vector<std::string>{"relu_late"}));
+  EXPECT_EQ(again.runtime_builds_first_pass, "") << "one pass";
 
   // Built in forward and wrong: the kernel's verdict, not its fallback's.
   const Verdict wrong = eval("19_ReLU", "relu_builds_in_forward_wrong.py", Isolation::kStrict, "kernelbench");
   EXPECT_EQ(wrong.verdict, VerdictClass::kIncorrect) << wrong.message << "\n" << wrong.build.log;
   EXPECT_EQ(wrong.runtime_builds_made, (std::vector<std::string>{"relu_lazy"}));
+  EXPECT_EQ(wrong.runtime_builds_first_pass, "stopped after the test calls, when ModelNew had asked for extensions");
 
   // A build that fails leaves the fallback, named as such.
   const Verdict broken = eval("19_ReLU", "relu_builds_in_init_broken.py", Isolation::kStrict, "kernelbench");
