@@ -471,7 +471,13 @@ Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& ca
   // 3. The two workers. The reference's failures are kloop's (an
   // EvaluationError); the candidate's end in a verdict.
   WorkerSession ref = reference_session(options_, work);
-  // A reference call before the candidate exists (after, CandidateSteps makes them).
+  // The candidate's worker starts beside the reference's (each spends
+  // about half a second loading LibTorch), with no module of the
+  // candidate's in it: it loads one only after the baseline, when
+  // CandidateSteps asks it to. Until then it runs kloop's code alone.
+  const std::string module = stage_module(work, cb.library_path);
+  WorkerSession cand = candidate_session(options_, work, module, cpu, builder_.config().cache_dir);
+  // A reference call before the candidate's module is loaded (after, CandidateSteps makes them).
   auto ref_call = [&](const auto& cmd, std::chrono::milliseconds timeout, double& phase_seconds) {
     const auto t0 = Clock::now();
     auto reply = ref.call(cmd, timeout);
@@ -490,10 +496,16 @@ Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& ca
                          .device;
   v.environment["device"] = device_info;
   step(v.phases.reference_start);
+  // The candidate's worker up and idle (waiting for its next command)
+  // before anything is measured beside it. Its failure to start is judged
+  // as the first candidate call's, once CandidateSteps exists.
+  auto ready = cand.call(wire::Ready{}, options_.load_timeout);
+  step(v.phases.candidate_start);
   std::optional<TimerState> timer;
   // The reference's baseline: from the cache, or measured now, while no
-  // process of the candidate exists (none can load the CPU or the GPU
-  // beside it, or signal it, to inflate the speedup).
+  // code of the candidate's has run (its worker, idle, holds no module:
+  // nothing can load the CPU or the GPU beside the reference, or signal
+  // it, to inflate the speedup).
   if (options_.measure_time) {
     const BaselineKey key{spec.name,          rb.key,         json(tests[0].dims),
                           device_info,        KLOOP_TORCH_VERSION, to_json(rules),
@@ -514,16 +526,14 @@ Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& ca
     v.reference_time = use_tf32 ? v.reference_time_tf32 : v.reference_time_fp32;
     if (cpu) v.reference_time_fp32.reset();
     // The trusted timer's own spans (drawing, flushing, copying outputs):
-    // also measured with no candidate process beside it.
+    // also measured with no candidate code beside it.
     timer = calibrate_timer(ref, cases[0], rules, options_.device, options_.run_timeout);
   }
   step(v.phases.baseline);
-  const std::string module = stage_module(work, cb.library_path);
-  WorkerSession cand = candidate_session(options_, work, module, cpu, builder_.config().cache_dir);
   CandidateSteps steps(spec, protocol, options_, rules, builder_.config().cache_dir, work, ref, cand, v, finish);
-  // From here on the candidate's process exists: whatever it sends is
-  // untrusted, and a reference that dies is a verdict on the candidate
-  // (it may have been attacked), never a lost attempt.
+  // From here on the candidate's module is loaded: whatever its process
+  // sends is untrusted, and a reference that dies is a verdict on the
+  // candidate (it may have been attacked), never a lost attempt.
   auto judged = [&](const WorkerFailure& f) {
     v.log_tail = cand.log_tail();
     const FailureJudgement j = judge_failure(f);
@@ -531,6 +541,7 @@ Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& ca
     return finish(j.decision.verdict, j.decision.message);
   };
   try {
+    if (auto bad = steps.worker_failed(CallStatus::of(ready))) return *bad;
     // The timer's handshake with the candidate's worker, measured while no
     // module of the candidate's is in it.
     if (timer) {

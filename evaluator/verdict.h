@@ -123,7 +123,7 @@ struct Verdict {
   std::optional<double> speedup;
   bool baseline_cached = false;  // the reference times came from the baseline cache
   // When the baseline was measured (UTC), always by the reference alone:
-  // before the candidate's process started, or earlier into the cache.
+  // before any code of the candidate's ran, or earlier into the cache.
   std::string baseline_measured_at;
   // GPU with a calibration: the speed-of-light floor of the problem's
   // FLOPs and bytes, and the candidate's share of it (100% = at the floor).

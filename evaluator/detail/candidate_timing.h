@@ -30,8 +30,9 @@ struct TimerState {
   std::string device;
 };
 
-// Before the candidate's process exists, with the device to the timer
-// alone: its control block and its own spans at case `c`'s sizes.
+// Before any code of the candidate's runs (its worker idle, no module),
+// with the device to the timer alone: its control block and its own spans
+// at case `c`'s sizes.
 TimerState calibrate_timer(WorkerSession& ref, const wire::Case& c, const TimingRules& rules,
                            const std::string& device, std::chrono::milliseconds timeout);
 

@@ -188,6 +188,7 @@ KLOOP_WIRE(Profile, REQ(dir), REQ_AS(c, "case"), OPT(counters), OPT(calls), OPT(
 KLOOP_WIRE(ProfileReply, OPT(flush_bytes), OPT(own_objects), OPT(trace), OPT(stream_done_ns), OPT(trace_unavailable),
            OPT(metrics))
 KLOOP_WIRE_EMPTY(Exit)
+KLOOP_WIRE_EMPTY(Ready)
 
 KLOOP_WIRE(TensorSlot, REQ(dtype), REQ(shape), REQ(offset), REQ(bytes))
 KLOOP_WIRE(TimerLayout, REQ(inputs), REQ(outputs), REQ(bytes))

@@ -445,7 +445,7 @@ struct TimerFloors {
   double outside_noise = 0;
 };
 
-// Reference, before the candidate's process exists: the control block
+// Reference, before any code of the candidate's runs: the control block
 // (its descriptor comes with the reply) and the floors it can measure alone
 // for the case's sizes.
 struct TimerCalibrateReply {
@@ -590,6 +590,14 @@ struct Exit {
   static constexpr const char* kOp = "exit";
 };
 
+// Any role, before anything else: answers once the worker's process is up
+// (its libraries loaded and initialised), so a worker started early can be
+// known idle before kloop measures beside it.
+struct Ready {
+  using Reply = NoReply;
+  static constexpr const char* kOp = "ready";
+};
+
 // ---- serialisation -----------------------------------------------------------
 
 #define KLOOP_WIRE_TYPE(T)           \
@@ -654,6 +662,7 @@ KLOOP_WIRE_TYPE(TimerAttach)
 KLOOP_WIRE_TYPE(TimerServe)
 KLOOP_WIRE_TYPE(TimerServeReply)
 KLOOP_WIRE_TYPE(Exit)
+KLOOP_WIRE_TYPE(Ready)
 #undef KLOOP_WIRE_TYPE
 
 // A command as its line's JSON: the struct's fields and its op.

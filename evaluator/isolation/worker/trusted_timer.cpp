@@ -429,7 +429,7 @@ std::vector<at::Tensor> block_views(const SharedBlock& block, const std::vector<
   return out;
 }
 
-// Before the candidate's process exists: the control block, and what the
+// Before any code of the candidate's runs: the control block, and what the
 // timer's own spans cost at this case's sizes with the device to itself.
 wire::TimerCalibrateReply Worker::timer_calibrate(const wire::TimerCalibrate& cmd) {
   if (role_ != "reference") throw WorkerError{"runtime_error", "the timer is the reference's"};

@@ -120,6 +120,10 @@ int Worker::serve() {
         send(wire::ok_json(json::object()));
         return 0;
       }
+      if (op == wire::Ready::kOp) {
+        send(wire::ok_json(json::object()));
+        continue;
+      }
       answer = wire::ok_json(dispatch(op, cmd));
     } catch (const WorkerError& e) {
       answer = wire::failure_json({e.error_class, e.message});
