@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -44,8 +45,8 @@ using namespace detail;  // worker sessions, work folders and the timing loop
 // The candidate's worker in its sandbox: it sees the system folders, the
 // worker, its module, the reference's shared folder (read-only) and its own
 // folder. A sandbox that cannot be set up refuses the evaluation.
-WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const std::string& module, bool cpu,
-                                const std::string& cache_dir) {
+std::unique_ptr<WorkerSession> candidate_session(const EvalOptions& o, const WorkDir& work, const std::string& module,
+                                                 bool cpu, const std::string& cache_dir) {
   SandboxSpec s;
   s.level = o.isolation;
   s.hidden = {cache_dir};
@@ -66,7 +67,7 @@ WorkerSession candidate_session(const EvalOptions& o, const WorkDir& work, const
   if (cpu) s.group_memory_bytes = o.memory_limit_bytes;  // the whole tree's, where a cgroup can be made
   s.group_processes = o.process_limit;
   try {
-    return WorkerSession(o.worker_path, "candidate", work, work.sandbox(), s);
+    return std::make_unique<WorkerSession>(o.worker_path, "candidate", work, work.sandbox(), s);
   } catch (const IsolationError& e) {
     // Out of processes or memory (the sandbox's clone or its uid change
     // failed with EAGAIN): the machine's, for now; otherwise the sandbox
@@ -471,17 +472,8 @@ Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& ca
   // 3. The two workers. The reference's failures are kloop's (an
   // EvaluationError); the candidate's end in a verdict.
   WorkerSession ref = reference_session(options_, work);
-  // The candidate's worker starts beside the reference's (each spends
-  // about half a second loading LibTorch), with no module of the
-  // candidate's in it: it loads one only after the baseline, when
-  // CandidateSteps asks it to. Until then it runs kloop's code alone.
-  const std::string module = stage_module(work, cb.library_path);
-  WorkerSession cand = candidate_session(options_, work, module, cpu, builder_.config().cache_dir);
-  // A reference call before the candidate's module is loaded (after, CandidateSteps makes them).
-  auto ref_call = [&](const auto& cmd, std::chrono::milliseconds timeout, double& phase_seconds) {
-    const auto t0 = Clock::now();
-    auto reply = ref.call(cmd, timeout);
-    phase_seconds += since(t0);
+  // A reference reply before the candidate's module is loaded (after, CandidateSteps makes the calls).
+  auto ref_reply = [&](auto reply) {
     if (!reply && !ref.started()) {
       throw EnvironmentError("the reference's worker ended before it started (" + ref.failure() + ")");
     }
@@ -491,9 +483,28 @@ Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& ca
     }
     return reply->reply;
   };
-  json device_info = ref_call(load_command(rb, "reference", spec, options_), options_.load_timeout,
-                              v.phases.reference)
-                         .device;
+  const auto ref_t0 = Clock::now();
+  const bool ref_sent = ref.send(load_command(rb, "reference", spec, options_));
+  // The candidate's worker starts while the reference's loads (each spends
+  // about half a second loading LibTorch), with no module of the
+  // candidate's in it: it loads one only after the baseline, when
+  // CandidateSteps asks it to. Until then it runs kloop's code alone. A
+  // reference that fails is still the first thing said.
+  const std::string module = stage_module(work, cb.library_path);
+  std::unique_ptr<WorkerSession> cand_started;
+  std::exception_ptr cand_error;
+  try {
+    cand_started = candidate_session(options_, work, module, cpu, builder_.config().cache_dir);
+  } catch (...) {
+    cand_error = std::current_exception();
+  }
+  std::optional<wire::Outcome<wire::LoadReply>> ref_loaded;
+  if (ref_sent) ref_loaded = ref.await<wire::LoadReply>(options_.load_timeout);
+  if (!ref_sent) ref.lost(options_.load_timeout);
+  v.phases.reference += since(ref_t0);
+  json device_info = ref_reply(std::move(ref_loaded)).device;
+  if (cand_error) std::rethrow_exception(cand_error);
+  WorkerSession& cand = *cand_started;
   v.environment["device"] = device_info;
   step(v.phases.reference_start);
   // The candidate's worker up and idle (waiting for its next command)
@@ -628,7 +639,8 @@ std::vector<TimingSummary> Evaluator::repeat_candidate_timing(const ProblemSpec&
   std::vector<TimingSummary> out;
   for (int i = 0; i < n; ++i) {
     const std::string module = stage_module(work, cb.library_path);
-    WorkerSession cand = candidate_session(options_, work, module, cpu, builder_.config().cache_dir);
+    const auto cand_started = candidate_session(options_, work, module, cpu, builder_.config().cache_dir);
+    WorkerSession& cand = *cand_started;
     auto fail = [&](const CallStatus& r) {
       if (!r.ok()) {
         throw EvaluationError("repeat timing: the candidate failed: " + (r.failure ? r.failure->message : cand.failure()));
