@@ -53,6 +53,9 @@ struct BuilderConfig {
   // Precompile kernel_api.h for CPU candidates that include it first, once
   // per configuration (KLOOP_CANDIDATE_PCH=0: off).
   bool use_kernel_api_pch = true;
+  // ... once the cache holds this many builds (making it costs about two
+  // compiles, which a one-off evaluation or a short run would not win back).
+  int kernel_api_pch_after = 16;
   // Precompile torch/extension.h for load_inline's main.cpp, once per
   // python, torch, compiler and target (KLOOP_EXTENSION_PCH=0: off).
   bool use_extension_pch = true;
@@ -162,7 +165,7 @@ class Builder {
   std::vector<std::string> reference_pch_flags(bool verified = false);
   // The same for a CPU candidate that includes kloop/kernel_api.h first
   // (uses_kernel_api_pch); empty with clang, when unavailable, or while the
-  // cache holds fewer than four builds (it is then not made yet).
+  // cache holds fewer than kernel_api_pch_after builds (it is then not made yet).
   std::vector<std::string> kernel_api_pch_flags(bool verified = false);
   struct HeaderPch {
     bool checked = false;

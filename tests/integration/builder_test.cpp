@@ -384,7 +384,7 @@ TEST_F(BuilderTest, TouchedReferenceHeadersKeepReferencesBuilding) {
 }
 
 // A CPU candidate that includes kloop/kernel_api.h first compiles with a
-// precompiled copy of it once the cache has built a few modules (making it
+// precompiled copy of it once the cache has built 16 modules (making it
 // costs about two compiles). The module is the same byte for byte, so the
 // key leaves the PCH out; a compile error is the source's, found once; a
 // candidate with anything but #include lines before the header compiles
@@ -394,11 +394,15 @@ TEST_F(BuilderTest, KernelApiCandidatesUseThePrecompiledHeader) {
   const std::string api = "#include <ATen/ops/empty_like.h>\n#include <kloop/kernel_api.h>  // the API\n";
   const std::string body = "extern \"C\" int kloop_g(const at::Tensor& t) { return static_cast<int>(t.dim()); }\n";
   auto uses_pch = [](const BuildResult& r) { return r.command.find("kloop_kernel_api_pch.h") != std::string::npos; };
+  ASSERT_EQ(config_.kernel_api_pch_after, 16);
+  config_.kernel_api_pch_after = 4;  // four builds here, not sixteen
   Builder b(config_);
   const BuildResult early = b.build(source("early.cpp", "// early\n" + api + body), ModuleRole::kCandidate, BuildTarget::kCpu);
   ASSERT_TRUE(early.ok) << early.log;
   EXPECT_FALSE(uses_pch(early)) << "a fresh cache compiles without: " << early.command;
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(b.build(tiny("t" + std::to_string(i) + ".cpp", i), ModuleRole::kCandidate, BuildTarget::kCpu).ok);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(b.build(tiny("t" + std::to_string(i) + ".cpp", i), ModuleRole::kCandidate, BuildTarget::kCpu).ok);
+  }
 
   const BuildResult with = b.build(source("with.cpp", "// with\n" + api + body), ModuleRole::kCandidate, BuildTarget::kCpu);
   ASSERT_TRUE(with.ok) << with.log;
