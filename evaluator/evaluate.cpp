@@ -296,11 +296,13 @@ Verdict Evaluator::evaluate(const ProblemSpec& spec, const std::string& candidat
     }
   }
   requests_seen_.clear();
-  first_pass_stop_.clear();
+  first_pass_stopped_ = false;
   Verdict v = evaluate_pass(spec, candidate_path);
   std::string requests = std::move(requests_seen_);
   requests_seen_.clear();
-  const std::string first_pass = first_pass_stop_.empty() ? "ran to its end" : first_pass_stop_;
+  const std::string first_pass = first_pass_stopped_
+                                     ? "stopped after the test calls, when ModelNew had asked for extensions"
+                                     : "ran to its end";
   if (!requests.empty() && requests != known) {
     // ModelNew asked for extensions after the import (KernelBench's eval
     // builds them wherever they are asked for): built now, in the compile
@@ -448,11 +450,11 @@ Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& ca
   // verdict stands only if the file is gone or back to what was known when
   // evaluate() reads it after the candidate's process has ended: the
   // candidate's doing, and not a correct one.
-  auto asked_for_builds = [&](const char* where) -> std::optional<Verdict> {
+  auto asked_for_builds = [&]() -> std::optional<Verdict> {
     if (!python) return std::nullopt;
     const std::string asked = read_runtime_build_requests(work.sandbox());
     if (asked.empty() || asked == runtime_requests_[candidate_path]) return std::nullopt;
-    first_pass_stop_ = std::string("stopped ") + where + ", when ModelNew had asked for extensions";
+    first_pass_stopped_ = true;
     return finish(VerdictClass::kRuntimeError,
                   "ModelNew asked for extensions after the import and this pass ended there; the file is "
                   "evaluated again with them built");
@@ -567,7 +569,7 @@ Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& ca
     // 4. The tests, streamed call by call through both workers, judged.
     auto decided = steps.run_tests(tests, cases, calls);
     step(v.phases.tests);
-    if (const auto stop = asked_for_builds("after the test calls")) return *stop;
+    if (const auto stop = asked_for_builds()) return *stop;
     // A decided verdict is a copy made when it was decided: the step it ended goes in too.
     if (decided) {
       decided->phases = v.phases;

@@ -238,7 +238,7 @@ class Evaluator {
   // Per candidate file, the runtime build requests its builds make.
   std::map<std::string, std::string> runtime_requests_;
   std::string requests_seen_;  // what the last pass's worker left
-  std::string first_pass_stop_;  // where the last pass stopped for new requests; "" when it did not
+  bool first_pass_stopped_ = false;  // the last pass ended after the test calls for new requests
 };
 
 // The options' protocol at their precision (at_precision).

@@ -696,9 +696,9 @@ BuildResult Builder::build_entry(const Recipe& recipe) {
   // A candidate's compile error with GCC's PCH is the source's (GCC falls
   // back to the header's text when the PCH does not fit); only one that
   // names the PCH (which it could not read) is tried again.
-  const bool pch_named = recipe.sandboxed && !pch_flags.empty() &&
-                         c.output.find(fs::path(pch_flags.size() > 1 ? pch_flags[1] : pch_flags[0]).filename().string()) !=
-                             std::string::npos;
+  // (Both compilers' flags name the PCH's file second.)
+  const bool pch_named = recipe.sandboxed && pch_flags.size() > 1 &&
+                         c.output.find(fs::path(pch_flags[1]).filename().string()) != std::string::npos;
   if (!pch_flags.empty() && !c.timed_out && !(c.status.exited && c.status.code == 0) &&
       (!recipe.sandboxed || pch_named || !c.status.exited)) {
     // A PCH only saves time: a compile that fails with it (a header

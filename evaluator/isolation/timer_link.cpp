@@ -148,15 +148,20 @@ std::atomic<uint32_t>* host_word(SharedBlock& control, Word w) {
   return reinterpret_cast<unsigned long long>(control.device_data() + word_offset(control, w));
 }
 
+// Wakes the other process's waits on a word just stored.
+void wake(SharedBlock& control, std::atomic<uint32_t>* a) {
+  // A GPU's words are waited for on the device, or watched: no futex.
+  if (control.cuda()) return;
+  // Shared (not private) futex: the waiter is another process.
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
 }  // namespace
 
 void host_store(SharedBlock& control, Word w, uint32_t value) {
   std::atomic<uint32_t>* a = host_word(control, w);
   a->store(value, std::memory_order_seq_cst);
-  // A GPU's words are waited for on the device, or watched: no futex.
-  if (control.cuda()) return;
-  // Shared (not private) futex: the waiter is another process.
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+  wake(control, a);
 }
 
 void host_raise(SharedBlock& control, Word w, uint32_t value) {
@@ -164,8 +169,7 @@ void host_raise(SharedBlock& control, Word w, uint32_t value) {
   uint32_t seen = a->load(std::memory_order_seq_cst);
   while (seen < value && !a->compare_exchange_weak(seen, value, std::memory_order_seq_cst)) {
   }
-  if (control.cuda()) return;
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+  wake(control, a);
 }
 
 uint32_t host_load(SharedBlock& control, Word w) { return host_word(control, w)->load(std::memory_order_seq_cst); }
