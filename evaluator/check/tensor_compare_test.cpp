@@ -36,6 +36,14 @@ void expect_same(const TensorComparison& host, const TensorComparison& dev) {
   }
 }
 
+// A comparison that lists no mismatch (max_listed 0: the checks that only
+// ask whether an output matches) is decided by the fused passes, failing
+// or not: every figure but the listing is the listing comparison's.
+void expect_same_unlisted(TensorComparison listed, const TensorComparison& unlisted) {
+  listed.first_mismatches.clear();
+  expect_same(listed, unlisted);
+}
+
 TensorComparison on_host(const at::Tensor& e, const at::Tensor& a, const Tolerance& tol) {
   HostTensor he = tensor_to_host(e, "output0"), ha = tensor_to_host(a, "output0");
   return compare_tensors(he, ha, tol);
@@ -110,6 +118,7 @@ TEST(TensorCompareTest, FusedHostPassesAgreeWithTheHostComparisonForEveryDtype) 
       const TensorComparison fused = compare_tensors(p.expected, p.actual, "output0", tol);
       expect_same(on_host(p.expected, p.actual, tol), fused);
       EXPECT_EQ(fused.passed, p.passes);
+      expect_same_unlisted(fused, compare_tensors(p.expected, p.actual, "output0", tol, 0));
     }
   }
   // A constant answer on outputs that vary: within plain tolerance, but not strict's.
@@ -120,6 +129,11 @@ TEST(TensorCompareTest, FusedHostPassesAgreeWithTheHostComparisonForEveryDtype) 
   expect_same(on_host(level, flat, strict), c);
   EXPECT_FALSE(c.passed);
   EXPECT_EQ(c.problem_kind, "constant_output");
+  expect_same_unlisted(c, compare_tensors(level, flat, "output0", strict, 0));
+  // Far off and constant: the same problem named, listed or not.
+  const at::Tensor far = at::full({4096}, 7.0f);
+  expect_same_unlisted(compare_tensors(level, far, "output0", strict), compare_tensors(level, far, "output0", strict, 0));
+  EXPECT_EQ(compare_tensors(level, far, "output0", strict, 0).problem_kind, "constant_output");
 }
 
 TEST(TensorCompareTest, ListsOnlyTheFirstMismatchesInIndexOrder) {
@@ -315,6 +329,14 @@ TEST(TensorCompareTest, StrictFailsAnOutputRepeatedAlongADimensionWhereTheExpect
     const at::Tensor both = row.expand({16, 64}).contiguous();
     EXPECT_TRUE(compare_tensors(both, both.clone(), "output0", strict, 5, chunk).passed);
   }
+  // Repeated and beyond the tolerance: failing, whether its mismatches are
+  // listed or not (no broadcast check turns a failing output into a pass).
+  const at::Tensor far = row + 1e-1 * at::arange(16, at::kFloat).unsqueeze(1);
+  for (int listed : {5, 0}) {
+    const TensorComparison f = compare_tensors(far, repeated, "output0", strict, listed);
+    EXPECT_FALSE(f.passed) << listed;
+    EXPECT_GT(f.mismatches, 0) << listed;
+  }
 }
 
 #ifdef KLOOP_WITH_CUDA
@@ -353,6 +375,7 @@ TEST(TensorCompareTest, DeviceKernelsAgreeWithAtenOnTheDevice) {
     const TensorComparison dev = compare_tensors(p.expected.cuda(), p.actual.cuda(), "output0", strict);
     SCOPED_TRACE(p.what);
     expect_same(host, dev);
+    expect_same_unlisted(host, compare_tensors(p.expected.cuda(), p.actual.cuda(), "output0", strict, 0));
   }
 }
 #endif
