@@ -501,8 +501,11 @@ Verdict Evaluator::evaluate_pass(const ProblemSpec& given, const std::string& ca
     cand_error = std::current_exception();
   }
   std::optional<wire::Outcome<wire::LoadReply>> ref_loaded;
-  if (ref_sent) ref_loaded = ref.await<wire::LoadReply>(options_.load_timeout);
-  if (!ref_sent) ref.lost(options_.load_timeout);
+  if (ref_sent) {
+    ref_loaded = ref.await<wire::LoadReply>(options_.load_timeout);
+  } else {
+    ref.lost(options_.load_timeout);
+  }
   v.phases.reference += since(ref_t0);
   json device_info = ref_reply(std::move(ref_loaded)).device;
   if (cand_error) std::rethrow_exception(cand_error);

@@ -197,13 +197,14 @@ std::vector<std::string> Builder::kernel_api_pch_flags(bool verified) {
   // Making it costs about two compiles: a cache that has built only a few
   // modules (a one-off evaluation, a short run, a test's own cache)
   // compiles without.
+  const int after = config_.kernel_api_pch_after;
   int entries = 0;
   std::error_code ec;
-  for (fs::directory_iterator it(fs::path(config_.cache_dir) / "builds", ec), end; !ec && it != end && entries < config_.kernel_api_pch_after;
+  for (fs::directory_iterator it(fs::path(config_.cache_dir) / "builds", ec), end; !ec && it != end && entries < after;
        it.increment(ec)) {
     entries += it->is_directory(ec) ? 1 : 0;
   }
-  return header_pch_flags(kernel_api_pch_, ModuleRole::kCandidate, verified, entries >= config_.kernel_api_pch_after);
+  return header_pch_flags(kernel_api_pch_, ModuleRole::kCandidate, verified, entries >= after);
 }
 
 std::vector<std::string> Builder::header_pch_flags(HeaderPch& state, ModuleRole role, bool verified, bool make) {

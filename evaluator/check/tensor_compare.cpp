@@ -47,6 +47,25 @@ std::string broadcast_problem(const at::Tensor& expected, const at::Tensor& actu
   return "";
 }
 
+// Under a magnitude-aware tolerance, the output's form once its elements
+// are counted (c.passed: all within the tolerance; the ranges over the
+// finite expected values and over the actual ones, which hold no NaN unless
+// a_nan): a constant answer where the expected values vary fails; a passing
+// one repeated along a dimension where they vary fails too.
+void judge_form(TensorComparison& c, const at::Tensor& expected, const at::Tensor& actual, const Tolerance& tol,
+                bool a_nan, double a_min, double a_max, double e_min, double e_max) {
+  if (tol.magnitude <= 0) return;
+  if (c.numel > 1 && !a_nan && a_min == a_max && e_min < e_max) {
+    c.passed = false;
+    c.problem = "constant output: every element is " + std::to_string(a_min) + " where the expected values vary";
+    c.problem_kind = "constant_output";
+  } else if (c.passed) {
+    c.problem = broadcast_problem(expected, actual, c.atol_used);
+    if (!c.problem.empty()) c.problem_kind = "broadcast_output";
+    c.passed = c.problem.empty();
+  }
+}
+
 // The fused passes where the tensors live; false where none applies.
 bool scale_pass(const at::Tensor& e, const at::Tensor& a, int64_t n, PassScale& s) {
   if (e.is_cpu()) return host_scale(e.data_ptr(), a.data_ptr(), dtype_of(e), n, s);
@@ -104,15 +123,7 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
       c.max_rel_error = r.max_rel_error;
       c.max_abs_expected = r.max_abs_expected;
       c.passed = r.mismatches == 0;
-      if (tol.magnitude > 0 && c.numel > 1 && !s.a_nan && s.a_min == s.a_max && s.finite > 0 && s.e_min < s.e_max) {
-        c.passed = false;
-        c.problem = "constant output: every element is " + std::to_string(s.a_min) + " where the expected values vary";
-        c.problem_kind = "constant_output";
-      } else if (c.passed && tol.magnitude > 0) {
-        c.problem = broadcast_problem(expected, actual, c.atol_used);
-        if (!c.problem.empty()) c.problem_kind = "broadcast_output";
-        c.passed = c.problem.empty();
-      }
+      judge_form(c, expected, actual, tol, s.a_nan, s.a_min, s.a_max, s.e_min, s.e_max);
       return c;
     }
     c.rms_expected = 0;  // recomputed below, with the mismatches listed
@@ -186,15 +197,7 @@ TensorComparison compare_tensors(const at::Tensor& expected, const at::Tensor& a
     }
   }
   c.passed = c.mismatches == 0;
-  if (tol.magnitude > 0 && c.numel > 1 && !a_nan && a_min == a_max && e_min < e_max) {
-    c.passed = false;
-    c.problem = "constant output: every element is " + std::to_string(a_min) + " where the expected values vary";
-    c.problem_kind = "constant_output";
-  } else if (c.passed && tol.magnitude > 0) {
-    c.problem = broadcast_problem(expected, actual, c.atol_used);
-    if (!c.problem.empty()) c.problem_kind = "broadcast_output";
-    c.passed = c.problem.empty();
-  }
+  judge_form(c, expected, actual, tol, a_nan, a_min, a_max, e_min, e_max);
   return c;
 }
 
