@@ -13,7 +13,12 @@
 #include "evaluator/timing/device_figures.h"
 
 namespace kloop::detail {
+
 namespace {
+// GPU: twice one small kernel's launch and run where no calibration of the
+// device says it (an H100's is about 4.3 us): a candidate's time below
+// twice that is launch-bound and gets no speedup.
+constexpr double kLaunchBoundDefault = 10e-6;
 
 // Part of the cached reference counters' key: bump it when the profiler's
 // metric set (RangeProfiler::metric_names) or their JSON form changes.
@@ -396,10 +401,14 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
     seen.still_correct = j.output_count == j.expected_count;
     for (const auto& cmp : j.outputs) seen.still_correct = seen.still_correct && cmp.value("passed", false);
   }
+  // GPU: the least time compared with the reference (below).
+  double launch_bound = 0;
   if (!cpu_) {
     seen.headline_seconds = v_.candidate_time->headline(rules_.statistic);
     seen.resolution_seconds = v_.timing_check.value("floors", json::object()).value("resolution", 0.0);
+    launch_bound = kLaunchBoundDefault;
     if (auto cal = load_calibration(cache_dir_, device_info)) {
+      if (cal->small_kernel_seconds > 0) launch_bound = 2 * cal->small_kernel_seconds;
       const DimValues& d = tests[0].dims;
       const SpeedOfLight sol = speed_of_light(spec_.flop_count(d), spec_.byte_count(d), *cal);
       v_.sol_floor_seconds = sol.floor_seconds;
@@ -433,14 +442,20 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
     cand_.finish();
     return finish_(decided->verdict, decided->message);
   }
-  // A time within the trusted timer's resolution is not a measurement: no
-  // speedup is claimed from it (docs/protocols.md: the trusted timer).
+  // A time within the trusted timer's resolution is not a measurement, and
+  // (GPU) one of a launch-bound call is not comparable with the reference's:
+  // the baseline's events hold the reference's launches, while the
+  // candidate's forward is launched before its window opens (its kernels
+  // wait on the device for go). No speedup is claimed from either
+  // (docs/protocols.md: the trusted timer).
   const double resolution = v_.timing_check.value("floors", json::object()).value("resolution", 0.0);
-  if (resolution > 0 && candidate_headline < 2 * resolution) {
+  if ((resolution > 0 && candidate_headline < 2 * resolution) || candidate_headline < launch_bound) {
     v_.timing_check["below_resolution"] =
         "the candidate's " + rules_.statistic + " (" + fmt::format("{:.2f} us", candidate_headline * 1e6) +
         ") is within twice the trusted timer's resolution on this device (" + fmt::format("{:.2f} us", resolution * 1e6) +
-        "): no speedup is claimed; time it at larger sizes (--dims full)";
+        ") or below twice one small kernel's launch and run (" + fmt::format("{:.2f} us", launch_bound * 1e6) +
+        ", launch-bound: the reference's time holds its launches, the candidate's window does not): no speedup is "
+        "claimed; time it at larger sizes (--dims full)";
     return std::nullopt;
   }
   if (reference_headline && candidate_headline > 0) v_.speedup = *reference_headline / candidate_headline;

@@ -42,9 +42,17 @@ constexpr int kMinChecks = 2;
 constexpr double kLagSlack = 0.02;
 // The handshake's floors: taken over this many empty calls. On a GPU the
 // calls whose floors only go into the report (the handshake alone) are
-// fewer than those the verdict subtracts (with kloop's small kernels where
-// a timed call's work goes).
-int handoff_calls(bool gpu, bool work) { return !gpu ? 200 : work ? 120 : 50; }
+// fewer than those the verdict subtracts (the timer drawing, flushing and
+// capturing as in a timed call, kloop's small kernels where the call's work
+// goes); where the timer's own spans are long (large inputs and outputs)
+// fewer of those, so that they take about a quarter of a second, never
+// fewer than 30.
+int handoff_calls(bool gpu, bool work, const wire::TimerFloors& calibrated) {
+  if (!gpu) return 200;
+  if (!work) return 50;
+  const double per_call = 2 * (calibrated.prep + calibrated.copy) + 50e-6;
+  return static_cast<int>(std::clamp(0.25 / per_call, 30.0, 120.0));
+}
 
 wire::TimerBatchReply reference_batch(WorkerSession& ref, const wire::TimerBatch& cmd, std::chrono::milliseconds timeout,
                                       double& reference_seconds) {
@@ -70,7 +78,7 @@ TimerState calibrate_timer(WorkerSession& ref, const wire::Case& c, const Timing
   }
   if (ref.fds().size() != 1) throw EvaluationError("the timer's control block came without its descriptor");
   TimerState t;
-  t.floors = r->reply.floors;
+  t.floors = t.calibrated = r->reply.floors;
   t.control = std::move(ref.fds()[0]);
   t.control_bytes = r->reply.control_bytes;
   t.device = device;
@@ -90,7 +98,7 @@ CallStatus attach_timer(TimerState& timer, WorkerSession& ref, WorkerSession& ca
   const bool gpu = timer.device != "cpu";
   CallStatus served = attached;
   for (const bool work : gpu ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-    const int calls = handoff_calls(gpu, work);
+    const int calls = handoff_calls(gpu, work, timer.calibrated);
     wire::TimerServe serve;
     serve.samples = calls;
     serve.first = timer.next;

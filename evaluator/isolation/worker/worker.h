@@ -219,6 +219,11 @@ class Worker {
   std::vector<at::Tensor> timer_inputs_, timer_outputs_, timer_captured_;
   wire::TimerFloors timer_floors_;
   wire::Case timer_case_;
+  // The calibration's case, layout and flush: the handshake's calls with
+  // work draw and flush as the timed calls will (timer_handoff).
+  wire::Case timer_calibrated_case_;
+  wire::TimerLayout timer_calibrated_layout_;
+  bool timer_calibrated_flush_ = false;
   // Makes a module of the loaded library (either kernel API version).
   std::function<std::unique_ptr<ModuleRunner>(const ModuleInit&)> create_;
   std::string role_;
