@@ -53,7 +53,23 @@ struct Judged {
   std::optional<Verdict> full;
 };
 
-Judged evaluate_once(Builder& builder, EvalOptions options, const ProblemSpec& spec, const std::string& file) {
+// Timed evaluations on a GPU run one at a time (`device`): the trusted
+// timer counts another process's work on the device as the candidate's
+// (work outside its calls), so evaluations timed side by side there judge
+// one another's work. Their builds still go on side by side: the candidate
+// is built before the device is taken (a failed build is left for the
+// evaluation to report).
+Judged evaluate_once(Builder& builder, EvalOptions options, const ProblemSpec& spec, const std::string& file,
+                     std::mutex& device) {
+  std::unique_lock<std::mutex> exclusive(device, std::defer_lock);
+  if (options.measure_time && options.device != "cpu") {
+    try {
+      const Evaluator configures(builder, options);  // the builder as the evaluation's (sandbox, limits, arch)
+      build_candidate_file(builder, file, options.candidate_format, BuildTarget::kCuda);
+    } catch (const std::exception&) {
+    }
+    exclusive.lock();
+  }
   for (int attempt = 0;; ++attempt) {
     try {
       Evaluator evaluator(builder, options);
@@ -441,6 +457,7 @@ CampaignReport run_campaign(const std::vector<Seed>& seeds, const CampaignOption
   }
 
   std::mutex mu;
+  std::mutex device;  // evaluate_once's: timed evaluations one at a time on a GPU
   std::string seed_failure;
   std::vector<SeedErrors> seed_error(seeds.size());
   std::vector<bool> seed_done(seeds.size(), false);
@@ -463,14 +480,14 @@ CampaignReport run_campaign(const std::vector<Seed>& seeds, const CampaignOption
           eo.fp64_reference = true;
           eo.fp64_every_call = true;
           eo.measure_time = false;
-          const Judged j = evaluate_once(builder, eo, specs[k], seeds[k].path);
+          const Judged j = evaluate_once(builder, eo, specs[k], seeds[k].path, device);
           std::lock_guard<std::mutex> lock(mu);
           if (j.full) seed_error[k] = seed_errors(*j.full);
         }
         for (const auto& p : options.protocols) {
           EvalOptions eo = options.eval;
           eo.protocol = p;
-          const Judged j = evaluate_once(builder, eo, specs[k], seeds[k].path);
+          const Judged j = evaluate_once(builder, eo, specs[k], seeds[k].path, device);
           if (j.verdict != "correct") {
             std::lock_guard<std::mutex> lock(mu);
             seed_failure = seeds[k].path + " (" + seeds[k].problem + ") is not correct under " + p + ": " + j.verdict +
@@ -495,7 +512,7 @@ CampaignReport run_campaign(const std::vector<Seed>& seeds, const CampaignOption
         }
         EvalOptions eo = options.eval;
         eo.protocol = p;
-        const Judged j = evaluate_once(builder, eo, specs[si], o.file);
+        const Judged j = evaluate_once(builder, eo, specs[si], o.file, device);
         o.verdict[p] = j.verdict;
         o.message[p] = j.message;
         if (j.full && stillborn_verdict(j.full->verdict)) o.stillborn = true;
@@ -508,7 +525,7 @@ CampaignReport run_campaign(const std::vector<Seed>& seeds, const CampaignOption
         eo.fp64_reference = true;
         eo.fp64_every_call = true;
         eo.measure_time = false;
-        const Judged j = evaluate_once(builder, eo, specs[si], o.file);
+        const Judged j = evaluate_once(builder, eo, specs[si], o.file, device);
         if (j.full) {
           SeedErrors errors;
           {

@@ -92,6 +92,8 @@ std::vector<MutationOperator> build_catalogue() {
       // state
       {"state", "empty_not_zeros", "an output or accumulator allocated with empty instead of zeros (uninitialised)",
        kNative, R"(at::zeros(_like)?\()", "at::empty$1(", "ATen/ops/empty.h\nATen/ops/empty_like.h"},
+      {"state", "memset_dropped", "an output or accumulator's zeroing memset made to set no bytes (uninitialised)", kNative,
+       R"(cudaMemsetAsync\((\w+), 0, (\w+),)", "cudaMemsetAsync($1, 0, 0 * $2,", ""},
       {"state", "uninitialised_accumulator", "an accumulator left uninitialised", kNative,
        R"(\bfloat (\w*(acc|sum|total)\w*) = [^;]+;)", "float $1;", ""},
       {"state", "buffer_reused_across_calls", "a buffer allocated once (static) and reused by every call", kNative,
