@@ -149,6 +149,31 @@ unsigned languages_of(SourceKind kind, const std::string& source) {
   return 0;
 }
 
+// A Python file's lines that lie wholly inside a triple-quoted string (a
+// load_inline source, a docstring): the C++/CUDA operators edit only those,
+// the Python operators only the others (a Python edit of a C++ line, or a
+// C++ edit of a Python one, only makes a mutant that does not build).
+std::vector<bool> inside_python_strings(const std::vector<std::string>& lines) {
+  std::vector<bool> inside(lines.size(), false);
+  std::string open;  // the delimiter of the string the scan is in, if any
+  for (std::size_t ln = 0; ln < lines.size(); ++ln) {
+    const std::string& line = lines[ln];
+    bool crossed = false;
+    for (std::size_t at = 0; at + 3 <= line.size();) {
+      const std::string three = line.substr(at, 3);
+      if ((open.empty() && (three == "\"\"\"" || three == "'''")) || (!open.empty() && three == open)) {
+        open = open.empty() ? three : "";
+        crossed = true;
+        at += 3;
+      } else {
+        ++at;
+      }
+    }
+    inside[ln] = !crossed && !open.empty();
+  }
+  return inside;
+}
+
 }  // namespace
 
 const std::vector<std::string>& fault_classes() {
@@ -183,6 +208,8 @@ std::vector<Mutant> generate_mutants(const std::string& stem, const std::string&
                                      int max_sites) {
   const unsigned langs = languages_of(kind, source);
   const std::vector<std::string> lines = split_lines(source);
+  const std::vector<bool> in_string =
+      kind == SourceKind::kPython ? inside_python_strings(lines) : std::vector<bool>(lines.size(), false);
   std::vector<Mutant> mutants;
   for (const auto& op : operator_catalogue()) {
     if ((op.languages & langs) == 0) continue;
@@ -190,6 +217,7 @@ std::vector<Mutant> generate_mutants(const std::string& stem, const std::string&
     const std::regex re(op.pattern, std::regex::ECMAScript);
     int site = 0;
     for (std::size_t ln = 0; ln < lines.size(); ++ln) {
+      if (kind == SourceKind::kPython && in_string[ln] != ((op.languages & kLangPython) == 0)) continue;
       const std::string& line = lines[ln];
       for (auto it = std::sregex_iterator(line.begin(), line.end(), re); it != std::sregex_iterator(); ++it) {
         if (max_sites > 0 && site >= max_sites) break;

@@ -134,6 +134,10 @@ TEST(MutationOperators, CudaSeedsGetTheSynchronisationClass) {
   for (const auto& m : generate_mutants("s", py, SourceKind::kPython)) {
     py_ops.insert(m.operator_name);
     EXPECT_EQ(m.source.find("#include <c10/util/Half.h>\nimport"), std::string::npos) << m.id;
+    // Python operators edit the Python lines, C++/CUDA ones the source
+    // strings' (a `return out;` edited as Python would not build).
+    const bool cxx_line = m.before.find(';') != std::string::npos || m.before.find('{') != std::string::npos;
+    EXPECT_EQ(m.operator_name.rfind("py_", 0) == 0, !cxx_line) << m.id << ": " << m.before;
   }
   for (const char* op : {"erf_as_tanh", "grid_rounds_down", "guard_off_by_one", "py_zeros_output"}) {
     EXPECT_EQ(py_ops.count(op), 1u) << op;
