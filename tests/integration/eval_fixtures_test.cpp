@@ -254,8 +254,16 @@ TEST_P(EvalFixtureTest, GetsItsVerdict) {
   json v = eval(c);
   ASSERT_TRUE(v.contains("verdict"));
   EXPECT_EQ(v["verdict"], c.verdict) << v.dump(2).substr(0, 4000);
-  EXPECT_NE(v.value("message", "").find(c.key), std::string::npos)
-      << "message lacks '" << c.key << "': " << v.value("message", "");
+  // `key`: the finding the message names, or findings separated by '|'
+  // where which one ends the evaluation depends on timing.
+  const std::string message = v.value("message", "");
+  bool named = false;
+  for (std::size_t at = 0; at <= c.key.size();) {
+    const std::size_t bar = std::min(c.key.find('|', at), c.key.size());
+    named = named || message.find(c.key.substr(at, bar - at)) != std::string::npos;
+    at = bar + 1;
+  }
+  EXPECT_TRUE(named) << "message lacks '" << c.key << "': " << message;
   // `kernelbench` names KernelBench's original eval, kernelbench-v0.1.
   EXPECT_EQ(v["protocol"]["name"], c.protocol == "kernelbench" ? "kernelbench-v0.1" : c.protocol);
   if (c.verdict == "correct") {
@@ -302,7 +310,11 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"../attacks/attack_forged_reply.cpp", "kernelbench", "integrity_violation", "protocol_violation"},
         FixtureCase{"../attacks/attack_oversized_header.cpp", "strict", "integrity_violation", "protocol_violation"},
         FixtureCase{"../attacks/attack_malformed_reply.cpp", "strict", "integrity_violation", "protocol_violation"},
-        FixtureCase{"../attacks/attack_forged_aliasing.cpp", "strict", "integrity_violation", "protocol_violation"},
+        // The forged reply leaves the protocol out of step, or (on a loaded
+        // machine, seen in a full suite) the worker's own report of the
+        // alias is judged first: integrity_violation either way.
+        FixtureCase{"../attacks/attack_forged_aliasing.cpp", "strict", "integrity_violation",
+                    "protocol_violation|output_aliases_input"},
         FixtureCase{"../attacks/attack_forged_serve.cpp", "strict", "integrity_violation", "protocol_violation"},
         // The light kernel API (tests/fixtures/light): kloop tensors instead of ATen.
         FixtureCase{"../light/relu_correct.cpp", "strict", "correct", "test calls passed"},
