@@ -479,6 +479,7 @@ std::optional<Verdict> CandidateSteps::analyze_deferred() {
       json j = row;
       j["case"] = test->label;
       j["deferred"] = true;
+      if (call.identical.value_or(false)) j["identical_to_reference"] = true;  // its outputs were not kept
       v_.error_analysis.push_back(std::move(j));
     }
     judge_precision(*test, *call.error_analysis, protocol_);

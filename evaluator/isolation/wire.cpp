@@ -158,7 +158,7 @@ KLOOP_WIRE(Judge, REQ(exchange), REQ(tolerance), OPT(post), OPT(keep_for_next_ca
 KLOOP_WIRE(JudgeReply, REQ(outputs), REQ(output_count), REQ(expected_count), OPT(mutated_inputs),
            OPT(error_analysis), OPT(fp64_unavailable), OPT(same_as_previous_call), OPT(expected_same_as_previous_call),
            OPT(identical), OPT(fp64_deferred), OPT(matches_previous_expected))
-KLOOP_WIRE(DeferredAnalysis, REQ_AS(case_id, "case"), REQ(call), OPT(error_analysis), OPT(fp64_unavailable))
+KLOOP_WIRE(DeferredAnalysis, REQ_AS(case_id, "case"), REQ(call), OPT(error_analysis), OPT(fp64_unavailable), OPT(identical))
 KLOOP_WIRE(AnalyzeDeferredReply, REQ(calls))
 KLOOP_WIRE_EMPTY(AnalyzeDeferred)
 

@@ -248,6 +248,9 @@ struct DeferredAnalysis {
   int64_t call = 0;
   std::optional<std::vector<ErrorAnalysisRow>> error_analysis;
   std::optional<std::string> fp64_unavailable;  // the twin does not run even alone
+  // The candidate's outputs were the fp32 reference's bit for bit: its
+  // error against the twin is the reference's (none of them were kept).
+  std::optional<bool> identical;
 };
 struct AnalyzeDeferredReply {
   std::vector<DeferredAnalysis> calls;

@@ -97,12 +97,14 @@ TEST(WireTest, RepliesReadBackWithTheirOptionalParts) {
   EXPECT_EQ(read_reply<JudgeReply>(ok_json(json(j))).reply.fp64_deferred, j.fp64_deferred);
 
   AnalyzeDeferredReply d;
-  d.calls.push_back({3, 1, std::vector<ErrorAnalysisRow>{{0, 1, 2, 3, 4, 5, 6}}, std::nullopt});
-  d.calls.push_back({8, 0, std::nullopt, "the reference does not run in fp64"});
+  d.calls.push_back({3, 1, std::vector<ErrorAnalysisRow>{{0, 1, 2, 3, 4, 5, 6}}, std::nullopt, true});
+  d.calls.push_back({8, 0, std::nullopt, "the reference does not run in fp64", std::nullopt});
   const auto dr = read_reply<AnalyzeDeferredReply>(ok_json(json(d)));
   ASSERT_EQ(dr.reply.calls.size(), 2u);
   EXPECT_EQ(dr.reply.calls[0].case_id, 3);
   EXPECT_EQ(dr.reply.calls[0].call, 1);
+  EXPECT_EQ(dr.reply.calls[0].identical, true);
+  EXPECT_FALSE(dr.reply.calls[1].identical.has_value());
   ASSERT_TRUE(dr.reply.calls[0].error_analysis.has_value());
   EXPECT_EQ(dr.reply.calls[0].error_analysis->at(0).candidate_rms_error, 4);
   EXPECT_EQ(dr.reply.calls[1].fp64_unavailable, d.calls[1].fp64_unavailable);

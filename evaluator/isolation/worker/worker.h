@@ -199,6 +199,7 @@ class Worker {
     wire::Case c;
     int64_t call = 0;
     std::vector<at::Tensor> actual;
+    bool identical = false;  // the outputs were the fp32 reference's bit for bit: none kept
   };
   std::vector<DeferredCall> deferred_;
   std::vector<at::Tensor> last_outputs_, last_inputs_;
