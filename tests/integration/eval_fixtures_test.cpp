@@ -308,9 +308,8 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"returns_input.cpp", "kernelbench", "correct", "test calls passed"},
         FixtureCase{"caches_result.cpp", "strict", "integrity_violation", "stale_output"},
         FixtureCase{"corrupt_later.cpp", "strict", "integrity_violation", "corrupt_after_repeat"},
-        // Replays its first output for inputs it has seen: the tests are new,
-        // the timed calls are not; a checked timed call catches it.
-        // Every timed call gets inputs no earlier call had (on the CPU too):
+        // Replays its first output for inputs it has seen. Every timed call
+        // gets inputs no earlier call had (on the CPU too):
         // a module that replays what it computed for a seen input never
         // sees one again, and has to compute.
         FixtureCase{"replays_seen.cpp", "strict", "correct", "test calls passed"},
