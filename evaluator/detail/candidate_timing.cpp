@@ -47,10 +47,11 @@ constexpr double kLagSlack = 0.02;
 // goes); where the timer's own spans are long (large inputs and outputs)
 // fewer of those, so that they take about a quarter of a second, never
 // fewer than 30.
-int handoff_calls(bool gpu, bool work, const wire::TimerFloors& calibrated) {
+// `floors`: their prep and copy are the calibration's (the handshake keeps them).
+int handoff_calls(bool gpu, bool work, const wire::TimerFloors& floors) {
   if (!gpu) return 200;
   if (!work) return 50;
-  const double per_call = 2 * (calibrated.prep + calibrated.copy) + 50e-6;
+  const double per_call = 2 * (floors.prep + floors.copy) + 50e-6;
   return static_cast<int>(std::clamp(0.25 / per_call, 30.0, 120.0));
 }
 
@@ -78,7 +79,7 @@ TimerState calibrate_timer(WorkerSession& ref, const wire::Case& c, const Timing
   }
   if (ref.fds().size() != 1) throw EvaluationError("the timer's control block came without its descriptor");
   TimerState t;
-  t.floors = t.calibrated = r->reply.floors;
+  t.floors = r->reply.floors;
   t.control = std::move(ref.fds()[0]);
   t.control_bytes = r->reply.control_bytes;
   t.device = device;
@@ -98,7 +99,7 @@ CallStatus attach_timer(TimerState& timer, WorkerSession& ref, WorkerSession& ca
   const bool gpu = timer.device != "cpu";
   CallStatus served = attached;
   for (const bool work : gpu ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-    const int calls = handoff_calls(gpu, work, timer.calibrated);
+    const int calls = handoff_calls(gpu, work, timer.floors);
     wire::TimerServe serve;
     serve.samples = calls;
     serve.first = timer.next;

@@ -23,7 +23,6 @@ namespace kloop::detail {
 // control block it shares with that worker, the next call's number.
 struct TimerState {
   wire::TimerFloors floors;
-  wire::TimerFloors calibrated;   // the timer's spans alone, before the handshake (the calls it takes)
   wire::TimerFloors floors_plain;  // GPU: the handshake's alone, without the switches (a diagnosis)
   UniqueFd control;
   uint64_t control_bytes = 0;
