@@ -288,15 +288,17 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& given) {
   }
   if (audit.conditioning) {
     const wire::ConditioningReply& k = *audit.conditioning;
-    const std::string fix = " (set centered_inputs: false in " + spec.spec_path + ")";
+    // The fix in fp32; at fp16 and bf16 the audit decides the conditioning flag by a rule.
+    const std::string fix =
+        spec.precision == DType::kFloat32 ? " (set centered_inputs: false in " + spec.spec_path + ")" : "";
     if (!k.finite) {
       r.flags.push_back({"centered_not_finite", "on zero-mean inputs the reference's outputs are not finite, so "
                                                 "strict's centered case tests nothing" + fix});
     } else if (k.within_half && !*k.within_half) {
       buf = fmt::format("{:.3g}", k.max_abs_error.value_or(0.0));
       r.flags.push_back({"centered_ill_conditioned",
-                         std::string("on zero-mean inputs the fp32 reference is more than half the tolerance from "
-                                     "its fp64 twin (max abs error ") +
+                         std::string("on zero-mean inputs the reference (") + dtype_name(spec.precision) +
+                             ") is more than half the tolerance from its fp64 twin (max abs error " +
                              buf + "), so a candidate that rounds worse could fail honestly even against the twin" +
                              fix});
     }
