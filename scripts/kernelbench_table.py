@@ -6,7 +6,7 @@ kernelbench`, at the same sizes, side by side (docs/kernelbench.md,
 
     kernelbench_table.py --release RELEASE.json --kernels DIR --device cpu|cuda \\
         [--upstream KERNELBENCH_CHECKOUT] [--kloop build/bin/kloop] [--jobs 16] \\
-        [--out results.jsonl] [--markdown table.md] [--levels 1,2,3] [--limit N]
+        [--out results.jsonl] [--markdown table.md] [--levels 1,2,3] [--limit N] [--tasks L2/87,L1/9]
 
 RELEASE: a JSON or JSONL release with one record per task carrying its
 level, task number, reference code and kernel code, and where it has one a
@@ -422,9 +422,16 @@ def main():
     ap.add_argument("--gpu-code-only", action="store_true",
                     help="judge only kernels with GPU code (those without run on the CPU too: judge them there)")
     ap.add_argument("--limit", type=int, default=0, help="at most this many tasks judged (0: all)")
+    ap.add_argument("--tasks", default="", help="only these tasks, e.g. L2/87,L1/9 (default: all)")
     args = ap.parse_args()
     levels = {int(x) for x in args.levels.split(",")}
     records = [r for r in load_release(args.release) if r["level"] in levels]
+    if args.tasks:
+        wanted = {t.strip() for t in args.tasks.split(",") if t.strip()}
+        bad = [t for t in wanted if not re.fullmatch(r"L[123]/\d+", t)]
+        if bad:
+            sys.exit("kernelbench_table: --tasks: %s is not LEVEL/TASK, e.g. L2/87" % ", ".join(sorted(bad)))
+        records = [r for r in records if "L%d/%d" % (r["level"], r["task"]) in wanted]
     done = {}
     if os.path.exists(args.out):
         with open(args.out) as f:
