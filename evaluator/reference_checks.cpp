@@ -288,9 +288,7 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& given) {
   }
   if (audit.conditioning) {
     const wire::ConditioningReply& k = *audit.conditioning;
-    // The fix in fp32; at fp16 and bf16 the audit decides the conditioning flag by a rule.
-    const std::string fix =
-        spec.precision == DType::kFloat32 ? " (set centered_inputs: false in " + spec.spec_path + ")" : "";
+    const std::string fix = " (set centered_inputs: false in " + spec.spec_path + ")";
     if (!k.finite) {
       r.flags.push_back({"centered_not_finite", "on zero-mean inputs the reference's outputs are not finite, so "
                                                 "strict's centered case tests nothing" + fix});
@@ -300,7 +298,8 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& given) {
                          std::string("on zero-mean inputs the reference (") + dtype_name(spec.precision) +
                              ") is more than half the tolerance from its fp64 twin (max abs error " +
                              buf + "), so a candidate that rounds worse could fail honestly even against the twin" +
-                             fix});
+                             // At fp16 and bf16 the audit decides this flag by a rule (audit_command.cpp).
+                             (spec.precision == DType::kFloat32 ? fix : std::string())});
     }
   }
   return r;
