@@ -104,6 +104,8 @@ double precision_unit(Precision precision) {
 
 double kernelbench_tolerance(Precision precision) { return precision == Precision::kFp32 ? 1e-4 : 1e-2; }
 
+bool conditioning_decided_by_rule(Precision precision) { return precision != Precision::kFp32; }
+
 ProblemSpec spec_at_precision(const ProblemSpec& spec, Precision precision) {
   ProblemSpec out = spec;
   out.precision = precision_dtype(precision);

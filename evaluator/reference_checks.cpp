@@ -298,8 +298,7 @@ AuditReport Evaluator::audit_reference(const ProblemSpec& given) {
                          std::string("on zero-mean inputs the reference (") + dtype_name(spec.precision) +
                              ") is more than half the tolerance from its fp64 twin (max abs error " +
                              buf + "), so a candidate that rounds worse could fail honestly even against the twin" +
-                             // At fp16 and bf16 the audit decides this flag by a rule (audit_command.cpp).
-                             (spec.precision == DType::kFloat32 ? fix : std::string())});
+                             (conditioning_decided_by_rule(options_.precision) ? std::string() : fix)});
     }
   }
   return r;

@@ -48,11 +48,7 @@ bool print_decisions(const AuditReport& r, const ProblemSpec& spec, Precision pr
   for (const auto& f : r.flags) {
     std::printf("    %s: %s\n", f.check.c_str(), f.reason.c_str());
     const AuditDecision* d = spec.audit_decision(f.check, at);
-    if (f.check == "centered_ill_conditioned" && precision != Precision::kFp32) {
-      // At fp16 and bf16 every protocol's tolerance is at least KernelBench's own (1e-2), and
-      // strict passes this case within that tolerance of the reference or within it plus the
-      // reference's own error of the fp64 twin: a candidate it fails is beyond the tolerance
-      // from the reference too (the triangle inequality), as KernelBench's check would find.
+    if (f.check == "centered_ill_conditioned" && conditioning_decided_by_rule(precision)) {
       std::printf("      decision: accept at %s (rule): a candidate that fails this case is also more than the "
                   "tolerance (at least KernelBench's %.0e at %s) from the reference's own outputs there, which "
                   "KernelBench's check fails too; the case stays in\n",
