@@ -445,9 +445,9 @@ std::optional<Verdict> CandidateSteps::time_and_audit(const std::vector<TestCase
   // A time within the trusted timer's resolution is not a measurement, and
   // (GPU) one of a launch-bound call is not comparable with the reference's:
   // the baseline's events hold the reference's launches, while the
-  // candidate's forward is launched before its window opens (its kernels
-  // wait on the device for go). No speedup is claimed from either
-  // (docs/protocols.md: the trusted timer).
+  // candidate's launches go on while the device switches to its context,
+  // a switch subtracted with the window's floor. No speedup is claimed
+  // from either (docs/protocols.md: the trusted timer).
   const double resolution = v_.timing_check.value("floors", json::object()).value("resolution", 0.0);
   if ((resolution > 0 && candidate_headline < 2 * resolution) || candidate_headline < launch_bound) {
     v_.timing_check["below_resolution"] =

@@ -148,10 +148,9 @@ std::atomic<uint32_t>* host_word(SharedBlock& control, Word w) {
   return reinterpret_cast<unsigned long long>(control.device_data() + word_offset(control, w));
 }
 
-// Wakes the other process's waits on a word just stored.
-void wake(SharedBlock& control, std::atomic<uint32_t>* a) {
-  // A GPU's words are waited for on the device, or watched: no futex.
-  if (control.cuda()) return;
+// Wakes the other process's waits on a word just stored (on a GPU too: the
+// candidate's worker waits for go on its host, spinning, then sleeping).
+void wake(SharedBlock&, std::atomic<uint32_t>* a) {
   // Shared (not private) futex: the waiter is another process.
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
@@ -201,13 +200,6 @@ void stream_store(void* stream, SharedBlock& control, Word w, uint32_t value) {
                    "storing a timed call's counter");
 }
 
-void stream_wait(void* stream, SharedBlock& control, Word w, uint32_t value) {
-  KLOOP_CUDA_CHECK(cuStreamWaitValue32(static_cast<CUstream>(stream),
-                                       static_cast<CUdeviceptr>(device_word(control, w)), value,
-                                       CU_STREAM_WAIT_VALUE_GEQ),
-                   "waiting for a timed call's counter");
-}
-
 void device_abort(SharedBlock& control) {
   if (control.host()) {
     for (Word w : {Word::kGo, Word::kCalled, Word::kCopied, Word::kArmed}) host_store(control, w, kAbort);
@@ -244,16 +236,6 @@ void join(void* waiter, void* signaller) {
   KLOOP_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), e, 0), "joining the timed calls' streams");
 }
 
-void arm(SharedBlock& control, uint32_t value) {
-  // Non-blocking: the worker's own stream is held by its wait for go.
-  static cudaStream_t s = [] {
-    cudaStream_t made = nullptr;
-    KLOOP_CUDA_CHECK(cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking), "the timer's arming stream");
-    return made;
-  }();
-  stream_store(s, control, Word::kArmed, value);
-}
-
 uint32_t device_load(SharedBlock& control, Word w) {
   if (control.host()) return host_load(control, w);
   uint32_t v = 0;
@@ -263,9 +245,7 @@ uint32_t device_load(SharedBlock& control, Word w) {
 }
 #else
 void stream_store(void*, SharedBlock&, Word, uint32_t) { throw std::logic_error("no CUDA in this build"); }
-void stream_wait(void*, SharedBlock&, Word, uint32_t) { throw std::logic_error("no CUDA in this build"); }
 void device_abort(SharedBlock&) {}
-void arm(SharedBlock&, uint32_t) { throw std::logic_error("no CUDA in this build"); }
 void* signal_stream() { throw std::logic_error("no CUDA in this build"); }
 void join(void*, void*) { throw std::logic_error("no CUDA in this build"); }
 uint32_t device_load(SharedBlock&, Word) { throw std::logic_error("no CUDA in this build"); }

@@ -16,14 +16,17 @@
 //   timer      inputs drawn, L2 flushed;  start marked;  go := s
 //   candidate  waits go >= s;  forward;  called := s;  outputs copied;  copied := s
 //   timer      sees called == s, marks the end;  sees copied == s;  ...
-// On a GPU the candidate's stores and waits are stream memory operations on
-// the host memory (its forward waits on the device for go); the timer
-// watches the words from its host and marks on its host's monotonic clock,
-// so its context has nothing on the device while a call runs: a wait of its
-// own there would have the device switch between the two contexts at every
-// timeslice and stretch any kernel longer than one. On the CPU the words
-// are futexes. kAbort releases every wait: a side that cannot go on says so
-// with it.
+// The candidate's worker waits for go on its host (spinning, then on a
+// futex) and launches forward after it, so the window holds its launches,
+// as the reference's baseline does, and nothing of its process is on the
+// device while the timer draws. On a GPU it stores called and copied with
+// stream memory operations on the host memory, ordered after its work; the
+// timer watches the words from its host and marks on its host's monotonic
+// clock, so its context has nothing on the device while a call runs: a wait
+// of either side pending on the device would have the device switch
+// between the two contexts at every timeslice and stretch the other's
+// kernels. On the CPU the words are futexes. kAbort releases every wait: a
+// side that cannot go on says so with it.
 #pragma once
 
 #include <chrono>
@@ -86,15 +89,15 @@ namespace timer {
 // The control block: one counter per cache line.
 constexpr uint64_t kControlBytes = 4096;
 // kArmed (GPU): the candidate's worker has done its own steps before a call
-// (its wait for go is on its stream); the timer's stream waits for it before
+// (the call before has ended on the device); the timer waits for it before
 // it draws, so none of kloop's per-call work lands in a call's window.
 enum class Word { kGo = 0, kCalled = 1, kCopied = 2, kArmed = 3 };
 constexpr uint32_t kAbort = 0xffffffffu;
 using Deadline = std::chrono::steady_clock::time_point;
 
 // Host memory (the CPU's control block; a GPU's, which the timer watches
-// from its host): a store that wakes the other side's futex waits (on the
-// CPU), and a wait until the word reaches `value` (or kAbort), spinning for
+// from its host): a store that wakes the other side's futex waits, and a
+// wait until the word reaches `value` (or kAbort), spinning for
 // `spin` before it sleeps. The value seen, or nullopt at the deadline.
 void host_store(SharedBlock& control, Word w, uint32_t value);
 std::optional<uint32_t> host_wait(SharedBlock& control, Word w, uint32_t value, Deadline deadline,
@@ -105,25 +108,17 @@ uint32_t host_load(SharedBlock& control, Word w);
 // stored by the candidate's side stays there for the timer to see, however
 // late the timer looks (a plain store would write over it).
 void host_raise(SharedBlock& control, Word w, uint32_t value);
-// GPU: stores kArmed = value now, on a stream of its own that waits for no
-// other (created on first use, one per process).
-void arm(SharedBlock& control, uint32_t value);
-
-// GPU: the same as operations on `stream` (a cudaStream_t), ordered with
-// the work around them; and kAbort stored into every word at once, outside
+// GPU: a store as an operation on `stream` (a cudaStream_t), ordered with
+// the work before it; and kAbort stored into every word at once, outside
 // any stream's order (it releases waits that will never be met), and a
 // word read (with the host memory's, at once).
-// The stream that carries every store and wait of the other process's
-// words (one per process, non-blocking, never given a kernel). On a stream
-// that has run kernels a wait for the other process holds the device in
-// this process's context until its timeslice ends (about 270 us on an
-// H100), so the other context cannot run: the words go here, and the
-// streams that run kernels are ordered after them with join().
+// The stream that carries every store of the candidate's words (one per
+// process, non-blocking, never given a kernel), ordered after the streams
+// that run kernels with join().
 void* signal_stream();
 // `waiter` (a cudaStream_t) waits for all work enqueued on `signaller` so far.
 void join(void* waiter, void* signaller);
 void stream_store(void* stream, SharedBlock& control, Word w, uint32_t value);
-void stream_wait(void* stream, SharedBlock& control, Word w, uint32_t value);
 void device_abort(SharedBlock& control);
 uint32_t device_load(SharedBlock& control, Word w);
 

@@ -12,6 +12,12 @@
 namespace kloop::worker {
 using timer::Word;
 
+namespace {
+// How long a GPU call's wait for go spins before it sleeps (the timer's
+// store of go then wakes it).
+constexpr std::chrono::microseconds kSpinOnGo{50'000};
+}  // namespace
+
 // Maps a block the timer made. The control block may come before `load`:
 // the handshake's floors are measured while no module is in this process.
 wire::NoReply Worker::timer_attach(const wire::TimerAttach& cmd) {
@@ -38,10 +44,15 @@ wire::NoReply Worker::timer_attach(const wire::TimerAttach& cmd) {
 
 // One timed call, `seq`. Its outputs are copied as far as they fit the
 // slots the timer expects; what does not fit is noted (the checks judge).
-// An empty call with `work` (the handshake's floors, no module loaded yet)
-// runs a small kernel of kloop's where forward would run and a small copy
-// where the outputs' copy would: the device switches between the two
-// processes' contexts as in a timed call.
+// The worker waits for go on its host and launches forward after it, on a
+// GPU as on the CPU: nothing of this process is on the device while the
+// timer draws, and the call's window holds its launches, as the
+// reference's baseline holds its own. An empty call with `work` (the
+// handshake's floors, no module loaded yet) runs a small kernel of kloop's
+// where forward would run and a small copy where the outputs' copy would:
+// the device's switch to this process's context at its first kernel after
+// the timer's drawing (about 150 us on an H100, the same every call) is in
+// the floors as it is in a timed call's window.
 void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
   SharedBlock& control = *timer_control_;
   const bool cuda = session_->cuda();
@@ -57,15 +68,15 @@ void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
   }
   void* signal = cuda ? timer::signal_stream() : nullptr;
   if (cuda) {
-    // The words on the signal stream; the call's work on kloop's stream,
-    // after go.
-    timer::stream_wait(signal, control, Word::kGo, seq);
-    timer::arm(control, seq);  // its own steps are done: the timer may draw and let the call go
-    timer::join(stream, signal);
-  } else {
-    const auto go = timer::host_wait(control, Word::kGo, seq, Clock::now() + std::chrono::hours(24));
-    if (!go || *go == timer::kAbort) throw WorkerError{"runtime_error", "the timer stopped the timed calls"};
+    // Its own steps before the call are done (the stream is idle): the
+    // timer may draw, then store go.
+    timer::host_store(control, Word::kArmed, seq);
   }
+  // Spinning first: the timer's drawing takes microseconds to milliseconds,
+  // and a sleeping worker would add its wake-up to the window.
+  const auto go = timer::host_wait(control, Word::kGo, seq, Clock::now() + std::chrono::hours(24),
+                                   cuda ? kSpinOnGo : std::chrono::microseconds(0));
+  if (!go || *go == timer::kAbort) throw WorkerError{"runtime_error", "the timer stopped the timed calls"};
   std::vector<at::Tensor> out;
   if (!empty) out = timing_module_->forward(timer_inputs_);
   if (small.defined()) small.fill_(static_cast<double>(seq & 0xffff));
@@ -92,7 +103,7 @@ void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
     if (small.defined()) small_out.copy_(small);
     timer::join(signal, stream);
     timer::stream_store(signal, control, Word::kCopied, seq);
-    synchronize();  // one call at a time: the next is launched while the timer draws its inputs
+    synchronize();  // one call at a time: the next is armed once this one's work is done
     if (timer::device_load(control, Word::kGo) == timer::kAbort) {
       throw WorkerError{"runtime_error", "the timer stopped the timed calls"};
     }
