@@ -136,6 +136,20 @@ TEST_F(PythonCandidateTest, KernelSourcesWithNonAsciiTextRunWhateverTheLocale) {
   }
 }
 
+// A published generation (level 1's 9_Tall_skinny) returns a torch.Tensor
+// subclass that reports the product's shape and holds no data, so the
+// matmul is never computed; KernelBench's eval accepted it. kloop judges
+// the data: the verdict names the subclass and the shapes, not only a
+// shape mismatch.
+TEST_F(PythonCandidateTest, AHollowTensorSubclassIsRefusedByName) {
+  const Verdict v = eval("19_ReLU", "relu_lazy_subclass.py", Isolation::kStrict, "kernelbench");
+  EXPECT_EQ(v.verdict, VerdictClass::kRuntimeError) << v.to_text();
+  EXPECT_NE(v.message.find("forward returned a LazyRelu (a torch.Tensor subclass) as output 0 whose data has shape "
+                           "[0] while it reports [16, 4096]"),
+            std::string::npos)
+      << v.message;
+}
+
 // An extension ModelNew builds in __init__ (published kernels do) is not
 // built by kloop, which builds at import: the candidate's own fallback
 // runs, and the verdict names the extension, so a correct verdict is not

@@ -393,6 +393,25 @@ def create_seeded(cls, args, device, seed, norm_seed, dtype="float32"):
     return model.to(device=device, dtype=_dtype(dtype)), taken
 
 
+def _refuse_hollow_subclass(t, i):
+    """A torch.Tensor subclass whose data is not the shape it reports (a
+    lazy result, computed only if someone asks): the judge reads the data,
+    so the verdict says why instead of a bare shape mismatch. The message
+    only; the judge's own shape check fails such an output either way."""
+    import torch
+    try:
+        held = tuple(torch.Tensor.size(t))
+        said = tuple(t.shape)
+    except Exception:
+        return
+    if held != said:
+        raise TypeError(
+            "forward returned a %s (a torch.Tensor subclass) as output %d whose data has shape %s while it "
+            "reports %s: kloop judges the data a tensor holds, not what a subclass reports (a lazy result is "
+            "never computed); return a plain torch.Tensor that holds the result"
+            % (type(t).__name__, i, list(held), list(said)))
+
+
 def forward(model, inputs):
     """The outputs as (capsule, was_bool) pairs; `inputs` as create's weights."""
     import torch
@@ -403,6 +422,8 @@ def forward(model, inputs):
     for i, t in enumerate(outs):
         if not isinstance(t, torch.Tensor):
             raise TypeError("forward returned a %s as output %d, not a tensor" % (type(t).__name__, i))
+        if type(t) is not torch.Tensor:
+            _refuse_hollow_subclass(t, i)
         t = t.detach()
         was_bool = t.dtype == torch.bool
         if was_bool:
