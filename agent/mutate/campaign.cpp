@@ -142,6 +142,14 @@ std::pair<Equivalence, std::string> judge_equivalence(const Verdict& v, double f
     return {Equivalence::kDistinct, std::string("no outputs to compare: ") + verdict_name(v.verdict)};
   }
   if (v.tests.empty()) return {Equivalence::kDistinct, "no test call ran"};
+  // The seed passed this same run cleanly (every seed is correct under
+  // every protocol): a finding here is behaviour of the mutant's own (an
+  // output of the wrong size, kept across calls, aliased).
+  if (v.verdict == VerdictClass::kIntegrityViolation) {
+    const std::string finding =
+        v.integrity.empty() ? one_line(v.message, 160) : v.integrity.front().check + ": " + one_line(v.integrity.front().message, 160);
+    return {Equivalence::kDistinct, "the oracle's run found " + finding};
+  }
   std::size_t expected_rows = 0;
   for (const auto& t : v.tests) {
     if (t.problem_kind == "output_count" || t.problem_kind == "device" || t.outputs.empty()) {
@@ -199,6 +207,18 @@ std::vector<Mutant> seed_mutants(const Seed& seed, int max_sites) {
     }
   }
   return picked;
+}
+
+std::optional<std::string> evidence_beyond_the_oracle(const MutantOutcome& o) {
+  for (const auto& [protocol, verdict] : o.verdict) {
+    const auto m = o.message.find(protocol);
+    if (verdict != "integrity_violation" || m == o.message.end()) continue;
+    if (m->second.rfind("corrupt_after_repeat", 0) == 0) {
+      return "killed by " + protocol + " with corrupt_after_repeat: its outputs went wrong after the timed repetitions, "
+             "which the oracle's calls do not make";
+    }
+  }
+  return std::nullopt;
 }
 
 bool MutantOutcome::killed_by(const std::string& protocol) const {
@@ -535,6 +555,10 @@ CampaignReport run_campaign(const std::vector<Seed>& seeds, const CampaignOption
             errors = seed_error[si];
           }
           std::tie(o.equivalence, o.oracle_detail) = judge_equivalence(*j.full, options.oracle_factor, errors);
+          if (const auto beyond = evidence_beyond_the_oracle(o); beyond && o.equivalence == Equivalence::kEquivalent) {
+            o.equivalence = Equivalence::kDistinct;
+            o.oracle_detail = *beyond + " (its own calls: " + o.oracle_detail + ")";
+          }
         } else {
           o.equivalence = Equivalence::kDistinct;
           o.oracle_detail = "the oracle's evaluation failed: " + j.message;

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,12 @@ SeedErrors seed_errors(const Verdict& v);
 // the larger of the fp32 reference's and the seed's own error (or
 // kOracleFloorUlps fp32 units of the output); else kDistinct, with why.
 std::pair<Equivalence, std::string> judge_equivalence(const Verdict& v, double factor, const SeedErrors& seed = {});
+
+// A protocol's kill whose evidence lies where the oracle's run does not
+// look (outputs wrong only after the timed repetitions: corrupt_after_repeat,
+// an uninitialised accumulator): the mutant is distinct whatever the
+// oracle's own calls showed, and the kill is no false alarm. Why, or nullopt.
+std::optional<std::string> evidence_beyond_the_oracle(const MutantOutcome& o);
 
 // Floors (a JSON file): {"generated": N, "protocols": {"strict":
 // {"functional": 0.99, "precision": 0.95, "classes": {"state": 1.0}}}}.

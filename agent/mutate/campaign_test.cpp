@@ -81,6 +81,36 @@ TEST(MutationOracle, MissingEvidenceIsDistinct) {
   EXPECT_EQ(judge_equivalence(none, 2.0).first, Equivalence::kDistinct);
 }
 
+// A static output buffer sized by the first call (H100, 2026-12-07): the
+// oracle's own strict run refused the shape variant's output, and the
+// oracle called the mutant equivalent from the calls that passed. The
+// seed passed that run cleanly, so a finding there is the mutant's.
+TEST(MutationOracle, AFindingInTheOraclesOwnRunIsDistinct) {
+  Verdict v = analyzed_verdict(4, 1e-6, 2e-7);
+  v.verdict = VerdictClass::kIntegrityViolation;
+  v.integrity.push_back({"protocol_violation", "its published tensors are unreadable"});
+  const auto [e, why] = judge_equivalence(v, 2.0);
+  EXPECT_EQ(e, Equivalence::kDistinct);
+  EXPECT_NE(why.find("the oracle's run found protocol_violation"), std::string::npos) << why;
+}
+
+// An uninitialised accumulator (H100, 2026-12-07): right on the oracle's
+// calls, wrong after the timed repetitions (corrupt_after_repeat under
+// verified and strict); the report called those kills false alarms.
+TEST(MutationOracle, AKillAfterTheTimedRepetitionsIsNoFalseAlarm) {
+  MutantOutcome o;
+  o.verdict = {{"kernelbench", "correct"}, {"strict", "integrity_violation"}};
+  o.message = {{"kernelbench", "5 test calls passed"},
+               {"strict", "corrupt_after_repeat: the output was correct at first but wrong after the timed repetitions"}};
+  const auto why = evidence_beyond_the_oracle(o);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("killed by strict with corrupt_after_repeat"), std::string::npos) << *why;
+  // Kills the oracle's calls can weigh (an output compared on its calls) are
+  // still the oracle's to judge.
+  o.message["strict"] = "timed_call_incorrect: a timed call, on inputs of its own, gave a wrong result (precision)";
+  EXPECT_FALSE(evidence_beyond_the_oracle(o).has_value());
+}
+
 MutantOutcome outcome(const std::string& cls, bool killed_strict, bool killed_kb) {
   MutantOutcome o;
   o.mutant.id = cls + std::to_string(killed_strict) + std::to_string(killed_kb);
