@@ -27,13 +27,17 @@ TEST(ProtocolTest, Tolerances) {
   EXPECT_EQ(protocol_by_name("kernelbench").cpu_timing.max_samples, 100);
 }
 
-TEST(ProtocolTest, KernelbenchPlanIsFiveSeedsAtFixedShape) {
-  auto plan = plan_tests(two_variant_spec(), protocol_by_name("kernelbench"), true, 42);
-  ASSERT_EQ(plan.size(), 5u);
-  for (std::size_t i = 0; i < plan.size(); ++i) {
-    EXPECT_EQ(plan[i].seed, 42 + i);
-    EXPECT_DOUBLE_EQ(plan[i].scale, 1.0);
-    EXPECT_EQ(plan[i].dims.at("n"), 10);
+// KernelBench's eval builds ModelNew once and calls it on each of its five
+// trials' inputs (run_and_check_correctness): one case, five calls.
+TEST(ProtocolTest, KernelbenchPlanIsOneInstanceCalledOnFiveTrialsAtFixedShape) {
+  for (const char* name : {"kernelbench", "kernelbench-v0.2"}) {
+    const Protocol p = protocol_by_name(name);
+    auto plan = plan_tests(two_variant_spec(), p, true, 42);
+    ASSERT_EQ(plan.size(), 1u) << name;
+    EXPECT_EQ(plan[0].seed, 42u) << name;
+    EXPECT_DOUBLE_EQ(plan[0].scale, 1.0);
+    EXPECT_EQ(plan[0].dims.at("n"), 10);
+    EXPECT_EQ(p.calls_per_case, 5) << name;
   }
 }
 
@@ -130,7 +134,8 @@ TEST(ProtocolTest, KernelBenchVersionsAndTheirAlias) {
   EXPECT_TRUE(current.gpu_timing.l2_flush);
   EXPECT_EQ(current.gpu_timing.statistic, "mean");
   EXPECT_EQ(current.gpu_timing.max_samples, 100);
-  EXPECT_EQ(current.seeds, 5);
+  EXPECT_EQ(current.seeds, 1);
+  EXPECT_EQ(current.calls_per_case, 5);
   EXPECT_FALSE(same_measurements(original, current));
   // Per precision, as KernelBench's get_tolerance_for_precision sets it.
   EXPECT_DOUBLE_EQ(at_precision(current, Precision::kFp32).tolerance.atol, 1e-4);

@@ -136,6 +136,19 @@ TEST_F(PythonCandidateTest, KernelSourcesWithNonAsciiTextRunWhateverTheLocale) {
   }
 }
 
+// KernelBench's eval builds ModelNew once and calls it on five trials'
+// inputs; so does kloop's kernelbench protocol. A result kept from the
+// first call (or a CUDA graph replaying the first call's input address, as
+// the published L2/5 kernel does) is wrong on the later calls there:
+// `incorrect`, as KernelBench says, where five models of one call each
+// said `correct`.
+TEST_F(PythonCandidateTest, KernelBenchsOneModelOnFiveTrialsCatchesAResultKeptFromTheFirstCall) {
+  const Verdict v = eval("19_ReLU", "relu_remembers.py", Isolation::kStrict, "kernelbench");
+  EXPECT_EQ(v.verdict, VerdictClass::kIncorrect) << v.to_text();
+  EXPECT_NE(v.message.find("4 of 5 test calls failed"), std::string::npos) << v.message;
+  EXPECT_EQ(eval("19_ReLU", "relu_correct.py", Isolation::kStrict, "kernelbench").verdict, VerdictClass::kCorrect);
+}
+
 // A published generation (level 1's 9_Tall_skinny) returns a torch.Tensor
 // subclass that reports the product's shape and holds no data, so the
 // matmul is never computed; KernelBench's eval accepted it. kloop judges
