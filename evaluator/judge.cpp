@@ -170,8 +170,11 @@ std::optional<Decision> judge_tests(const std::vector<TestOutcome>& tests,
       break;
     }
   }
+  // Which call of its case, past the first: a kernel right on a model's
+  // first call and wrong on its later ones is told so.
+  const std::string where = (first->call > 0 ? "call " + std::to_string(first->call) + " of " : "") + first->label;
   return Decision{VerdictClass::kIncorrect, std::to_string(failed) + " of " + std::to_string(tests.size()) +
-                                                " test calls failed; first: " + first->label + ": " + what};
+                                                " test calls failed; first: " + where + ": " + what};
 }
 
 namespace {

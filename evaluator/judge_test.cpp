@@ -70,7 +70,8 @@ TEST(JudgeTest, FailedCallsAreIncorrectWithTheFirstNamed) {
   const auto d = judge_tests({ok.outcome, bad.outcome, bad.outcome}, {}, strict);
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->verdict, VerdictClass::kIncorrect);
-  EXPECT_NE(d->message.find("2 of 3 test calls failed; first: case 1 (x3): output0 differs in 3 of 16"),
+  // The failing call is its case's second: the message says which.
+  EXPECT_NE(d->message.find("2 of 3 test calls failed; first: call 1 of case 1 (x3): output0 differs in 3 of 16"),
             std::string::npos)
       << d->message;
   EXPECT_NE(d->message.find("max abs error 0.5"), std::string::npos) << d->message;
