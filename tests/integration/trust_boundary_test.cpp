@@ -756,7 +756,10 @@ void killed_driver_leaves_nothing(bool unprivileged) {
   EXPECT_TRUE(left.empty()) << "ESCAPED: " << left.size() << " process(es) outlived the driver, e.g. "
                             << read_text("/proc/" + std::to_string(left.empty() ? 0 : left[0]) + "/cmdline");
   for (pid_t p : left) kill(p, SIGKILL);
-  ASSERT_TRUE(fs::exists(work)) << "the killed driver's work folder should still be there";
+  // The next kloop to start removes it: under ctest -j another test's kloop
+  // may have started meanwhile and removed it already (seen in CI), which
+  // is the behaviour under test; otherwise this one's next start must.
+  if (!fs::exists(work)) std::printf("  the work folder was removed by a kloop started meanwhile\n");
   // The next kloop (of the same user) removes it at start-up.
   const std::string next = prefix + KLOOP_TEST_BINARY + " eval -p 19_ReLU --device cpu -c " +
                            std::string(KLOOP_TEST_FIXTURES) + "/relu/correct.cpp --json --no-timing --threads 2";
