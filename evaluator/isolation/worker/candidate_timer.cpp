@@ -47,12 +47,18 @@ wire::NoReply Worker::timer_attach(const wire::TimerAttach& cmd) {
 // The worker waits for go on its host and launches forward after it, on a
 // GPU as on the CPU: nothing of this process is on the device while the
 // timer draws, and the call's window holds its launches, as the
-// reference's baseline holds its own. An empty call with `work` (the
-// handshake's floors, no module loaded yet) runs a small kernel of kloop's
-// where forward would run and a small copy where the outputs' copy would:
-// the device's switch to this process's context at its first kernel after
-// the timer's drawing (about 150 us on an H100, the same every call) is in
-// the floors as it is in a timed call's window.
+// reference's baseline holds its own. On a GPU every call with work runs a
+// small kernel of kloop's right after go, before forward: the device's
+// switch to this process's context at its first kernel after the timer's
+// drawing (about 150 us on an H100, the same every call) lands on it, in
+// the window, whatever forward launches (a forward with no kernel met it
+// at the copy of its outputs, after `called`, and was counted as work
+// outside). The handshake's floors (an empty call with `work`, no module
+// loaded yet) run the same small kernel, and a small copy where the
+// outputs' copy would run, so the floor subtracts the kernel and the
+// switch. The kernel is kloop's code in the candidate's process: a
+// candidate that skips it gains nothing the floor's difference does not
+// show, as with any other work of its own it leaves out of the window.
 void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
   SharedBlock& control = *timer_control_;
   const bool cuda = session_->cuda();
@@ -61,10 +67,10 @@ void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
   // cleared before each call (the stream is idle here), and what was set is
   // reported.
   if (cuda && (!empty || work)) session_->guard_persisting_l2();
-  at::Tensor small, small_out;
-  if (cuda && empty && work) {
-    small = at::empty({64}, at::TensorOptions().dtype(at::kFloat).device(at::Device(device_)));
-    small_out = at::empty_like(small);
+  const bool small_kernel = cuda && (!empty || work);
+  if (small_kernel && !timer_small_.defined()) {
+    timer_small_ = at::empty({64}, at::TensorOptions().dtype(at::kFloat).device(at::Device(device_)));
+    timer_small_out_ = at::empty_like(timer_small_);
   }
   void* signal = cuda ? timer::signal_stream() : nullptr;
   if (cuda) {
@@ -77,9 +83,9 @@ void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
   const auto go = timer::host_wait(control, Word::kGo, seq, Clock::now() + std::chrono::hours(24),
                                    cuda ? kSpinOnGo : std::chrono::microseconds(0));
   if (!go || *go == timer::kAbort) throw WorkerError{"runtime_error", "the timer stopped the timed calls"};
+  if (small_kernel) timer_small_.fill_(static_cast<double>(seq & 0xffff));
   std::vector<at::Tensor> out;
   if (!empty) out = timing_module_->forward(timer_inputs_);
-  if (small.defined()) small.fill_(static_cast<double>(seq & 0xffff));
   auto copy_out = [&] {
     for (std::size_t k = 0; k < out.size() && k < timer_outputs_.size(); ++k) {
       const at::Tensor& o = out[k];
@@ -100,7 +106,7 @@ void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
     timer::join(signal, stream);
     timer::stream_store(signal, control, Word::kCalled, seq);
     copy_out();
-    if (small.defined()) small_out.copy_(small);
+    if (empty && small_kernel) timer_small_out_.copy_(timer_small_);
     timer::join(signal, stream);
     timer::stream_store(signal, control, Word::kCopied, seq);
     synchronize();  // one call at a time: the next is armed once this one's work is done

@@ -218,6 +218,9 @@ class Worker {
   // captured outputs (memory the candidate cannot reach).
   std::unique_ptr<SharedBlock> timer_control_, timer_data_;
   std::vector<at::Tensor> timer_inputs_, timer_outputs_, timer_captured_;
+  // kloop's small kernel after go in every GPU call the timer counts
+  // (candidate_timer.cpp's serve_one), and the small copy of the handshake's.
+  at::Tensor timer_small_, timer_small_out_;
   wire::TimerFloors timer_floors_;
   wire::Case timer_case_;
   // The calibration's case, layout and flush: the handshake's calls with
