@@ -308,6 +308,11 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"returns_input.cpp", "kernelbench", "correct", "test calls passed"},
         FixtureCase{"caches_result.cpp", "strict", "integrity_violation", "stale_output"},
         FixtureCase{"corrupt_later.cpp", "strict", "integrity_violation", "corrupt_after_repeat"},
+        // Reads the address its first call's input had (a CUDA graph that
+        // captured its input's copy): a model's next call gets inputs
+        // elsewhere, as each KernelBench trial does.
+        FixtureCase{"replays_first_address.cpp", "kernelbench", "incorrect", "first: call 1 of seed"},
+        FixtureCase{"replays_first_address.cpp", "strict", "integrity_violation", "stale_output"},
         // Replays its first output for inputs it has seen. Every timed call
         // gets inputs no earlier call had (on the CPU too):
         // a module that replays what it computed for a seen input never

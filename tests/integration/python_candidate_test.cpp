@@ -149,6 +149,22 @@ TEST_F(PythonCandidateTest, KernelBenchsOneModelOnFiveTrialsCatchesAResultKeptFr
   EXPECT_EQ(eval("19_ReLU", "relu_correct.py", Isolation::kStrict, "kernelbench").verdict, VerdictClass::kCorrect);
 }
 
+// The published L2/5 kernel captures a CUDA graph at its first forward
+// with the copy of its input inside it, so every replay reads the first
+// call's input address. KernelBench's eval draws each trial's inputs while
+// the last trial's are alive, so they lie elsewhere and the replay is
+// wrong; kloop freed a call's inputs before drawing the next, CUDA's
+// caching allocator handed the same block back, and the kernel passed (on
+// an H100). A model's next call now gets its inputs while the last call's
+// are alive. On the CPU glibc happened to give other addresses before too:
+// here the test holds the contract; the GPU step `python-graph` runs the
+// kernel's own mistake (tests/gpu/fixtures/kb_graph_stale_input.py).
+TEST_F(PythonCandidateTest, AModelsNextCallGetsItsInputsElsewhereAsEachKernelBenchTrialDoes) {
+  const Verdict v = eval("19_ReLU", "relu_replays_first_address.py", Isolation::kStrict, "kernelbench");
+  EXPECT_EQ(v.verdict, VerdictClass::kIncorrect) << v.to_text();
+  EXPECT_NE(v.message.find("test calls failed; first: call 1 of seed"), std::string::npos) << v.message;
+}
+
 // A published generation (level 1's 9_Tall_skinny) returns a torch.Tensor
 // subclass that reports the product's shape and holds no data, so the
 // matmul is never computed; KernelBench's eval accepted it. kloop judges

@@ -17,6 +17,14 @@ wire::RunReply Worker::run(const wire::Run& cmd) {
   const std::string label = "case " + std::to_string(c.id) + " call " + std::to_string(cmd.call);
   exchange_.release();
   last_outputs_.clear();
+  // The last call's inputs stay alive until this call's exist, so this
+  // call's inputs are never where the last call's were, as in KernelBench's
+  // eval (it draws each trial's inputs while the last trial's are alive). A
+  // kernel that keeps reading the address it saw first (a CUDA graph that
+  // captured the copy of its input, as the published L2/5 kernel does)
+  // reads stale memory here as there; with the allocator handing the freed
+  // block back, it read this call's inputs and passed.
+  std::vector<at::Tensor> previous_inputs = std::move(last_inputs_);
   last_inputs_.clear();
   wire::RunReply reply;
   if (!module_ || module_case_ != c.id || module_randomized_ != c.randomize_identity_params) {
@@ -44,6 +52,7 @@ wire::RunReply Worker::run(const wire::Run& cmd) {
     set_phase("drawing inputs, " + label);
     inputs = draw_args(c, cmd.call);
   }
+  previous_inputs.clear();
   set_phase("forward, " + label);
   auto t0 = Clock::now();
   auto out = module_->forward(inputs);
