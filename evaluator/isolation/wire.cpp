@@ -196,7 +196,7 @@ KLOOP_WIRE(TimerFloors, OPT(prep), OPT(copy), OPT(window), OPT(tail), OPT(prep_s
 KLOOP_WIRE(TimerCalibrate, REQ_AS(c, "case"), OPT(l2_flush), OPT(samples))
 KLOOP_WIRE(TimerCalibrateReply, REQ(floors), REQ(control_bytes))
 KLOOP_WIRE(TimerHandoff, REQ(samples), REQ(first), OPT(deadline_ms), OPT(candidate_pid), OPT(work))
-KLOOP_WIRE(TimerHandoffReply, REQ(floors), OPT(window), OPT(tail), OPT(prep), OPT(capture), OPT(between), OPT(alone_fill), OPT(alone_copy))
+KLOOP_WIRE(TimerHandoffReply, REQ(floors), OPT(window), OPT(tail), OPT(prep), OPT(capture), OPT(between), OPT(alone_copy))
 KLOOP_WIRE(TimerOpen, REQ_AS(c, "case"))
 KLOOP_WIRE(TimerOpenReply, REQ(layout))
 KLOOP_WIRE(TimedSample, REQ(seconds), OPT(window), OPT(tail), OPT(prep), OPT(outside), OPT(capture), OPT(between), OPT(throttled), OPT(unwatched))

@@ -473,8 +473,7 @@ struct TimerHandoffReply {
   std::vector<double> prep;     // `work`: the timer's small kernel before go
   std::vector<double> capture;  // `work`: the timer's small copy after copied
   std::vector<double> between;  // GPU: copied to the next call's armed
-  double alone_fill = 0;        // `work`: the small kernel, and the small copy, with no switch around them
-  double alone_copy = 0;
+  double alone_copy = 0;        // `work`: the small copy with no switch around it (the window's floor keeps the small kernel)
 };
 struct TimerHandoff {
   using Reply = TimerHandoffReply;
