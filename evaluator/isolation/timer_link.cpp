@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -250,6 +251,21 @@ void* signal_stream() { throw std::logic_error("no CUDA in this build"); }
 void join(void*, void*) { throw std::logic_error("no CUDA in this build"); }
 uint32_t device_load(SharedBlock&, Word) { throw std::logic_error("no CUDA in this build"); }
 #endif
+
+// Exact in a float (below 2^24), and another value for each of 2^24
+// consecutive calls: a row left from an earlier call never passes.
+float seal_value(uint32_t seq) { return static_cast<float>(seq & 0xffffffu); }
+
+std::optional<int> first_unsealed(const float* seal, uint32_t first, int calls) {
+  for (int i = std::max(0, calls - static_cast<int>(kSealRows)); i < calls; ++i) {
+    const uint32_t seq = first + static_cast<uint32_t>(i);
+    const float* row = seal + static_cast<int64_t>(seq % kSealRows) * kSealWidth;
+    for (int64_t k = 0; k < kSealWidth; ++k) {
+      if (row[k] != seal_value(seq)) return i;
+    }
+  }
+  return std::nullopt;
+}
 
 }  // namespace timer
 }  // namespace kloop

@@ -122,5 +122,20 @@ void stream_store(void* stream, SharedBlock& control, Word w, uint32_t value);
 void device_abort(SharedBlock& control);
 uint32_t device_load(SharedBlock& control, Word w);
 
+// The seal (GPU): kloop's small kernel, which every timed call runs after go
+// and before forward (worker/candidate_timer.cpp), fills row `seq %
+// kSealRows` of a region of the timer's data block with seal_value(seq).
+// The region is device memory, so the candidate's side cannot write it from
+// its host: a call that skipped kloop's kernel (it would gain that kernel's
+// time) leaves a row the timer finds wrong after the batch.
+constexpr int64_t kSealRows = 512;
+constexpr int64_t kSealWidth = 64;  // floats a row: kloop's small kernel
+float seal_value(uint32_t seq);
+// Of the calls first .. first + calls - 1 whose rows no later call of them
+// wrote over (the last kSealRows), the first (0-based, in the batch) whose
+// row in `seal` (kSealRows x kSealWidth floats, host memory) is not all
+// seal_value of its seq; nullopt when every one is sealed.
+std::optional<int> first_unsealed(const float* seal, uint32_t first, int calls);
+
 }  // namespace timer
 }  // namespace kloop

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace kloop {
 namespace {
@@ -81,6 +83,37 @@ TEST(TimerLinkTest, TheWorkersStoreNeverHidesALaterNumber) {
   EXPECT_EQ(timer::host_load(*control, Word::kCalled), 1002u);
   timer::host_raise(*control, Word::kCalled, timer::kAbort);
   EXPECT_EQ(timer::host_load(*control, Word::kCalled), timer::kAbort);
+}
+
+// The seal (GPU) as the timer reads it after a batch: every call's row must
+// hold its own value; a row a skipping call left (from the block's start,
+// or from the call kSealRows before it) is found, and rows later calls of
+// the batch wrote over are not asked for.
+TEST(TimerLinkTest, TheSealFindsTheFirstCallThatDidNotWriteItsRow) {
+  std::vector<float> seal(static_cast<std::size_t>(timer::kSealRows * timer::kSealWidth), -1.0f);
+  auto write = [&](uint32_t seq) {
+    const auto row = static_cast<std::size_t>(seq % timer::kSealRows * timer::kSealWidth);
+    std::fill(seal.begin() + static_cast<std::ptrdiff_t>(row),
+              seal.begin() + static_cast<std::ptrdiff_t>(row + timer::kSealWidth), timer::seal_value(seq));
+  };
+  const uint32_t first = 1000;
+  for (uint32_t s = first; s < first + 40; ++s) write(s);
+  EXPECT_FALSE(timer::first_unsealed(seal.data(), first, 40).has_value());
+  EXPECT_EQ(timer::first_unsealed(seal.data(), first, 41), 40) << "call 40 never ran";
+  // Call 7 of a later batch skipped kloop's kernel: its row still holds
+  // call 7's of kSealRows calls before, and one element short is as wrong.
+  const uint32_t later = first + static_cast<uint32_t>(timer::kSealRows);
+  for (uint32_t s = later; s < later + 40; ++s) {
+    if (s != later + 7) write(s);
+  }
+  EXPECT_EQ(timer::first_unsealed(seal.data(), later, 40), 7);
+  write(later + 7);
+  seal[static_cast<std::size_t>((later + 9) % timer::kSealRows * timer::kSealWidth + 63)] = 0.0f;
+  EXPECT_EQ(timer::first_unsealed(seal.data(), later, 40), 9);
+  // A batch longer than the rows: only its last kSealRows calls are asked.
+  for (uint32_t s = later; s < later + 600; ++s) write(s);
+  EXPECT_FALSE(timer::first_unsealed(seal.data(), later, 600).has_value());
+  EXPECT_NE(timer::seal_value(first), timer::seal_value(later)) << "the value a row held before is never this call's";
 }
 
 }  // namespace

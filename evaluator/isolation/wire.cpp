@@ -191,7 +191,7 @@ KLOOP_WIRE_EMPTY(Exit)
 KLOOP_WIRE_EMPTY(Ready)
 
 KLOOP_WIRE(TensorSlot, REQ(dtype), REQ(shape), REQ(offset), REQ(bytes))
-KLOOP_WIRE(TimerLayout, REQ(inputs), REQ(outputs), REQ(bytes))
+KLOOP_WIRE(TimerLayout, REQ(inputs), REQ(outputs), REQ(bytes), OPT(seal))
 KLOOP_WIRE(TimerFloors, OPT(prep), OPT(copy), OPT(window), OPT(tail), OPT(prep_switch), OPT(capture_switch), OPT(resolution), OPT(between), OPT(outside_noise))
 KLOOP_WIRE(TimerCalibrate, REQ_AS(c, "case"), OPT(l2_flush), OPT(samples))
 KLOOP_WIRE(TimerCalibrateReply, REQ(floors), REQ(control_bytes))

@@ -415,11 +415,13 @@ struct TensorSlot {
   uint64_t offset = 0;
   uint64_t bytes = 0;
 };
-// The data block: the timed call's inputs, then its outputs.
+// The data block: the timed call's inputs, then its outputs, then (GPU) the
+// seal kloop's small kernel writes in each timed call (timer_link.h).
 struct TimerLayout {
   std::vector<TensorSlot> inputs;
   std::vector<TensorSlot> outputs;
   uint64_t bytes = 0;
+  std::optional<TensorSlot> seal;
 };
 
 // What the timer subtracts or allows, each the least of its runs: drawing a

@@ -392,6 +392,17 @@ TEST_F(GpuEvalTest, AHandshakeSaidEarlyLeavesTheWorkInTheTime) {
   EXPECT_TRUE(has_check(v, "work_outside_timed_window") || has_check(v, "timed_call_incorrect")) << v.message;
 }
 
+// kloop's small kernel skipped in every call (an override of aten::fill_
+// in the candidate's process): the window would be short by that kernel,
+// which the floor keeps; the timer finds the call's seal row unwritten.
+TEST_F(GpuEvalTest, ACallThatSkipsKloopsSmallKernelIsAProtocolViolation) {
+  options_.protocol = "kernelbench";  // torch.relu is the candidate's forward
+  Verdict v = eval("kb_skips_timer_kernel.py");
+  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
+  EXPECT_TRUE(has_check(v, "protocol_violation")) << v.message;
+  EXPECT_NE(v.message.find("small kernel"), std::string::npos) << v.message;
+}
+
 // In bundles, as `kloop problems check` builds them: each reference loads
 // by its entry in its bundle.
 TEST_F(GpuEvalTest, EveryLevel1ReferenceRunsOnTheGpuAtSmallDims) {

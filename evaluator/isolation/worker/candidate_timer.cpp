@@ -35,6 +35,13 @@ wire::NoReply Worker::timer_attach(const wire::TimerAttach& cmd) {
   } else if (cmd.block == "data" && cmd.layout) {
     timer_inputs_ = block_views(*block, cmd.layout->inputs, device_);
     timer_outputs_ = block_views(*block, cmd.layout->outputs, device_);
+    // The seal's rows as views made here, so that a call's own steps are
+    // the handshake's (which fills a tensor of this process's).
+    timer_seal_rows_.clear();
+    if (cmd.layout->seal) {
+      const at::Tensor seal = block_views(*block, {*cmd.layout->seal}, device_).front();
+      for (int64_t r = 0; r < timer::kSealRows; ++r) timer_seal_rows_.push_back(seal.select(0, r));
+    }
     timer_data_ = std::move(block);
   } else {
     throw WorkerError{"runtime_error", "timer_attach: block '" + cmd.block + "' (with a layout for data)"};
@@ -57,8 +64,11 @@ wire::NoReply Worker::timer_attach(const wire::TimerAttach& cmd) {
 // loaded yet) run the same small kernel, and a small copy where the
 // outputs' copy would run, so the floor subtracts the kernel and the
 // switch. The kernel is kloop's code in the candidate's process: a
-// candidate that skips it gains nothing the floor's difference does not
-// show, as with any other work of its own it leaves out of the window.
+// candidate that skipped it would have its window short of that kernel
+// (about 2 us on an H100). So in a timed call it seals the call's row of
+// the timer's data block (device memory, timer_link.h), which the timer
+// checks after the batch; a candidate can only write the row from a kernel
+// of its own instead, which saves at most one launch a call.
 void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
   SharedBlock& control = *timer_control_;
   const bool cuda = session_->cuda();
@@ -85,7 +95,15 @@ void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
   const auto go = timer::host_wait(control, Word::kGo, seq, Clock::now() + std::chrono::hours(24),
                                    cuda ? kSpinOnGo : std::chrono::microseconds(0));
   if (!go || *go == timer::kAbort) throw WorkerError{"runtime_error", "the timer stopped the timed calls"};
-  if (small_kernel) timer_small_.fill_(static_cast<double>(seq & 0xffff));
+  if (small_kernel) {
+    // A timed call seals its row of the timer's block; the handshake's
+    // calls fill memory of this process's.
+    if (!empty && !timer_seal_rows_.empty()) {
+      timer_seal_rows_[seq % static_cast<uint32_t>(timer::kSealRows)].fill_(static_cast<double>(timer::seal_value(seq)));
+    } else {
+      timer_small_.fill_(static_cast<double>(timer::seal_value(seq)));
+    }
+  }
   std::vector<at::Tensor> out;
   if (!empty) out = timing_module_->forward(timer_inputs_);
   auto copy_out = [&] {

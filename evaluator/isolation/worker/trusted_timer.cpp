@@ -70,8 +70,9 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 constexpr uint64_t kAlign = 256;
 uint64_t aligned(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// The data block's layout: the case's inputs, then `outputs`' shapes.
-wire::TimerLayout layout_for(const wire::Case& c, const std::vector<at::Tensor>& outputs) {
+// The data block's layout: the case's inputs, then `outputs`' shapes, then
+// (GPU: `seal`) the rows kloop's small kernel seals in each timed call.
+wire::TimerLayout layout_for(const wire::Case& c, const std::vector<at::Tensor>& outputs, bool seal) {
   wire::TimerLayout l;
   auto add = [&](std::vector<wire::TensorSlot>& slots, const std::string& dtype, const std::vector<int64_t>& shape) {
     const auto d = parse_dtype(dtype);
@@ -83,6 +84,11 @@ wire::TimerLayout layout_for(const wire::Case& c, const std::vector<at::Tensor>&
   };
   for (const auto& in : c.inputs) add(l.inputs, in.dtype, in.shape);
   for (const auto& o : outputs) add(l.outputs, dtype_name(dtype_of(o)), o.sizes().vec());
+  if (seal) {
+    std::vector<wire::TensorSlot> rows;
+    add(rows, "float32", {timer::kSealRows, timer::kSealWidth});
+    l.seal = rows.front();
+  }
   return l;
 }
 
@@ -445,7 +451,7 @@ wire::TimerCalibrateReply Worker::timer_calibrate(const wire::TimerCalibrate& cm
   args.clear();
   module.reset();
   set_phase("timer: calibrating its own spans for " + label);
-  const wire::TimerLayout layout = layout_for(c, outputs);
+  const wire::TimerLayout layout = layout_for(c, outputs, false);
   auto data = SharedBlock::create(device_, layout.bytes);
   const auto inputs = block_views(*data, layout.inputs, device_);
   const auto outs = block_views(*data, layout.outputs, device_);
@@ -659,10 +665,17 @@ wire::TimerOpenReply Worker::timer_open(const wire::TimerOpen& cmd) {
   synchronize();
   args.clear();
   wire::TimerOpenReply reply;
-  reply.layout = layout_for(timer_case_, outputs);
+  reply.layout = layout_for(timer_case_, outputs, session_->cuda());
   timer_data_ = SharedBlock::create(device_, reply.layout.bytes);
   timer_inputs_ = block_views(*timer_data_, reply.layout.inputs, device_);
   timer_outputs_ = block_views(*timer_data_, reply.layout.outputs, device_);
+  timer_seal_ = at::Tensor();
+  if (reply.layout.seal) {
+    // No row may start out holding a call's value.
+    timer_seal_ = block_views(*timer_data_, {*reply.layout.seal}, device_).front();
+    timer_seal_.fill_(-1.0);
+    synchronize();
+  }
   timer_captured_.clear();
   for (const auto& o : timer_outputs_) timer_captured_.push_back(at::empty_like(o));
   export_block(*timer_data_);
@@ -772,6 +785,20 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
       reply.check_seconds += seconds_since(check_start);
     }
     synchronize();
+    // Every timed call ran kloop's small kernel after go (its row sealed):
+    // a call that skipped it would have its window short of that kernel,
+    // which the window's floor keeps.
+    if (timer_seal_.defined() && !calls.empty() && !reply.aborted) {
+      const at::Tensor seal = timer_seal_.to(at::kCPU).contiguous();
+      if (const auto k = timer::first_unsealed(seal.data_ptr<float>(), cmd.first, static_cast<int>(calls.size()))) {
+        reply.aborted = "kloop's small kernel did not run in timed call " + std::to_string(*k) +
+                        " of the batch (its row of the seal was not written): the candidate's side skipped or "
+                        "replaced kloop's work in the call";
+        reply.forged = true;
+      }
+    } else if (!timer_seal_.defined()) {
+      throw WorkerError{"runtime_error", "the timed calls on a GPU need the seal in the data block"};
+    }
     const bool throttled = throttled_before || session_->throttled_now();
     // The candidate's worker's steps between two calls, as the timer sees
     // them (a call's copied to the next call's armed; not after the batch's
@@ -883,6 +910,8 @@ wire::NoReply Worker::timer_close(const wire::TimerClose&) {
   timer_inputs_.clear();
   timer_outputs_.clear();
   timer_captured_.clear();
+  timer_seal_ = at::Tensor();
+  timer_seal_rows_.clear();
   timer_data_.reset();
   return {};
 }

@@ -221,6 +221,10 @@ class Worker {
   // kloop's small kernel after go in every GPU call the timer counts
   // (candidate_timer.cpp's serve_one), and the small copy of the handshake's.
   at::Tensor timer_small_, timer_small_out_;
+  // GPU: the data block's seal (timer_link.h): the timer's whole, the
+  // candidate's side's by row.
+  at::Tensor timer_seal_;
+  std::vector<at::Tensor> timer_seal_rows_;
   wire::TimerFloors timer_floors_;
   wire::Case timer_case_;
   // The calibration's case, layout and flush: the handshake's calls with
