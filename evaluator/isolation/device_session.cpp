@@ -130,6 +130,14 @@ void* DeviceSession::stream() const {
   return nullptr;
 }
 
+void DeviceSession::restore_stream() {
+#ifdef KLOOP_WITH_CUDA
+  if (cuda_) {
+    c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromExternal(gpu_->stream, static_cast<c10::DeviceIndex>(index_)));
+  }
+#endif
+}
+
 void DeviceSession::synchronize() {
 #ifdef KLOOP_WITH_CUDA
   if (cuda_) {

@@ -23,6 +23,9 @@ class DeviceSession {
   bool cuda() const { return cuda_; }
   // The session's stream (a cudaStream_t, current for the whole process), or null on CPU.
   void* stream() const;
+  // Makes kloop's stream the current one again (a module may have made
+  // another current and left it so).
+  void restore_stream();
   // Waits for all work on the device; throws std::runtime_error with the
   // CUDA error string when a kernel failed (illegal address, ...).
   void synchronize();

@@ -96,6 +96,9 @@ void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
                                    cuda ? kSpinOnGo : std::chrono::microseconds(0));
   if (!go || *go == timer::kAbort) throw WorkerError{"runtime_error", "the timer stopped the timed calls"};
   if (small_kernel) {
+    // On kloop's stream, which `called` and `copied` follow, whatever
+    // stream the module left current: the seal is written before they are.
+    session_->restore_stream();
     // A timed call seals its row of the timer's block; the handshake's
     // calls fill memory of this process's.
     if (!empty && !timer_seal_rows_.empty()) {
