@@ -201,7 +201,7 @@ Runner add_baseline_command(CLI::App& app, const GlobalOptions& global) {
       row["precision"] = precision;
       for (const auto& mode : st->compile) {
         CompileBaselineOptions co;
-        co.upstream_root = st->upstream;
+        co.upstream_root = std::filesystem::absolute(st->upstream).lexically_normal().string();  // the worker runs elsewhere
         co.python = st->python;
         co.use_cache = !st->remeasure;
         co.timeout = std::chrono::seconds(static_cast<long long>(st->timeout_s));
