@@ -385,11 +385,15 @@ TEST_F(GpuEvalTest, UpstreamSizeIsJudgedOnTheGpu) {
 // The handshake forged from a thread of the candidate's: `called` and
 // `copied` stored the moment the timer stores `go`, the call's work (about
 // 1 ms) after. kloop's worker arms the next call only once the work is
-// done, and the timer sees the time that took.
+// done, and the timer sees the time that took; and a call whose words came
+// before kloop's small kernel had sealed its row stops the timed calls
+// (H100: the seal caught it first, in timed call 43 and 69 of a batch).
 TEST_F(GpuEvalTest, AHandshakeSaidEarlyLeavesTheWorkInTheTime) {
   Verdict v = eval("relu_forged_called.cu");
   EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
-  EXPECT_TRUE(has_check(v, "work_outside_timed_window") || has_check(v, "timed_call_incorrect")) << v.message;
+  EXPECT_TRUE(has_check(v, "work_outside_timed_window") || has_check(v, "timed_call_incorrect") ||
+              has_check(v, "protocol_violation"))
+      << v.message;
 }
 
 // kloop's small kernel skipped in every call (an override of aten::fill_

@@ -791,9 +791,10 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
     if (timer_seal_.defined() && !calls.empty() && !reply.aborted) {
       const at::Tensor seal = timer_seal_.to(at::kCPU).contiguous();
       if (const auto k = timer::first_unsealed(seal.data_ptr<float>(), cmd.first, static_cast<int>(calls.size()))) {
-        reply.aborted = "kloop's small kernel did not run in timed call " + std::to_string(*k) +
-                        " of the batch (its row of the seal was not written): the candidate's side skipped or "
-                        "replaced kloop's work in the call";
+        reply.aborted = "kloop's small kernel had not run in timed call " + std::to_string(*k) +
+                        " of the batch when the call's words said it had ended (its row of the seal was not "
+                        "written): the candidate's side skipped kloop's work in the call, or stored the words "
+                        "itself";
         reply.forged = true;
       }
     } else if (!timer_seal_.defined()) {
