@@ -125,9 +125,10 @@ uint32_t device_load(SharedBlock& control, Word w);
 // The seal (GPU): kloop's small kernel, which every timed call runs after go
 // and before forward (worker/candidate_timer.cpp), fills row `seq %
 // kSealRows` of a region of the timer's data block with seal_value(seq).
-// The region is device memory, so the candidate's side cannot write it from
-// its host: a call that skipped kloop's kernel (it would gain that kernel's
-// time) leaves a row the timer finds wrong after the batch.
+// The timer clears the call's row just before go. The region is device
+// memory, so the candidate's side cannot write it from its host, nor ahead
+// of the call: a call that skipped kloop's kernel (it would gain that
+// kernel's time) leaves a row the timer finds wrong after the batch.
 constexpr int64_t kSealRows = 512;
 constexpr int64_t kSealWidth = 64;  // floats a row: kloop's small kernel
 float seal_value(uint32_t seq);

@@ -407,6 +407,16 @@ TEST_F(GpuEvalTest, ACallThatSkipsKloopsSmallKernelIsAProtocolViolation) {
   EXPECT_NE(v.message.find("small kernel"), std::string::npos) << v.message;
 }
 
+// The seal's rows written ahead from the first call, kloop's kernel skipped
+// after: the timer clears each call's row just before go.
+TEST_F(GpuEvalTest, ASealWrittenAheadOfTheCallsIsAProtocolViolation) {
+  options_.protocol = "kernelbench";
+  Verdict v = eval("kb_prefills_seal.py");
+  EXPECT_EQ(v.verdict, VerdictClass::kIntegrityViolation) << v.message;
+  EXPECT_TRUE(has_check(v, "protocol_violation")) << v.message;
+  EXPECT_NE(v.message.find("small kernel"), std::string::npos) << v.message;
+}
+
 // In bundles, as `kloop problems check` builds them: each reference loads
 // by its entry in its bundle.
 TEST_F(GpuEvalTest, EveryLevel1ReferenceRunsOnTheGpuAtSmallDims) {

@@ -549,6 +549,7 @@ wire::TimerHandoffReply Worker::timer_handoff(const wire::TimerHandoff& cmd) {
           [&] {
             if (!cmd.work) return;
             draw_into(inputs, timer_calibrated_case_, int64_t{1} << 42 | i, stream);
+            small.fill_(-1.0);  // where a timed call clears its row of the seal
             if (timer_calibrated_flush_) session_->flush_l2_async();
           },
           capture ? std::function<void()>([&] {
@@ -670,10 +671,12 @@ wire::TimerOpenReply Worker::timer_open(const wire::TimerOpen& cmd) {
   timer_inputs_ = block_views(*timer_data_, reply.layout.inputs, device_);
   timer_outputs_ = block_views(*timer_data_, reply.layout.outputs, device_);
   timer_seal_ = at::Tensor();
+  timer_seal_rows_.clear();
   if (reply.layout.seal) {
     // No row may start out holding a call's value.
     timer_seal_ = block_views(*timer_data_, {*reply.layout.seal}, device_).front();
     timer_seal_.fill_(-1.0);
+    for (int64_t r = 0; r < timer::kSealRows; ++r) timer_seal_rows_.push_back(timer_seal_.select(0, r));
     synchronize();
   }
   timer_captured_.clear();
@@ -752,6 +755,9 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
 #ifdef KLOOP_WITH_CUDA
   if (session_->cuda()) {
     auto* stream = static_cast<cudaStream_t>(session_->stream());
+    if (timer_seal_rows_.size() != static_cast<std::size_t>(timer::kSealRows)) {
+      throw WorkerError{"runtime_error", "the timed calls on a GPU need the seal in the data block"};
+    }
     session_->reset_persisting_l2();
     tighten_timer_slack();
     const bool throttled_before = session_->throttled_now();
@@ -765,6 +771,10 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
           control, stream, done, seq, deadline, cmd.candidate_pid,
           [&] {
             draw_into(timer_inputs_, timer_case_, seq, stream);
+            // The call's row of the seal cleared just before go: a row
+            // written ahead (all of them at once, before the batch) does
+            // not count; kloop's kernel in the call must write it.
+            timer_seal_rows_[seq % static_cast<uint32_t>(timer::kSealRows)].fill_(-1.0);
             if (cmd.l2_flush) session_->flush_l2_async();
           },
           check ? std::function<void()>([&] {
@@ -785,9 +795,9 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
       reply.check_seconds += seconds_since(check_start);
     }
     synchronize();
-    // Every timed call ran kloop's small kernel after go (its row sealed):
-    // a call that skipped it would have its window short of that kernel,
-    // which the window's floor keeps.
+    // Every timed call ran kloop's small kernel after go (its row, cleared
+    // before go, sealed): a call that skipped it would have its window
+    // short of that kernel, which the window's floor keeps.
     if (timer_seal_.defined() && !calls.empty() && !reply.aborted) {
       const at::Tensor seal = timer_seal_.to(at::kCPU).contiguous();
       if (const auto k = timer::first_unsealed(seal.data_ptr<float>(), cmd.first, static_cast<int>(calls.size()))) {
@@ -797,8 +807,6 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
                         "itself";
         reply.forged = true;
       }
-    } else if (!timer_seal_.defined()) {
-      throw WorkerError{"runtime_error", "the timed calls on a GPU need the seal in the data block"};
     }
     const bool throttled = throttled_before || session_->throttled_now();
     // The candidate's worker's steps between two calls, as the timer sees
