@@ -259,7 +259,7 @@ float seal_value(uint32_t seq) { return static_cast<float>(seq & 0xffffffu); }
 std::optional<int> first_unsealed(const float* seal, uint32_t first, int calls) {
   for (int i = std::max(0, calls - static_cast<int>(kSealRows)); i < calls; ++i) {
     const uint32_t seq = first + static_cast<uint32_t>(i);
-    const float* row = seal + static_cast<int64_t>(seq % kSealRows) * kSealWidth;
+    const float* row = seal + seal_row(seq) * kSealWidth;
     for (int64_t k = 0; k < kSealWidth; ++k) {
       if (row[k] != seal_value(seq)) return i;
     }

@@ -132,6 +132,8 @@ uint32_t device_load(SharedBlock& control, Word w);
 constexpr int64_t kSealRows = 512;
 constexpr int64_t kSealWidth = 64;  // floats a row: kloop's small kernel
 float seal_value(uint32_t seq);
+// The row call `seq` seals.
+inline int64_t seal_row(uint32_t seq) { return static_cast<int64_t>(seq % static_cast<uint32_t>(kSealRows)); }
 // Of the calls first .. first + calls - 1 whose rows no later call of them
 // wrote over (the last kSealRows), the first (0-based, in the batch) whose
 // row in `seal` (kSealRows x kSealWidth floats, host memory) is not all

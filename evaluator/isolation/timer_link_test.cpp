@@ -92,7 +92,7 @@ TEST(TimerLinkTest, TheWorkersStoreNeverHidesALaterNumber) {
 TEST(TimerLinkTest, TheSealFindsTheFirstCallThatDidNotWriteItsRow) {
   std::vector<float> seal(static_cast<std::size_t>(timer::kSealRows * timer::kSealWidth), -1.0f);
   auto write = [&](uint32_t seq) {
-    const auto row = static_cast<std::size_t>(seq % timer::kSealRows * timer::kSealWidth);
+    const auto row = static_cast<std::size_t>(timer::seal_row(seq) * timer::kSealWidth);
     std::fill(seal.begin() + static_cast<std::ptrdiff_t>(row),
               seal.begin() + static_cast<std::ptrdiff_t>(row + timer::kSealWidth), timer::seal_value(seq));
   };
@@ -108,7 +108,7 @@ TEST(TimerLinkTest, TheSealFindsTheFirstCallThatDidNotWriteItsRow) {
   }
   EXPECT_EQ(timer::first_unsealed(seal.data(), later, 40), 7);
   write(later + 7);
-  seal[static_cast<std::size_t>((later + 9) % timer::kSealRows * timer::kSealWidth + 63)] = 0.0f;
+  seal[static_cast<std::size_t>(timer::seal_row(later + 9) * timer::kSealWidth + 63)] = 0.0f;
   EXPECT_EQ(timer::first_unsealed(seal.data(), later, 40), 9);
   // A batch longer than the rows: only its last kSealRows calls are asked.
   for (uint32_t s = later; s < later + 600; ++s) write(s);

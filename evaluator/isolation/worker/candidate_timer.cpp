@@ -102,7 +102,7 @@ void Worker::serve_one(uint32_t seq, bool empty, bool work, std::string& note) {
     // A timed call seals its row of the timer's block; the handshake's
     // calls fill memory of this process's.
     if (!empty && !timer_seal_rows_.empty()) {
-      timer_seal_rows_[seq % static_cast<uint32_t>(timer::kSealRows)].fill_(static_cast<double>(timer::seal_value(seq)));
+      timer_seal_rows_[static_cast<std::size_t>(timer::seal_row(seq))].fill_(static_cast<double>(timer::seal_value(seq)));
     } else {
       timer_small_.fill_(static_cast<double>(timer::seal_value(seq)));
     }

@@ -774,7 +774,7 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
             // The call's row of the seal cleared just before go: a row
             // written ahead (all of them at once, before the batch) does
             // not count; kloop's kernel in the call must write it.
-            timer_seal_rows_[seq % static_cast<uint32_t>(timer::kSealRows)].fill_(-1.0);
+            timer_seal_rows_[static_cast<std::size_t>(timer::seal_row(seq))].fill_(-1.0);
             if (cmd.l2_flush) session_->flush_l2_async();
           },
           check ? std::function<void()>([&] {
@@ -798,7 +798,7 @@ wire::TimerBatchReply Worker::timer_batch(const wire::TimerBatch& cmd) {
     // Every timed call ran kloop's small kernel after go (its row, cleared
     // before go, sealed): a call that skipped it would have its window
     // short of that kernel, which the window's floor keeps.
-    if (timer_seal_.defined() && !calls.empty() && !reply.aborted) {
+    if (!calls.empty() && !reply.aborted) {
       const at::Tensor seal = timer_seal_.to(at::kCPU).contiguous();
       if (const auto k = timer::first_unsealed(seal.data_ptr<float>(), cmd.first, static_cast<int>(calls.size()))) {
         reply.aborted = "kloop's small kernel had not run in timed call " + std::to_string(*k) +
