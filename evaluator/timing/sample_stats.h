@@ -14,9 +14,11 @@ namespace kloop {
 
 // When to stop sampling. A run stops once it has at least min_samples and
 // min_seconds of measured time and either the relative standard deviation
-// is below noise_target or that noise has settled (an inherently noisy
-// kernel never meets the target: its noise estimate stops moving instead),
-// or when it hits max_samples or max_seconds.
+// is below noise_target, or (where the headline is the median) a 95%
+// interval of the median is within noise_target of it either way, or that
+// noise has settled (an inherently noisy kernel never meets the target: its
+// noise estimate stops moving instead), or when it hits max_samples or
+// max_seconds.
 struct TimingRules {
   int warmup_calls = 3;
   double warmup_seconds = 0.05;
@@ -84,6 +86,7 @@ class StoppingRule {
 
  private:
   bool noise_settled() const;
+  double median_half_width() const;  // of a 95% interval of the median, relative; inf unless the headline
   double running_rel_stdev() const;  // of the samples so far (Welford), 0 below two
 
   TimingRules rules_;
