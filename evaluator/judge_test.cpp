@@ -4,6 +4,8 @@
 // that does not.
 #include "evaluator/judge.h"
 
+#include "evaluator/check/activity_audit.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -586,6 +588,18 @@ TEST(JudgeTest, AVerdictDecidedBeforeTimingKeepsItsDecisionAndOneWithoutObservat
   json damaged = stored_after_timing(TimingObservation{}, protocol_by_name("strict")).to_json();
   damaged["observed"]["timing"]["seen"].erase("activity");
   EXPECT_THROW(rejudge(damaged, protocol_by_name("strict-libraries")), std::invalid_argument);
+}
+
+// The audit's records come from the candidate's process: every verdict that
+// has them says so, in its JSON and its text, whatever it found.
+TEST(JudgeTest, AVerdictWithAnAuditSaysItsEvidenceIsTheCandidatesClaim) {
+  Verdict v;
+  v.verdict = VerdictClass::kCorrect;
+  v.activity = {{"calls", 5}, {"kernels_per_call", 1.0}, {"gpu_us_per_call", 17.3}, {"evidence", kActivityEvidence}};
+  const std::string text = v.to_text();
+  EXPECT_NE(text.find("activity: 1 kernels per call"), std::string::npos) << text;
+  EXPECT_NE(text.find("activity evidence: traced in the candidate's own process"), std::string::npos) << text;
+  EXPECT_NE(v.to_json()["activity"].value("evidence", "").find("rests on this claim"), std::string::npos);
 }
 
 }  // namespace

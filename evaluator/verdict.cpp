@@ -269,6 +269,7 @@ std::string Verdict::to_text() const {
       for (const auto& t : activity["compiled_in"]) out << " " << t.get<std::string>();
     }
     out << "\n";
+    if (activity.contains("evidence")) out << "  activity evidence: " << activity["evidence"].get<std::string>() << "\n";
   }
   for (const auto& e : error_analysis.is_array() ? error_analysis : json::array()) {
     auto num = [](const json& v) { return v.is_number() ? v.get<double>() : NAN; };

@@ -230,9 +230,26 @@ std::string demangle(const std::string& mangled) {
   return result;
 }
 
+namespace {
+
+// torch.compile's code generator (Inductor) names the Triton kernels it
+// writes by their kind ("triton_poi_fused_relu_0": pointwise, red, per,
+// tem, for) whatever the source; Triton compiles them into the same cache
+// as a candidate's own Triton kernels, so the cache does not tell them
+// apart: the name does.
+bool is_inductor_kernel(const std::string& lowered_path) {
+  for (const char* kind : {"triton_poi_", "triton_red_", "triton_per_", "triton_tem_", "triton_for_"}) {
+    if (starts_with(lowered_path, kind)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string kernel_library(const std::string& kernel_name) {
   const std::string name = lower(kernel_name);
   const std::string path = function_path(name);
+  if (is_inductor_kernel(path)) return "inductor";
   if (starts_with(path, "at::") || starts_with(path, "at_cuda_detail::") || starts_with(path, "pytorch_flash::") ||
       starts_with(path, "fmha_cutlass") || starts_with(name, "_zn2at")) {
     return "aten";
@@ -282,6 +299,7 @@ std::string template_library(const std::string& kernel_name) {
 
 std::string vendor_kernel_mark(const std::string& kernel_name) {
   const std::string name = lower(kernel_name);
+  if (is_inductor_kernel(function_path(name))) return "inductor";
   if (contains(name, "cudnn") || contains(name, "xmma_fprop") || contains(name, "xmma_dgrad") ||
       contains(name, "xmma_wgrad") || contains(name, "implicit_convolve_") || contains(name, "precomputed_convolve_")) {
     return "cudnn";

@@ -143,8 +143,10 @@ std::string object_library(const std::string& object, const std::vector<std::str
 std::string template_library(const std::string& kernel_name);
 
 // The vendor library a kernel's name marks beyond doubt ("cublas" for
-// cuBLAS's own kernel families, "cudnn" for cuDNN's), or "": machine code
-// of a vendor a module loaded itself is still the vendor's.
+// cuBLAS's own kernel families, "cudnn" for cuDNN's, "inductor" for the
+// Triton kernels torch.compile generates), or "": machine code of a vendor
+// a module loaded itself, or code a compiler wrote from PyTorch ops, is
+// still not the module's own.
 std::string vendor_kernel_mark(const std::string& kernel_name);
 
 // The libraries other than "custom" whose kernels appear in a trace, sorted.

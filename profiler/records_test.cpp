@@ -238,6 +238,15 @@ TEST(RecordsTest, TemplateAndVendorMarksOfKernelNames) {
   EXPECT_EQ(vendor_kernel_mark("sm90_gemm_tiled(float const*, float const*, float*, int)"), "");
   EXPECT_EQ(vendor_kernel_mark("winograd_conv3x3(float const*, float*)"), "");
   EXPECT_EQ(vendor_kernel_mark("void cutlass::Kernel2<Gemm>(Gemm::Params)"), "");
+  // torch.compile's kernels, launched from the Triton cache like the
+  // candidate's own Triton kernels, are Inductor's by their names.
+  EXPECT_EQ(vendor_kernel_mark("triton_poi_fused_relu_0"), "inductor");
+  EXPECT_EQ(vendor_kernel_mark("triton_red_fused__log_softmax_0"), "inductor");
+  EXPECT_EQ(vendor_kernel_mark("triton_per_fused_sum_1"), "inductor");
+  EXPECT_EQ(vendor_kernel_mark("triton_tem_fused_mm_0"), "inductor");
+  EXPECT_EQ(kernel_library("triton_poi_fused_add_relu_2"), "inductor");
+  EXPECT_EQ(vendor_kernel_mark("relu_kernel"), "");           // a hand-written Triton kernel
+  EXPECT_EQ(vendor_kernel_mark("triton_relu_kernel"), "");    // named by its author
 }
 
 TEST(RecordsTest, VendorLibrariesOfATrace) {

@@ -14,6 +14,16 @@
 
 namespace kloop {
 
+// Where the audit's records come from, said in every verdict that has one:
+// CUPTI runs in the process that hosts the candidate, which the candidate's
+// code can rewrite. The audit sees what an honest module does (a library
+// call, a stream it forgot to join); against a module that hides its work
+// it is a claim, and strict's custom-kernels rule rests on it.
+inline constexpr const char* kActivityEvidence =
+    "traced in the candidate's own process (CUPTI in its worker): it shows what an honest module launched; a module "
+    "with code execution there can switch the trace off, rewrite its records or work from another process, so "
+    "strict's custom-kernels rule rests on this claim";
+
 struct ActivityAudit {
   int calls = 0;
   int joined_stream_kernels = 0;  // on another stream, ended before kloop's stream reached the call's end

@@ -178,6 +178,25 @@ TEST(ActivityAuditTest, LibraryUseIsJudgedByTheLaunchingBinary) {
   EXPECT_EQ(a.libraries, (std::vector<std::string>{"flash_attn_2_cuda"}));
 }
 
+// A Python candidate's Triton cache is its own: its hand-written Triton
+// kernel launched from there is its own, torch.compile's kernels (which
+// Triton compiles into the same cache) are Inductor's, by their names.
+TEST(ActivityAuditTest, TorchCompilesKernelsInTheTritonCacheAreNotTheCandidates) {
+  const std::string triton = "/dev/shm/kloop-work-1/sandbox/triton/";
+  profiler::ActivityTrace t;
+  t.memory = {legacy_marker(100), flush(1000), call_end(9000)};
+  t.kernels = {launched("relu_kernel", 1, 2000, 2100)};
+  t.launches = {{1, t.kernels[0].mangled, triton + "3f/__triton_launcher.so", false}};
+  ActivityAudit a = audit_activity(t, {9100}, kFlush, {kModule, triton});
+  ASSERT_TRUE(a.unavailable.empty()) << a.unavailable;
+  EXPECT_TRUE(a.libraries.empty());
+
+  t.kernels.push_back(launched("triton_poi_fused_relu_0", 2, 2200, 2300));
+  t.launches.push_back({2, t.kernels.back().mangled, triton + "a9/__triton_launcher.so", false});
+  a = audit_activity(t, {9100}, kFlush, {kModule, triton});
+  EXPECT_EQ(a.libraries, (std::vector<std::string>{"inductor"}));
+}
+
 // A graph's kernels carry the graph launch's correlation id: they are judged
 // by the launches captured into the graph (by name), not by whoever
 // launched the graph; a kernel whose launch was never seen falls back on

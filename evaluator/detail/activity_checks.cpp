@@ -98,6 +98,7 @@ ActivityObservation audit_candidate_activity(const ProblemSpec& spec, const DimV
                 {"late_kernels", a.late_kernels},
                 {"unattributed_kernels", a.unattributed_kernels}};
   if (!a.compiled_in.empty()) v.activity["compiled_in"] = a.compiled_in;
+  v.activity["evidence"] = kActivityEvidence;
   if (reference_profile) {
     const ActivityAudit ra = activity_of(*reference_profile);
     if (ra.unavailable.empty()) v.reference_kernels_per_call = ra.kernels_per_call;

@@ -90,6 +90,9 @@ TEST_F(GpuEvalTest, CorrectKernelIsTimedAgainstBothBaselines) {
   EXPECT_EQ(v.activity["late_kernels"].get<int>(), 0);
   EXPECT_TRUE(v.vendor_libraries.empty());
   EXPECT_GE(v.reference_kernels_per_call, 1.0);
+  // It says where its records came from: the candidate's own process.
+  EXPECT_NE(v.activity.value("evidence", "").find("rests on this claim"), std::string::npos) << v.activity.dump();
+  EXPECT_NE(v.to_text().find("activity evidence: traced in the candidate's own process"), std::string::npos);
 }
 
 // The light kernel API on the GPU: kloop tensors, kloop::current_stream(),
