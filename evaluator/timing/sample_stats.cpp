@@ -58,6 +58,7 @@ double StoppingRule::running_rel_stdev() const {
 
 void StoppingRule::add(double seconds) {
   samples_.push_back(seconds);
+  sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), seconds), seconds);
   total_ += seconds;
   const double n = static_cast<double>(samples_.size());
   const double d = seconds - mean_;
@@ -90,16 +91,14 @@ bool StoppingRule::noise_settled() const {
 // meets a stdev target, though its median is known to a tenth of a percent
 // after a few tens of calls: the headline's own precision decides.
 double StoppingRule::median_half_width() const {
-  const std::size_t n = samples_.size();
+  const std::size_t n = sorted_.size();
   if (rules_.statistic != "median" || n < 8) return std::numeric_limits<double>::infinity();
-  std::vector<double> sorted = samples_;
-  std::sort(sorted.begin(), sorted.end());
   const double half = static_cast<double>(n) / 2, z = 1.96 * std::sqrt(static_cast<double>(n)) / 2;
   const auto lo = static_cast<std::size_t>(std::max(1.0, std::floor(half - z)));
   const auto hi = static_cast<std::size_t>(std::min(static_cast<double>(n), std::ceil(half + z + 1)));
-  const double median = quantile(sorted, 0.5);
+  const double median = quantile(sorted_, 0.5);
   if (!(median > 0)) return std::numeric_limits<double>::infinity();
-  return (sorted[hi - 1] - sorted[lo - 1]) / 2 / median;
+  return (sorted_[hi - 1] - sorted_[lo - 1]) / 2 / median;
 }
 
 bool StoppingRule::done() {

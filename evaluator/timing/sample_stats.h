@@ -92,6 +92,7 @@ class StoppingRule {
   TimingRules rules_;
   std::function<double()> elapsed_;
   std::vector<double> samples_;
+  std::vector<double> sorted_;  // the samples in order, kept as they come (the median's interval after each)
   double total_ = 0;
   // Welford's running mean and sum of squared deviations, and the running
   // relative stdev after each sample (the last settle_window of them).
